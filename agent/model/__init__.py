@@ -1,0 +1,3 @@
+from agent.model.base import EmitFn, ModelClient, ModelError
+
+__all__ = ["EmitFn", "ModelClient", "ModelError"]
