@@ -1,0 +1,420 @@
+"""The agent loop: model -> registry -> policy -> sandbox -> history, until a stop condition."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from agent.context import ContextStore
+from agent.events import EventSink
+from agent.model.base import ModelClient, ModelError
+from agent.policy import Policy
+from agent.protocol import (
+    STATUS_FOR_REASON,
+    AgentEvent,
+    AssistantMessage,
+    ModelOutput,
+    Report,
+    StopReason,
+    TaskSpec,
+    TestRun,
+    ToolCall,
+    ToolCallRecord,
+    ToolResultMessage,
+    Usage,
+    UserMessage,
+)
+from agent.tools import PreparedCall, ToolContext, ToolInputError, ToolRegistry, ToolResult
+
+DEFAULT_INSTRUCTIONS = """\
+You are codebox, a coding agent working on a repository you did not write.
+Use the tools to read, search, patch and test the code. The repository is at the root of every
+path; paths are relative to it. Tests run in a sandbox with no network. Edits go through
+apply_patch and may be refused by the user's policy: when a call is refused or fails, read the
+message and adapt. When you are done, answer with a short message saying what you changed and
+how you checked it, and call no tool in that reply."""
+
+T = TypeVar("T")
+
+
+class CancelToken:
+    """Set from any thread (a signal handler, a UI) to stop a run at once."""
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+        self.reason = ""
+
+    def cancel(self, reason: str = "cancelled") -> None:
+        self.reason = reason
+        self._event.set()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._event.is_set()
+
+    def wait(self, timeout: float) -> bool:
+        return self._event.wait(timeout)
+
+
+@dataclass
+class Limits:
+    max_steps: int = 30
+    timeout_s: float = 900.0
+    loop_guard_repeats: int = 3  # identical failing calls before the run is stopped
+    max_empty_replies: int = 3
+    context_budget_chars: int = 200_000
+    interrupt_grace_s: float = 10.0
+
+
+class _Stop(Exception):
+    def __init__(self, reason: StopReason, error: str | None = None) -> None:
+        super().__init__(error or reason)
+        self.reason = reason
+        self.error = error
+
+
+class SandboxFailure(Exception):
+    """The sandbox itself cannot go on (not a tool error): ends the run with sandbox_error."""
+
+
+class CodingAgent:
+    def __init__(
+        self,
+        model: ModelClient,
+        registry: ToolRegistry,
+        policy: Policy,
+        sink: EventSink,
+        ctx: ToolContext,
+        *,
+        limits: Limits | None = None,
+        instructions: str = DEFAULT_INSTRUCTIONS,
+    ) -> None:
+        self.model = model
+        self.registry = registry
+        self.policy = policy
+        self.sink = sink
+        self.ctx = ctx
+        self.limits = limits or Limits()
+        self.instructions = instructions
+
+    # --- the run ---------------------------------------------------------------------------------
+
+    def run(self, task: TaskSpec, cancel: CancelToken | None = None) -> Report:
+        run = _Run(self, task, cancel or CancelToken())
+        return run.execute()
+
+
+class _Run:
+    """The state of one run; CodingAgent stays reusable."""
+
+    def __init__(self, agent: CodingAgent, task: TaskSpec, cancel: CancelToken) -> None:
+        self.agent = agent
+        self.task = task
+        self.cancel = cancel
+        self.limits = agent.limits
+        self.context = ContextStore(task.goal, agent.limits.context_budget_chars)
+        self.seq = 0
+        self.step = 0
+        self.started = time.time()
+        self.deadline = time.monotonic() + min(task.timeout_s, agent.limits.timeout_s)
+        self.records: list[ToolCallRecord] = []
+        self.files_changed: list[str] = []
+        self.last_test: TestRun | None = None
+        self.usage: Usage | None = None
+        self.failing_calls: Counter[str] = Counter()
+        self.empty_replies = 0
+
+    def emit(self, type_: str, **data: Any) -> None:
+        self.seq += 1
+        event = AgentEvent(type=type_, task_id=self.task.id, seq=self.seq, step=self.step, data=data)
+        self.agent.sink.emit(event)
+
+    def execute(self) -> Report:
+        self.emit(
+            "turn.start",
+            goal=self.task.goal,
+            repo=self.task.repo,
+            model=self.agent.model.name,
+            policy=self.agent.policy.name,
+            max_steps=self.limits.max_steps,
+        )
+        final: str | None = None
+        try:
+            final = self._loop()
+            reason: StopReason = "final_message"
+            error = None
+        except _Stop as stop:
+            reason, error = stop.reason, stop.error
+        report = self._report(reason, final, error)
+        self.emit("turn.end", reason=reason, status=report.status, report=report.model_dump(mode="json"))
+        return report
+
+    def _check_stop(self) -> None:
+        if self.cancel.cancelled:
+            raise _Stop("cancelled", self.cancel.reason or None)
+        if time.monotonic() >= self.deadline:
+            raise _Stop("timeout", f"the run's time budget ({self.task.timeout_s:g}s) is spent")
+
+    def _loop(self) -> str:
+        while True:
+            self._check_stop()
+            if self.step >= min(self.task.max_steps, self.limits.max_steps):
+                raise _Stop("max_steps", f"stopped after {self.step} model steps")
+            self.step += 1
+            output = self._sample()
+            usage_left = output.usage
+            calls = output.tool_calls
+            if output.message:
+                final = not calls and output.finish_reason != "length"
+                self.emit(
+                    "message",
+                    text=output.message,
+                    final=final,
+                    finish_reason=output.finish_reason,
+                    usage=_dump(usage_left),
+                )
+                usage_left = None
+                if final:
+                    self.context.append(AssistantMessage(content=output.message))
+                    return output.message
+            self.context.append(AssistantMessage(content=output.message, tool_calls=calls))
+            if not calls:
+                self._nudge(output)
+                continue
+            self.empty_replies = 0
+            for call in calls:
+                self._check_stop()
+                self._handle_call(call, usage_left)
+                usage_left = None
+
+    def _nudge(self, output: ModelOutput) -> None:
+        """A reply with no tool call that is not a final answer: cut off, or empty."""
+        if output.finish_reason == "length":
+            note = (
+                "[codebox] Your last reply was cut off by the output token limit, so it was not "
+                "taken as your final answer. Continue, more briefly."
+            )
+        else:
+            self.empty_replies += 1
+            if self.empty_replies >= self.limits.max_empty_replies:
+                raise _Stop("model_error", f"the model sent {self.empty_replies} empty replies in a row")
+            note = "[codebox] Your reply was empty. Call a tool, or answer with your final message."
+        self.context.append(UserMessage(content=note))
+
+    # --- model -----------------------------------------------------------------------------------
+
+    def _sample(self) -> ModelOutput:
+        shortened = self.context.fit()
+        if shortened:
+            self.emit("context.trimmed", results=shortened, size=self.context.size())
+        messages = list(self.context.messages)
+        specs = self.agent.registry.specs()
+
+        def emit_model_event(type_: str, data: dict[str, Any]) -> None:
+            self.emit(type_, **data)
+
+        try:
+            output = self._interruptible(
+                lambda: self.agent.model.complete(self.agent.instructions, messages, specs, emit_model_event),
+                on_interrupt=None,
+            )
+        except ModelError as exc:
+            self.emit("model.error", error=str(exc))
+            raise _Stop("model_error", str(exc)) from exc
+        except _Stop:
+            raise
+        except Exception as exc:  # a client bug must still end in a report
+            self.emit("model.error", error=f"{type(exc).__name__}: {exc}")
+            raise _Stop("model_error", f"model client failed: {type(exc).__name__}: {exc}") from exc
+        if output.usage:
+            self.usage = output.usage if self.usage is None else self.usage + output.usage
+        return output
+
+    def _interruptible(self, fn: Callable[[], T], on_interrupt: Callable[[], None] | None) -> T:
+        """Run fn in a worker thread; return its result, or stop on cancel/timeout.
+
+        On a stop, on_interrupt runs (for a tool call: the sandbox is closed, which kills
+        the container and so the running command), then the worker gets a grace period.
+        """
+        box: dict[str, Any] = {}
+        done = threading.Event()
+
+        def worker() -> None:
+            try:
+                box["value"] = fn()
+            except BaseException as exc:
+                box["error"] = exc
+            finally:
+                done.set()
+
+        thread = threading.Thread(target=worker, name="codebox-call", daemon=True)
+        thread.start()
+        while not done.wait(0.05):
+            if self.cancel.cancelled or time.monotonic() >= self.deadline:
+                if on_interrupt is not None:
+                    on_interrupt()  # kills what runs; give the worker a moment to return
+                    done.wait(self.limits.interrupt_grace_s)
+                self._check_stop()
+        if "error" in box:
+            raise box["error"]
+        return box["value"]
+
+    # --- tools -----------------------------------------------------------------------------------
+
+    def _handle_call(self, call: ToolCall, usage: Usage | None) -> None:
+        base: dict[str, Any] = {"name": call.name, "call_id": call.id, "arguments": call.arguments}
+        if call.raw_arguments is not None:
+            base["raw_arguments"] = call.raw_arguments
+        if usage is not None:
+            base["usage"] = _dump(usage)
+        try:
+            prepared = self.agent.registry.prepare(call)
+        except ToolInputError as exc:
+            self.emit("tool.start", **base, decision="invalid", reason=str(exc))
+            self._finish(call, "invalid", ToolResult(content=str(exc), is_error=True, outcome="error"), 0.0)
+            return
+        verdict = self.agent.policy.decide(prepared)
+        self.emit(
+            "tool.start",
+            **base,
+            decision=verdict.decision,
+            reason=verdict.reason,
+            asked=verdict.asked,
+            write_paths=prepared.write_paths,
+        )
+        if not verdict.allowed:
+            content = f"Denied by policy ({self.agent.policy.name}): {verdict.reason}. The call was not run."
+            self._finish(call, "deny", ToolResult(content=content, is_error=True, outcome="denied"), 0.0)
+            return
+        started = time.monotonic()
+        try:
+            result = self._interruptible(
+                lambda: self._execute(prepared), on_interrupt=self.agent.ctx.sandbox.close
+            )
+        except _Stop as stop:
+            content = f"The call was interrupted: the run was {stop.reason}."
+            result = ToolResult(content=content, is_error=True, outcome=stop.reason)
+            self._finish(call, "allow", result, time.monotonic() - started)
+            raise
+        except SandboxFailure as exc:
+            result = ToolResult(content=f"Sandbox failure: {exc}", is_error=True, outcome="sandbox_error")
+            self._finish(call, "allow", result, time.monotonic() - started)
+            raise _Stop("sandbox_error", str(exc)) from exc
+        self._finish(call, "allow", result, time.monotonic() - started, prepared)
+
+    def _execute(self, prepared: PreparedCall) -> ToolResult:
+        try:
+            return prepared.handler.execute(prepared.args, self.agent.ctx)
+        except SandboxFailure:
+            raise
+        except Exception as exc:  # a tool's crash is a result the model sees, not the end of the run
+            return ToolResult(
+                content=f"Tool {prepared.handler.name} failed: {type(exc).__name__}: {exc}",
+                is_error=True,
+                outcome="error",
+            )
+
+    def _finish(
+        self,
+        call: ToolCall,
+        decision: str,
+        result: ToolResult,
+        duration: float,
+        prepared: PreparedCall | None = None,
+    ) -> None:
+        self.context.append(
+            ToolResultMessage(call_id=call.id, name=call.name, content=result.content, is_error=result.is_error)
+        )
+        self.emit(
+            "tool.end",
+            name=call.name,
+            call_id=call.id,
+            decision=decision,
+            is_error=result.is_error,
+            outcome=result.outcome,
+            duration_s=round(duration, 4),
+            content=result.content,
+            summary=_summary(call),
+            data=result.data,
+        )
+        error = result.content.splitlines()[0][:300] if result.is_error and result.content else None
+        self.records.append(
+            ToolCallRecord(
+                call_id=call.id,
+                name=call.name,
+                decision=decision,
+                ok=not result.is_error,
+                error=error,
+                duration_s=round(duration, 4),
+            )
+        )
+        if prepared is not None:
+            self._note_effects(prepared, result)
+        if result.is_error:
+            key = call.name + json.dumps(call.arguments, sort_keys=True, default=str) + (call.raw_arguments or "")
+            self.failing_calls[key] += 1
+            if self.failing_calls[key] >= self.limits.loop_guard_repeats:
+                raise _Stop(
+                    "loop_guard",
+                    f"the same failing {call.name} call was made {self.failing_calls[key]} times",
+                )
+
+    def _note_effects(self, prepared: PreparedCall, result: ToolResult) -> None:
+        if prepared.handler.name == "apply_patch" and not result.is_error:
+            changed = result.data.get("changed_paths") or prepared.write_paths
+            for path in changed:
+                if path not in self.files_changed:
+                    self.files_changed.append(path)
+        if prepared.handler.name == "run_test" and result.outcome != "denied":
+            self.last_test = TestRun(
+                command=[str(a) for a in result.data.get("argv", [])],
+                outcome=result.outcome,
+                exit_code=result.data.get("exit_code"),
+                duration_s=float(result.data.get("duration_s") or 0.0),
+            )
+
+    # --- report ----------------------------------------------------------------------------------
+
+    def _report(self, reason: StopReason, final: str | None, error: str | None) -> Report:
+        return Report(
+            task_id=self.task.id,
+            goal=self.task.goal,
+            repo=self.task.repo,
+            model=self.agent.model.name,
+            status=STATUS_FOR_REASON[reason],
+            stop_reason=reason,
+            final_message=final,
+            error=error,
+            steps=self.step,
+            tool_calls=self.records,
+            files_changed=self.files_changed,
+            last_test=self.last_test,
+            usage=self.usage,
+            started_at=self.started,
+            duration_s=round(time.time() - self.started, 3),
+        )
+
+
+def _dump(usage: Usage | None) -> dict[str, int] | None:
+    return usage.model_dump() if usage else None
+
+
+def _summary(call: ToolCall) -> str:
+    args = call.arguments
+    if call.name == "read_file":
+        rng = f":{args.get('start_line', '')}-{args.get('end_line', '')}" if "start_line" in args else ""
+        return f"{args.get('path', '')}{rng}"
+    if call.name == "search":
+        return repr(args.get("query", ""))
+    if call.name == "run_test":
+        return " ".join(str(a) for a in args.get("args", []))
+    if call.name == "apply_patch":
+        text = str(args.get("patch") or args.get("input") or "")
+        files = [ln.split(":", 1)[1].strip() for ln in text.splitlines() if ln.strip().startswith("*** ") and ":" in ln]
+        return ", ".join(files[:3])
+    return ""

@@ -1,0 +1,197 @@
+"""Policies: which tool calls may run. Every mutating call is judged before it runs.
+
+A policy sees the prepared call, with the paths a patch would write (read out of the
+parsed patch on the host), so it judges paths, not tool names alone.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Literal
+
+from agent.tools import PreparedCall
+
+Decision = Literal["allow", "deny"]
+Answer = Literal["yes", "no", "always"]
+
+
+@dataclass(frozen=True)
+class Verdict:
+    decision: Decision
+    reason: str
+    asked: bool = False
+
+    @property
+    def allowed(self) -> bool:
+        return self.decision == "allow"
+
+
+class Policy(ABC):
+    name: str
+    # Whether this policy can ever allow a write: the runner starts a write container only then.
+    allows_writes: bool
+
+    def decide(self, call: PreparedCall) -> Verdict:
+        if not call.handler.mutates:
+            return Verdict("allow", "reads are always allowed")
+        return self.decide_write(call)
+
+    @abstractmethod
+    def decide_write(self, call: PreparedCall) -> Verdict: ...
+
+
+class ReadOnlyPolicy(Policy):
+    name = "read-only"
+    allows_writes = False
+
+    def decide_write(self, call: PreparedCall) -> Verdict:
+        return Verdict("deny", f"{call.handler.name} writes files and the policy is read-only")
+
+
+# --- paths ---------------------------------------------------------------------------------------
+
+
+def path_problem(path: str) -> str | None:
+    """Why a repository-relative path may never be written, or None.
+
+    The sandbox checks paths again against the real tree (symlinks included);
+    this is the host's early, independent check.
+    """
+    if not path or "\x00" in path:
+        return "empty path or NUL byte"
+    if "\\" in path:
+        return "backslash in path"
+    if path.startswith("/") or re.match(r"^[A-Za-z]:", path):
+        return "absolute path"
+    parts = [p for p in path.split("/") if p not in ("", ".")]
+    if not parts:
+        return "path names the repository root"
+    if ".." in parts:
+        return "'..' in path"
+    if any(p.lower() == ".git" for p in parts):
+        return ".git is never writable"
+    return None
+
+
+def normalize(path: str) -> str:
+    return "/".join(p for p in path.split("/") if p not in ("", "."))
+
+
+@lru_cache(maxsize=512)
+def _glob_regex(pattern: str) -> re.Pattern[str]:
+    """A glob as a regex: `*` and `?` stay within a path segment, `**` crosses them."""
+    out = []
+    i = 0
+    pat = normalize(pattern)
+    while i < len(pat):
+        c = pat[i]
+        if pat.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pat.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif c == "*":
+            out.append("[^/]*")
+            i += 1
+        elif c == "?":
+            out.append("[^/]")
+            i += 1
+        elif c == "[":
+            end = pat.find("]", i + 1)
+            if end == -1:
+                out.append(re.escape(c))
+                i += 1
+            else:
+                body = pat[i + 1 : end]
+                if body.startswith("!"):
+                    body = "^" + body[1:]
+                out.append(f"[{body}]")
+                i = end + 1
+        else:
+            out.append(re.escape(c))
+            i += 1
+    return re.compile("".join(out) + r"\Z")
+
+
+def glob_match(path: str, pattern: str) -> bool:
+    """Match a repository path against a glob; a pattern naming a directory covers what is under it."""
+    path = normalize(path)
+    regex = _glob_regex(pattern)
+    if regex.match(path):
+        return True
+    # "src" or "src/" as a pattern means everything below src.
+    prefix = normalize(pattern)
+    return not any(ch in prefix for ch in "*?[") and path.startswith(prefix + "/")
+
+
+class WorkspaceWritePolicy(Policy):
+    """Writes allowed to paths matching an allow glob and no deny glob; .git never."""
+
+    name = "workspace-write"
+    allows_writes = True
+
+    def __init__(self, allow: Iterable[str] = ("**",), deny: Iterable[str] = ()) -> None:
+        self.allow = list(allow) or ["**"]
+        self.deny = [*deny, ".git/**"]
+
+    def path_verdict(self, path: str) -> str | None:
+        """Why this path may not be written, or None."""
+        problem = path_problem(path)
+        if problem:
+            return problem
+        if any(glob_match(path, d) for d in self.deny):
+            return "matches a deny rule"
+        if not any(glob_match(path, a) for a in self.allow):
+            return f"matches no allow rule ({', '.join(self.allow)})"
+        return None
+
+    def decide_write(self, call: PreparedCall) -> Verdict:
+        if not call.write_paths:
+            return Verdict("deny", "the call names no path to write")
+        refused = [(p, why) for p in call.write_paths if (why := self.path_verdict(p))]
+        if refused:
+            detail = "; ".join(f"{p!r}: {why}" for p, why in refused)
+            return Verdict("deny", f"write refused: {detail}")
+        return Verdict("allow", "all paths allowed: " + ", ".join(normalize(p) for p in call.write_paths))
+
+
+AskFn = Callable[[PreparedCall], Answer]
+
+
+class ApproveOncePolicy(Policy):
+    """Asks a callback for each write: yes, no, or always for these paths.
+
+    The path rules of a WorkspaceWritePolicy still apply first: `.git`, `..` and deny
+    globs are refused without asking.
+    """
+
+    name = "ask"
+    allows_writes = True
+
+    def __init__(self, ask: AskFn, rules: WorkspaceWritePolicy | None = None) -> None:
+        self.ask = ask
+        self.rules = rules or WorkspaceWritePolicy()
+        self.approved: set[str] = set()
+        self._lock = threading.Lock()
+
+    def decide_write(self, call: PreparedCall) -> Verdict:
+        hard = self.rules.decide_write(call)
+        if not hard.allowed:
+            return hard
+        paths = {normalize(p) for p in call.write_paths}
+        with self._lock:
+            if paths <= self.approved:
+                return Verdict("allow", "approved earlier for these paths")
+            answer = self.ask(call)
+            if answer == "always":
+                self.approved |= paths
+                return Verdict("allow", "approved for these paths from now on", asked=True)
+            if answer == "yes":
+                return Verdict("allow", "approved once", asked=True)
+            return Verdict("deny", "the user refused this write", asked=True)

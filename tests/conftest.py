@@ -1,0 +1,82 @@
+"""Shared test set-up: Docker availability, and a check that no sandbox container leaks."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+# testcontainers' reaper image cannot be pulled here; codebox removes its own containers.
+os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+
+def _docker_problem() -> str | None:
+    try:
+        import docker
+
+        client = docker.from_env(timeout=10)
+        client.ping()
+        client.close()
+    except Exception as exc:
+        return f"no Docker daemon answers ({type(exc).__name__}: {exc})"
+    return None
+
+
+_DOCKER_PROBLEM: str | None = None
+_DOCKER_CHECKED = False
+
+
+def docker_problem() -> str | None:
+    global _DOCKER_PROBLEM, _DOCKER_CHECKED
+    if not _DOCKER_CHECKED:
+        _DOCKER_PROBLEM = _docker_problem()
+        _DOCKER_CHECKED = True
+    return _DOCKER_PROBLEM
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not any(item.get_closest_marker("docker") for item in items):
+        return
+    problem = docker_problem()
+    if problem is None:
+        return
+    if os.environ.get("CI") and not os.environ.get("CODEBOX_ALLOW_NO_DOCKER"):
+        # In CI a missing daemon is a failure, not a reason to skip half the suite.
+        raise pytest.UsageError(f"docker tests cannot run in CI: {problem}")
+    skip = pytest.mark.skip(reason=problem)
+    for item in items:
+        if item.get_closest_marker("docker"):
+            item.add_marker(skip)
+
+
+def _codebox_containers() -> list[str]:
+    import docker
+
+    client = docker.from_env()
+    try:
+        return [c.name for c in client.containers.list(all=True, filters={"label": "codebox.task"})]
+    finally:
+        client.close()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_leaked_containers() -> Iterator[None]:
+    """After the whole session, no codebox container may be left on the machine."""
+    yield
+    if docker_problem() is not None:
+        return
+    import time
+
+    deadline = time.monotonic() + 15  # auto-removal of just-killed containers takes a moment
+    left = _codebox_containers()
+    while left and time.monotonic() < deadline:
+        time.sleep(0.5)
+        left = _codebox_containers()
+    assert not left, f"codebox containers leaked: {left}"

@@ -1,0 +1,66 @@
+"""Test doubles for the host side: a sandbox that answers from a table, no Docker."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agent.events import MemorySink
+from agent.loop import CodingAgent, Limits
+from agent.model.scripted import ScriptedModel
+from agent.policy import Policy, ReadOnlyPolicy
+from agent.protocol import TaskSpec
+from agent.tools import ToolContext, ToolRegistry
+
+
+@dataclass
+class FakeReply:
+    ok: bool = True
+    output: str = ""
+    error: str | None = None
+    outcome: str = "ok"
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+class FakeSandbox:
+    """Answers each tool with a function of its arguments; records every call."""
+
+    def __init__(self, handlers: dict[str, Callable[[dict[str, Any]], FakeReply]] | None = None) -> None:
+        self.handlers = handlers or {}
+        self.calls: list[tuple[str, dict[str, Any]]] = []
+        self.closed = threading.Event()
+
+    def call(self, tool: str, args: dict[str, Any], timeout_s: float | None = None) -> FakeReply:
+        self.calls.append((tool, args))
+        handler = self.handlers.get(tool)
+        if handler is None:
+            return FakeReply(output=f"{tool} ok")
+        return handler(args)
+
+    def apply_patch(self, patch: str, timeout_s: float | None = None) -> FakeReply:
+        return self.call("apply_patch", {"patch": patch}, timeout_s)
+
+    def close(self) -> None:
+        self.closed.set()
+
+
+def make_agent(
+    turns: list[dict[str, Any]],
+    sandbox: FakeSandbox | None = None,
+    policy: Policy | None = None,
+    limits: Limits | None = None,
+    test_cmd: list[str] | None = None,
+) -> tuple[CodingAgent, MemorySink, ScriptedModel, FakeSandbox]:
+    sandbox = sandbox or FakeSandbox()
+    sink = MemorySink()
+    model = ScriptedModel(turns)
+    ctx = ToolContext(sandbox=sandbox, repo=Path("/nonexistent"), test_cmd=test_cmd or ["pytest", "-q"])
+    agent = CodingAgent(model, ToolRegistry(), policy or ReadOnlyPolicy(), sink, ctx, limits=limits)
+    return agent, sink, model, sandbox
+
+
+def task(goal: str = "find the retry bug", **kw: Any) -> TaskSpec:
+    return TaskSpec(repo="/nonexistent", goal=goal, **kw)

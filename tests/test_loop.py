@@ -1,0 +1,345 @@
+"""The agent loop with a scripted model and a fake sandbox: events, errors, every stop condition."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import pytest
+
+from agent.loop import CancelToken, Limits
+from agent.model.base import ModelError
+from agent.model.scripted import ScriptedModel
+from agent.policy import WorkspaceWritePolicy
+from agent.protocol import ToolResultMessage
+from tests.fakes import FakeReply, FakeSandbox, make_agent, task
+
+
+def first_result(model: ScriptedModel) -> ToolResultMessage:
+    """The first tool result the model was sent in its second request."""
+    return next(m for m in model.requests[1][1] if isinstance(m, ToolResultMessage))
+
+
+PATCH = "*** Begin Patch\n*** Update File: src/a.py\n@@\n-x = 1\n+x = 2\n*** End Patch\n"
+
+
+def test_seed_event_order_for_one_tool_call() -> None:
+    agent, sink, _, sandbox = make_agent(
+        [{"tool_calls": [{"name": "search", "arguments": {"query": "retry"}}]}, {"message": "done"}]
+    )
+    report = agent.run(task())
+    assert sink.types() == ["turn.start", "tool.start", "tool.end", "message", "turn.end"]
+    assert [e.data.get("name") for e in sink.events[1:3]] == ["search", "search"]
+    assert sink.events[1].data["decision"] == "allow"
+    assert sandbox.calls == [("search", {"query": "retry", "regex": False})]
+    assert report.status == "completed" and report.stop_reason == "final_message"
+    assert report.final_message == "done" and report.steps == 2
+    assert [(c.name, c.decision, c.ok) for c in report.tool_calls] == [("search", "allow", True)]
+    assert [e.seq for e in sink.events] == [1, 2, 3, 4, 5]
+
+
+def test_tool_end_carries_the_result_exactly_as_the_model_saw_it() -> None:
+    sandbox = FakeSandbox({"read_file": lambda a: FakeReply(output="1\tprint('hi')\n")})
+    agent, sink, model, _ = make_agent(
+        [{"tool_calls": [{"name": "read_file", "arguments": {"path": "a.py"}}]}, {"message": "ok"}], sandbox
+    )
+    agent.run(task())
+    end = next(e for e in sink.events if e.type == "tool.end")
+    sent = [m for m in model.requests[1][1] if isinstance(m, ToolResultMessage)]
+    assert end.data["content"] == sent[0].content == "1\tprint('hi')\n"
+
+
+def test_denied_write_goes_back_and_the_loop_continues() -> None:
+    agent, sink, model, sandbox = make_agent(
+        [{"tool_calls": [{"name": "apply_patch", "arguments": {"patch": PATCH}}]}, {"message": "could not"}]
+    )
+    report = agent.run(task())
+    start = next(e for e in sink.events if e.type == "tool.start")
+    assert start.data["decision"] == "deny"
+    result = first_result(model)
+    assert result.is_error and result.content.startswith("Denied by policy")
+    assert sandbox.calls == []  # never reached the sandbox
+    assert report.stop_reason == "final_message"
+    assert report.tool_calls[0].decision == "deny" and not report.tool_calls[0].ok
+
+
+def test_allowed_write_records_changed_files() -> None:
+    sandbox = FakeSandbox(
+        {"apply_patch": lambda a: FakeReply(output="M src/a.py", data={"changed_paths": ["src/a.py"]})}
+    )
+    agent, _, _, _ = make_agent(
+        [{"tool_calls": [{"name": "apply_patch", "arguments": {"input": PATCH}}]}, {"message": "fixed"}],
+        sandbox,
+        policy=WorkspaceWritePolicy(),
+    )
+    report = agent.run(task())
+    assert report.files_changed == ["src/a.py"]
+    assert sandbox.calls[0][0] == "apply_patch"
+
+
+def test_tool_exception_becomes_an_error_result() -> None:
+    def boom(args: dict[str, Any]) -> FakeReply:
+        raise RuntimeError("disk on fire")
+
+    agent, _, model, _ = make_agent(
+        [{"tool_calls": [{"name": "read_file", "arguments": {"path": "x"}}]}, {"message": "ok"}],
+        FakeSandbox({"read_file": boom}),
+    )
+    report = agent.run(task())
+    result = first_result(model)
+    assert result.is_error and "disk on fire" in result.content
+    assert report.stop_reason == "final_message" and not report.tool_calls[0].ok
+
+
+def test_sandbox_error_result_goes_back() -> None:
+    sandbox = FakeSandbox(
+        {"read_file": lambda a: FakeReply(ok=False, output="", error="path escapes the repository: ../x")}
+    )
+    agent, _, model, _ = make_agent(
+        [{"tool_calls": [{"name": "read_file", "arguments": {"path": "../x"}}]}, {"message": "ok"}], sandbox
+    )
+    agent.run(task())
+    result = first_result(model)
+    assert result.is_error and "escapes" in result.content
+
+
+def test_unknown_tool_is_an_error_result_not_a_crash() -> None:
+    agent, sink, model, _ = make_agent(
+        [{"tool_calls": [{"name": "rm_rf", "arguments": {}}]}, {"message": "ok"}]
+    )
+    report = agent.run(task())
+    result = first_result(model)
+    assert result.is_error and "Unknown tool 'rm_rf'" in result.content and "read_file" in result.content
+    assert report.tool_calls[0].decision == "invalid"
+    assert sink.types() == ["turn.start", "tool.start", "tool.end", "message", "turn.end"]
+
+
+@pytest.mark.parametrize(
+    ("arguments", "expected"),
+    [
+        ("this is not json", "not valid JSON"),
+        ('["a", "b"]', "must be a JSON object"),
+        ({}, "path: Field required"),
+        ({"path": 3}, "path: Input should be a valid string"),
+        ({"path": "a", "start_line": "ten"}, "start_line"),
+        ({"path": "a", "start_line": 0}, "start_line: Input should be greater than or equal to 1"),
+        ({"path": "a", "colour": "red"}, "colour: Extra inputs are not permitted"),
+    ],
+)
+def test_invalid_arguments_name_the_problem(arguments: Any, expected: str) -> None:
+    agent, _, model, sandbox = make_agent(
+        [{"tool_calls": [{"name": "read_file", "arguments": arguments}]}, {"message": "ok"}]
+    )
+    agent.run(task())
+    result = first_result(model)
+    assert result.is_error and expected in result.content, result.content
+    assert sandbox.calls == []
+
+
+def test_double_encoded_arguments_are_accepted() -> None:
+    agent, _, _, sandbox = make_agent(
+        [{"tool_calls": [{"name": "read_file", "arguments": '"{\\"path\\": \\"a.py\\"}"'}]}, {"message": "ok"}]
+    )
+    agent.run(task())
+    assert sandbox.calls == [("read_file", {"path": "a.py"})]
+
+
+def test_malformed_patch_is_refused_before_policy_with_the_parse_error() -> None:
+    agent, sink, model, sandbox = make_agent(
+        [{"tool_calls": [{"name": "apply_patch", "arguments": {"patch": "*** Begin Patch\n*** Frobnicate: x\n"}}]},
+         {"message": "ok"}],
+        policy=WorkspaceWritePolicy(),
+    )
+    agent.run(task())
+    result = first_result(model)
+    assert result.is_error and sandbox.calls == []
+    assert next(e for e in sink.events if e.type == "tool.start").data["decision"] == "invalid"
+
+
+def test_patch_into_git_is_denied_even_with_workspace_write() -> None:
+    patch = "*** Begin Patch\n*** Add File: src/../.git/hooks/pre-commit\n+#!/bin/sh\n*** End Patch\n"
+    agent, _, model, sandbox = make_agent(
+        [{"tool_calls": [{"name": "apply_patch", "arguments": {"patch": patch}}]}, {"message": "ok"}],
+        policy=WorkspaceWritePolicy(),
+    )
+    agent.run(task())
+    result = first_result(model)
+    assert result.is_error and "Denied by policy" in result.content
+    assert sandbox.calls == []
+
+
+# --- stop conditions -----------------------------------------------------------------------------
+
+
+def test_stop_max_steps() -> None:
+    turns = [{"tool_calls": [{"name": "search", "arguments": {"query": f"q{i}"}}]} for i in range(10)]
+    agent, sink, _, _ = make_agent(turns, limits=Limits(max_steps=3))
+    report = agent.run(task())
+    assert report.stop_reason == "max_steps" and report.status == "stopped" and report.steps == 3
+    assert sink.events[-1].type == "turn.end" and sink.events[-1].data["reason"] == "max_steps"
+
+
+def test_task_max_steps_is_honoured_too() -> None:
+    turns = [{"tool_calls": [{"name": "search", "arguments": {"query": f"q{i}"}}]} for i in range(10)]
+    agent, _, _, _ = make_agent(turns)
+    assert agent.run(task(max_steps=2)).stop_reason == "max_steps"
+
+
+def test_stop_timeout_during_a_slow_tool() -> None:
+    sandbox = FakeSandbox()
+    sandbox.handlers["run_test"] = lambda a: (sandbox.closed.wait(30), FakeReply(ok=False, outcome="container_died"))[1]
+    agent, _, _, _ = make_agent(
+        [{"tool_calls": [{"name": "run_test", "arguments": {}}]}, {"message": "never"}],
+        sandbox,
+        limits=Limits(timeout_s=0.5),
+    )
+    started = time.monotonic()
+    report = agent.run(task())
+    assert report.stop_reason == "timeout" and time.monotonic() - started < 5
+    assert sandbox.closed.is_set()  # the sandbox was closed: the running command is killed
+
+
+def test_stop_loop_guard_on_identical_failing_calls() -> None:
+    call = {"tool_calls": [{"name": "read_file", "arguments": {"path": "missing.py"}}]}
+    sandbox = FakeSandbox({"read_file": lambda a: FakeReply(ok=False, error="no such file: missing.py")})
+    agent, _, _, _ = make_agent([call] * 10, sandbox)
+    report = agent.run(task())
+    assert report.stop_reason == "loop_guard" and len(report.tool_calls) == 3
+    assert "3 times" in (report.error or "")
+
+
+def test_different_failing_calls_do_not_trip_the_guard() -> None:
+    turns: list[dict[str, Any]] = [
+        {"tool_calls": [{"name": "read_file", "arguments": {"path": f"m{i}.py"}}]} for i in range(5)
+    ]
+    sandbox = FakeSandbox({"read_file": lambda a: FakeReply(ok=False, error="no such file")})
+    agent, _, _, _ = make_agent([*turns, {"message": "gave up"}], sandbox)
+    assert agent.run(task()).stop_reason == "final_message"
+
+
+def test_stop_model_error_when_script_runs_out() -> None:
+    agent, sink, _, _ = make_agent([{"tool_calls": [{"name": "search", "arguments": {"query": "x"}}]}])
+    report = agent.run(task())
+    assert report.stop_reason == "model_error" and report.status == "error"
+    assert "ran out of turns" in (report.error or "")
+    assert "model.error" in sink.types()
+
+
+def test_model_client_crash_is_a_model_error() -> None:
+    agent, _, model, _ = make_agent([])
+
+    def broken(*a: Any) -> Any:
+        raise KeyError("choices")
+
+    model.complete = broken  # type: ignore[method-assign]
+    report = agent.run(task())
+    assert report.stop_reason == "model_error" and "KeyError" in (report.error or "")
+
+
+def test_model_error_raised_by_client() -> None:
+    agent, _, model, _ = make_agent([])
+
+    def refused(*a: Any) -> Any:
+        raise ModelError("authentication failed: set OPENAI_API_KEY")
+
+    model.complete = refused  # type: ignore[method-assign]
+    report = agent.run(task())
+    assert report.stop_reason == "model_error" and "OPENAI_API_KEY" in (report.error or "")
+
+
+def test_cut_off_reply_is_not_final_and_the_model_is_told() -> None:
+    agent, _, model, _ = make_agent(
+        [{"message": "I will now expl", "finish_reason": "length"}, {"message": "short answer"}]
+    )
+    report = agent.run(task())
+    assert report.final_message == "short answer"
+    last_user = model.requests[1][1][-1]
+    assert last_user.role == "user" and "cut off" in last_user.content
+
+
+def test_repeated_empty_replies_end_the_run() -> None:
+    agent, _, _, _ = make_agent([{}, {}, {}, {"message": "late"}])
+    report = agent.run(task())
+    assert report.stop_reason == "model_error" and "empty" in (report.error or "")
+
+
+def test_text_with_tool_calls_keeps_both() -> None:
+    agent, sink, model, _ = make_agent(
+        [{"message": "let me look", "tool_calls": [{"name": "search", "arguments": {"query": "x"}}]},
+         {"message": "done"}]
+    )
+    agent.run(task())
+    assert sink.types() == ["turn.start", "message", "tool.start", "tool.end", "message", "turn.end"]
+    assistant = model.requests[1][1][1]
+    assert assistant.role == "assistant" and assistant.content == "let me look" and assistant.tool_calls
+
+
+def test_cancel_mid_tool_call_stops_the_call_and_reports() -> None:
+    sandbox = FakeSandbox()
+    started = threading.Event()
+
+    def slow(args: dict[str, Any]) -> FakeReply:
+        started.set()
+        sandbox.closed.wait(30)  # only close() ends it, as a killed container would
+        return FakeReply(ok=False, outcome="container_died", error="container killed")
+
+    sandbox.handlers["run_test"] = slow
+    agent, sink, _, _ = make_agent(
+        [{"tool_calls": [{"name": "run_test", "arguments": {}}]}, {"message": "never"}], sandbox
+    )
+    cancel = CancelToken()
+    threading.Thread(target=lambda: (started.wait(5), cancel.cancel("user pressed Ctrl-C"))).start()
+    t0 = time.monotonic()
+    report = agent.run(task(), cancel)
+    assert time.monotonic() - t0 < 5
+    assert report.stop_reason == "cancelled" and report.status == "cancelled"
+    assert sandbox.closed.is_set()
+    assert sink.events[-1].type == "turn.end" and sink.events[-1].data["reason"] == "cancelled"
+    end = next(e for e in sink.events if e.type == "tool.end")
+    assert end.data["is_error"] and "interrupted" in end.data["content"]
+
+
+def test_cancel_before_start() -> None:
+    agent, _, model, _ = make_agent([{"message": "x"}])
+    cancel = CancelToken()
+    cancel.cancel()
+    report = agent.run(task(), cancel)
+    assert report.stop_reason == "cancelled" and model.requests == []
+
+
+def test_usage_is_summed_into_the_report_and_events() -> None:
+    usage = {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15}
+    agent, sink, _, _ = make_agent(
+        [{"tool_calls": [{"name": "search", "arguments": {"query": "x"}}], "usage": usage},
+         {"message": "done", "usage": usage}]
+    )
+    report = agent.run(task())
+    assert report.usage is not None and report.usage.total_tokens == 30
+    assert sink.events[1].data["usage"]["input_tokens"] == 10
+    assert sink.events[3].data["usage"]["output_tokens"] == 5
+
+
+def test_run_test_without_test_command_is_a_clear_error() -> None:
+    agent, _, model, sandbox = make_agent([{"tool_calls": [{"name": "run_test", "arguments": {}}]}, {"message": "k"}])
+    agent.ctx.test_cmd = []
+    agent.run(task())
+    result = first_result(model)
+    assert result.is_error and "No test command" in result.content and sandbox.calls == []
+
+
+def test_run_test_composes_argv_and_records_last_test() -> None:
+    sandbox = FakeSandbox(
+        {"run_test": lambda a: FakeReply(ok=False, outcome="failed", data={"exit_code": 1, "duration_s": 0.3})}
+    )
+    agent, _, _, _ = make_agent(
+        [{"tool_calls": [{"name": "run_test", "arguments": {"args": ["-k", "retry"], "timeout_s": 9999}}]},
+         {"message": "k"}],
+        sandbox,
+    )
+    report = agent.run(task())
+    _, args = sandbox.calls[0]
+    assert args["argv"] == ["pytest", "-q", "-k", "retry"]
+    assert args["timeout_s"] == agent.ctx.max_test_timeout_s  # clamped
+    assert report.last_test is not None and report.last_test.outcome == "failed"
+    assert report.last_test.exit_code == 1
