@@ -149,9 +149,13 @@ def parse_arguments(raw: Any, *, cut_off: bool = False) -> tuple[dict[str, Any],
     try:
         value = json.loads(raw)
     except json.JSONDecodeError as e:
-        return {}, raw, (
-            f"arguments are not valid JSON: {e.msg} at line {e.lineno} column {e.colno}{hint}; "
-            f"send the arguments as one JSON object"
+        return (
+            {},
+            raw,
+            (
+                f"arguments are not valid JSON: {e.msg} at line {e.lineno} column {e.colno}{hint}; "
+                f"send the arguments as one JSON object"
+            ),
         )
     if isinstance(value, str):
         try:
@@ -289,8 +293,7 @@ class _OpenAIClientBase:
         if status == 401:
             unset = f"; {cfg.api_key_env} is not set" if self._key == PLACEHOLDER_KEY else ""
             return ModelError(
-                f"authentication failed: set {cfg.api_key_env} to a valid key{unset} "
-                f"(server at {url} said: {said})"
+                f"authentication failed: set {cfg.api_key_env} to a valid key{unset} (server at {url} said: {said})"
             )
         if status == 403:
             return ModelError(
@@ -428,9 +431,7 @@ def parse_usage(data: Any) -> Usage | None:
 def _text(value: Any) -> str | None:
     """Message content: a string, or a list of text parts; blank → None."""
     if isinstance(value, list):
-        value = "".join(
-            str(p.get("text", "")) for p in value if isinstance(p, dict) and isinstance(p.get("text"), str)
-        )
+        value = "".join(str(p.get("text", "")) for p in value if isinstance(p, dict) and isinstance(p.get("text"), str))
     if isinstance(value, str) and value.strip():
         return value
     return None
@@ -486,9 +487,7 @@ def parse_chat_completion(data: Any) -> ModelOutput:
 class OpenAIChatClient(_OpenAIClientBase):
     """ModelClient over ``POST {base_url}/chat/completions`` with ``tools``."""
 
-    def request_body(
-        self, instructions: str, messages: Sequence[Message], tools: Sequence[ToolSpec]
-    ) -> dict[str, Any]:
+    def request_body(self, instructions: str, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> dict[str, Any]:
         cfg = self.config
         body: dict[str, Any] = {"model": cfg.model, "messages": chat_messages(instructions, messages)}
         if tools:  # OpenAI refuses an empty list

@@ -90,9 +90,7 @@ def parse_response(data: Any) -> ModelOutput:
                 elif isinstance(part, dict) and part.get("type") == "refusal":
                     texts.append(str(part.get("refusal", "")))
         elif item.get("type") == "function_call":
-            calls.append(
-                make_tool_call(item.get("call_id"), item.get("name"), item.get("arguments"), cut_off=cut_off)
-            )
+            calls.append(make_tool_call(item.get("call_id"), item.get("name"), item.get("arguments"), cut_off=cut_off))
     text = "".join(texts)
     if cut_off:
         finish_reason = "length"
@@ -111,9 +109,7 @@ def parse_response(data: Any) -> ModelOutput:
 class OpenAIResponsesClient(_OpenAIClientBase):
     """ModelClient over the Responses API."""
 
-    def request_body(
-        self, instructions: str, messages: Sequence[Message], tools: Sequence[ToolSpec]
-    ) -> dict[str, Any]:
+    def request_body(self, instructions: str, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> dict[str, Any]:
         cfg = self.config
         body: dict[str, Any] = {"model": cfg.model, "input": responses_input(messages), "store": False}
         if instructions:
