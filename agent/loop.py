@@ -30,6 +30,7 @@ from agent.protocol import (
     UserMessage,
 )
 from agent.tools import PreparedCall, ToolContext, ToolInputError, ToolRegistry, ToolResult
+from sandbox.client import SandboxError  # the sandbox itself cannot go on: ends the run
 
 DEFAULT_INSTRUCTIONS = """\
 You are codebox, a coding agent working on a repository you did not write.
@@ -76,10 +77,6 @@ class _Stop(Exception):
         super().__init__(error or reason)
         self.reason = reason
         self.error = error
-
-
-class SandboxFailure(Exception):
-    """The sandbox itself cannot go on (not a tool error): ends the run with sandbox_error."""
 
 
 class CodingAgent:
@@ -301,7 +298,7 @@ class _Run:
             result = ToolResult(content=content, is_error=True, outcome=stop.reason)
             self._finish(call, "allow", result, time.monotonic() - started)
             raise
-        except SandboxFailure as exc:
+        except SandboxError as exc:
             result = ToolResult(content=f"Sandbox failure: {exc}", is_error=True, outcome="sandbox_error")
             self._finish(call, "allow", result, time.monotonic() - started)
             raise _Stop("sandbox_error", str(exc)) from exc
@@ -310,7 +307,7 @@ class _Run:
     def _execute(self, prepared: PreparedCall) -> ToolResult:
         try:
             return prepared.handler.execute(prepared.args, self.agent.ctx)
-        except SandboxFailure:
+        except SandboxError:
             raise
         except Exception as exc:  # a tool's crash is a result the model sees, not the end of the run
             return ToolResult(

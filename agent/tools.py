@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
-from sandbox.patch import PatchError, patch_paths
 
 from agent.protocol import ToolCall, ToolSpec
+from sandbox.patch import PatchError, patch_paths
 
 
 class SandboxReplyLike(Protocol):

@@ -1,0 +1,313 @@
+"""The `codebox` command: run, batch, demo, image, gc."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import shlex
+import signal
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from types import FrameType
+from typing import Any, TextIO
+
+from agent.events import ConsoleSink, EventSink, FanoutSink, JsonlSink
+from agent.loop import CancelToken, Limits
+from agent.model.base import ModelClient, ModelError
+from agent.policy import Answer
+from agent.protocol import Report, TaskSpec
+from agent.tools import PreparedCall
+
+EXIT_OK, EXIT_STOPPED, EXIT_USAGE, EXIT_CANCELLED = 0, 1, 2, 130
+
+
+@contextlib.contextmanager
+def cancel_on_signals(cancel: CancelToken, stream: TextIO = sys.stderr) -> Iterator[None]:
+    """Ctrl-C or SIGTERM cancels the run cleanly; a second Ctrl-C exits at once."""
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        name = signal.Signals(signum).name
+        if cancel.cancelled and signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        stream.write(f"\ncodebox: {name} received: stopping (the sandbox is being removed)\n")
+        cancel.cancel(f"{name} received")
+
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
+def terminal_ask(call: PreparedCall) -> Answer:
+    """The `ask` policy's question, on the terminal."""
+    tty = open("/dev/tty", "r+", encoding="utf-8")  # noqa: SIM115 - kept open only for this question
+    with tty:
+        tty.write(f"\ncodebox: the model wants to write: {', '.join(call.write_paths)}\n")
+        patch = str(getattr(call.args, "patch", ""))
+        for line in patch.splitlines()[:40]:
+            tty.write(f"  {line}\n")
+        while True:
+            tty.write("Allow? [y]es / [n]o / [a]lways for these paths: ")
+            tty.flush()
+            answer = tty.readline().strip().lower()
+            if answer in ("y", "yes"):
+                return "yes"
+            if answer in ("a", "always"):
+                return "always"
+            if answer in ("n", "no", ""):
+                return "no"
+
+
+def _has_terminal() -> bool:
+    try:
+        with open("/dev/tty", encoding="utf-8"):
+            return sys.stdin.isatty()
+    except OSError:
+        return False
+
+
+def _openai_options(args: argparse.Namespace) -> dict[str, Any]:
+    return {
+        "base_url": args.base_url,
+        "api_key_env": args.api_key_env,
+        "request_timeout_s": args.request_timeout,
+        "temperature": args.temperature,
+        "api": args.api,
+    }
+
+
+def _model_spec(args: argparse.Namespace, task: TaskSpec | None = None) -> str:
+    spec = (task.model if task and task.model else None) or args.model or os.environ.get("CODEBOX_MODEL")
+    if not spec:
+        raise ModelError("no model given: pass --model NAME (or scripted:FILE), or set CODEBOX_MODEL")
+    return spec
+
+
+def _make_model(args: argparse.Namespace, task: TaskSpec | None = None) -> ModelClient:
+    from agent.runner import build_model
+
+    return build_model(_model_spec(args, task), **_openai_options(args))
+
+
+def _sandbox_config(args: argparse.Namespace) -> Any:
+    from sandbox.client import SandboxConfig
+
+    options: dict[str, Any] = {"memory": args.memory, "pids_limit": args.pids, "cpus": args.cpus}
+    if args.image:
+        options["image"] = args.image
+    return SandboxConfig(**{k: v for k, v in options.items() if v is not None})
+
+
+def _exit_code(report: Report) -> int:
+    if report.status == "completed":
+        return EXIT_OK
+    return EXIT_CANCELLED if report.status == "cancelled" else EXIT_STOPPED
+
+
+# --- commands ------------------------------------------------------------------------------------
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from agent.runner import failed_report, run_task
+
+    task = TaskSpec(
+        repo=str(Path(args.repo).expanduser().resolve()),
+        goal=args.goal,
+        policy=args.policy,
+        allow=args.allow,
+        deny=args.deny,
+        test_cmd=shlex.split(args.test_cmd) if args.test_cmd else [],
+        image=args.image,
+        max_steps=args.max_steps,
+        timeout_s=args.timeout,
+    )
+    if task.policy == "ask" and not _has_terminal():
+        print("codebox: --policy ask needs a terminal to ask on; use workspace-write with --allow", file=sys.stderr)
+        return EXIT_USAGE
+    console_stream = sys.stderr if args.json else sys.stdout
+    sinks: list[EventSink] = []
+    if not args.quiet:
+        sinks.append(ConsoleSink(console_stream))
+    if args.json:
+        sinks.append(JsonlSink.to_stream(sys.stdout))
+    if args.events:
+        sinks.append(JsonlSink(args.events))
+    sink = FanoutSink(*sinks)
+    cancel = CancelToken()
+    try:
+        with cancel_on_signals(cancel):
+            try:
+                model = _make_model(args, task)
+            except ModelError as exc:
+                report = failed_report(task, args.model or "?", "model_error", str(exc), sink)
+            else:
+                report = run_task(
+                    task,
+                    model,
+                    sink,
+                    sandbox_config=_sandbox_config(args),
+                    cancel=cancel,
+                    limits=Limits(max_steps=args.max_steps, timeout_s=args.timeout),
+                    ask=terminal_ask if task.policy == "ask" else None,
+                )
+    finally:
+        sink.close()
+    _finish_report(report, args.report, console_stream)
+    return _exit_code(report)
+
+
+def _finish_report(report: Report, path: str | None, stream: TextIO) -> None:
+    if path:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text(report.model_dump_json(indent=2), encoding="utf-8")
+    stream.write("\n" + report.render() + "\n")
+    if path:
+        stream.write(f"report: {path}\n")
+    stream.flush()
+
+
+def cmd_batch(args: argparse.Namespace) -> int:
+    from agent.batch import load_tasks, render_table, run_batch
+
+    tasks, errors = load_tasks(Path(args.tasks))
+    if errors:
+        print(f"codebox: {args.tasks} has {len(errors)} bad line(s); nothing was run:", file=sys.stderr)
+        for error in errors:
+            print(f"  {error}", file=sys.stderr)
+        return EXIT_USAGE
+    if not tasks:
+        print(f"codebox: {args.tasks} has no tasks", file=sys.stderr)
+        return EXIT_USAGE
+    out = Path(args.out)
+    cancel = CancelToken()
+    with cancel_on_signals(cancel):
+        reports = run_batch(
+            tasks,
+            out,
+            lambda task: _make_model(args, task),
+            jobs=args.jobs,
+            sandbox_config=_sandbox_config(args),
+            limits=Limits(max_steps=args.max_steps, timeout_s=args.timeout),
+            cancel=cancel,
+        )
+    print(render_table(reports))
+    print(f"\nsummary: {out / 'summary.jsonl'} · per task: {out}/<id>/report.json, events.jsonl")
+    if cancel.cancelled:
+        return EXIT_CANCELLED
+    return EXIT_OK if all(r.status == "completed" for r in reports) and len(reports) == len(tasks) else EXIT_STOPPED
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from agent.demo_run import run_demo
+
+    return run_demo(keep=args.keep, image=args.image)
+
+
+def cmd_image(args: argparse.Namespace) -> int:
+    from sandbox.image import ImageError, build_sandbox, ensure_sandbox_image
+
+    try:
+        if args.force:
+            build_sandbox(force=True)
+        else:
+            tag = ensure_sandbox_image()
+            print(f"codebox: sandbox image ready: {tag}")
+    except ImageError as exc:
+        print(f"codebox: {exc}", file=sys.stderr)
+        return EXIT_STOPPED
+    return EXIT_OK
+
+
+def cmd_gc(args: argparse.Namespace) -> int:
+    from sandbox.client import reap_leftovers
+
+    removed = reap_leftovers(log=print)
+    print(f"codebox: removed {len(removed)} leftover container(s)")
+    return EXIT_OK
+
+
+# --- parser --------------------------------------------------------------------------------------
+
+
+def _add_model_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("model")
+    g.add_argument("--model", help="model name for an OpenAI-compatible API, or scripted:FILE (env CODEBOX_MODEL)")
+    g.add_argument("--base-url", help="OpenAI-compatible endpoint (env OPENAI_BASE_URL)")
+    g.add_argument("--api-key-env", default=None, help="variable that holds the API key (default OPENAI_API_KEY)")
+    g.add_argument("--request-timeout", type=float, default=None, help="seconds per model request")
+    g.add_argument("--temperature", type=float, default=None)
+    g.add_argument("--api", choices=["chat", "responses"], default=None, help="Chat Completions (default) or Responses")
+
+
+def _add_sandbox_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("sandbox")
+    g.add_argument("--image", help="sandbox image (any image with python3; default codebox-sandbox:latest)")
+    g.add_argument("--memory", help="container memory limit, e.g. 1g")
+    g.add_argument("--pids", type=int, help="container process limit")
+    g.add_argument("--cpus", type=float, help="container CPU limit")
+
+
+def _add_limits(p: argparse.ArgumentParser, timeout: float) -> None:
+    p.add_argument("--max-steps", type=int, default=30, help="model steps before the run stops")
+    p.add_argument("--timeout", type=float, default=timeout, help="wall-clock budget per task, seconds")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="codebox", description="A coding agent whose every tool call runs in a network-less Docker sandbox."
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="run one task on a repository")
+    run.add_argument("goal", help="what the agent should do")
+    run.add_argument("--repo", required=True, help="the repository (mounted read-only unless the policy allows writes)")
+    run.add_argument("--policy", choices=["read-only", "workspace-write", "ask"], default="read-only")
+    run.add_argument("--allow", action="append", default=[], metavar="GLOB", help="writable paths")
+    run.add_argument("--deny", action="append", default=[], metavar="GLOB", help="paths never written")
+    run.add_argument("--test-cmd", help='the test command run_test runs, e.g. "python3 -m pytest -q"')
+    run.add_argument("--events", help="write every event to this JSONL file")
+    run.add_argument("--report", help="write the report to this JSON file")
+    run.add_argument("--json", action="store_true", help="events as JSON lines on stdout (progress goes to stderr)")
+    run.add_argument("--quiet", action="store_true", help="no live progress")
+    _add_limits(run, 900.0)
+    _add_model_options(run)
+    _add_sandbox_options(run)
+    run.set_defaults(func=cmd_run)
+
+    batch = sub.add_parser("batch", help="run a JSONL file of tasks, N at a time")
+    batch.add_argument("tasks", help="JSONL: one task a line (id, repo, goal, policy, test_cmd, ...)")
+    batch.add_argument("--jobs", type=int, default=2, help="tasks at once")
+    batch.add_argument("--out", default="codebox-out", help="folder for reports, event logs and the summary")
+    _add_limits(batch, 900.0)
+    _add_model_options(batch)
+    _add_sandbox_options(batch)
+    batch.set_defaults(func=cmd_batch)
+
+    demo = sub.add_parser("demo", help="the whole pipeline on a bundled buggy repo, with a scripted model")
+    demo.add_argument("--keep", action="store_true", help="keep the demo's temporary repository")
+    demo.add_argument("--image", help="sandbox image to use")
+    demo.set_defaults(func=cmd_demo)
+
+    image = sub.add_parser("image", help="sandbox image")
+    image_sub = image.add_subparsers(dest="image_command", required=True)
+    build = image_sub.add_parser("build", help="build the sandbox image (offline: debootstrap base if needed)")
+    build.add_argument("--force", action="store_true", help="rebuild even if it exists")
+    build.set_defaults(func=cmd_image)
+
+    gc = sub.add_parser("gc", help="remove leftover codebox containers of dead runs")
+    gc.set_defaults(func=cmd_gc)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    code: int = args.func(args)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,103 @@
+"""One task from start to report: sandbox up, agent loop, sandbox down (always)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from agent.events import EventSink
+from agent.loop import CancelToken, CodingAgent, Limits
+from agent.model.base import ModelClient, ModelError
+from agent.model.scripted import ScriptedModel
+from agent.policy import ApproveOncePolicy, AskFn, Policy, ReadOnlyPolicy, WorkspaceWritePolicy
+from agent.protocol import STATUS_FOR_REASON, AgentEvent, Report, StopReason, TaskSpec
+from agent.tools import ToolContext, ToolRegistry
+from sandbox.client import Sandbox, SandboxConfig, SandboxError
+
+
+def build_policy(task: TaskSpec, ask: AskFn | None = None) -> Policy:
+    if task.policy == "read-only":
+        return ReadOnlyPolicy()
+    rules = WorkspaceWritePolicy(allow=task.allow or ["**"], deny=task.deny)
+    if task.policy == "workspace-write":
+        return rules
+    if ask is None:
+        raise ValueError("the 'ask' policy needs a terminal to ask on (or use --policy workspace-write)")
+    return ApproveOncePolicy(ask, rules)
+
+
+def build_model(spec: str, **openai_options: Any) -> ModelClient:
+    """`scripted:FILE` for a scripted model, anything else is a model name for the OpenAI client.
+
+    Raises ModelError with a message for a person (missing key, bad option, unreadable script).
+    """
+    if spec.startswith("scripted:"):
+        return ScriptedModel.from_file(spec.removeprefix("scripted:"))
+    from agent.model.openai_client import OpenAIConfig, make_client
+
+    try:
+        config = OpenAIConfig.from_options(model=spec, **openai_options)
+    except ValidationError as exc:
+        raise ModelError(f"bad model options: {exc}") from exc
+    return make_client(config)
+
+
+def failed_report(task: TaskSpec, model_name: str, reason: StopReason, error: str, sink: EventSink) -> Report:
+    """A run that could not start: still a report, and still a turn.start / turn.end pair."""
+    now = time.time()
+    report = Report(
+        task_id=task.id,
+        goal=task.goal,
+        repo=task.repo,
+        model=model_name,
+        status=STATUS_FOR_REASON[reason],
+        stop_reason=reason,
+        error=error,
+        started_at=now,
+        duration_s=0.0,
+    )
+    start = {"goal": task.goal, "repo": task.repo, "model": model_name, "policy": task.policy}
+    end = {"reason": reason, "status": report.status, "report": report.model_dump(mode="json")}
+    sink.emit(AgentEvent(type="turn.start", task_id=task.id, seq=1, step=0, data=start))
+    sink.emit(AgentEvent(type="turn.end", task_id=task.id, seq=2, step=0, data=end))
+    return report
+
+
+def run_task(
+    task: TaskSpec,
+    model: ModelClient,
+    sink: EventSink,
+    *,
+    sandbox_config: SandboxConfig | None = None,
+    cancel: CancelToken | None = None,
+    limits: Limits | None = None,
+    ask: AskFn | None = None,
+) -> Report:
+    """Run one task and always return a report; the sandbox is removed whatever happens."""
+    cancel = cancel or CancelToken()
+    try:
+        policy = build_policy(task, ask)
+    except ValueError as exc:
+        return failed_report(task, model.name, "sandbox_error", str(exc), sink)
+    repo = Path(task.repo).expanduser().resolve()
+    if not repo.is_dir():
+        return failed_report(task, model.name, "sandbox_error", f"the repository {task.repo} is not a directory", sink)
+    config = sandbox_config or SandboxConfig()
+    if task.image:
+        config = config.model_copy(update={"image": task.image})
+    sandbox = Sandbox(repo, config, task_id=task.id)
+    try:
+        if cancel.cancelled:
+            return failed_report(task, model.name, "cancelled", cancel.reason or "cancelled before start", sink)
+        try:
+            sandbox.start()
+        except SandboxError as exc:
+            return failed_report(task, model.name, "sandbox_error", str(exc), sink)
+        ctx = ToolContext(sandbox=sandbox, repo=repo, test_cmd=list(task.test_cmd))
+        agent = CodingAgent(model, ToolRegistry(), policy, sink, ctx, limits=limits)
+        return agent.run(task, cancel)
+    finally:
+        sandbox.close()
