@@ -1,0 +1,163 @@
+"""The sandbox image: built once per session, then checked from inside real containers
+run the way the sandbox runs them (no network, a uid with no passwd entry, read-only
+root, tmpfs /tmp, no capabilities)."""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import docker
+import docker.errors
+import pytest
+
+from sandbox import image
+
+pytestmark = pytest.mark.docker
+
+TEST_LABEL = {"codebox.test": "test_image"}
+
+
+@pytest.fixture(scope="module")
+def client() -> Iterator[docker.DockerClient]:
+    try:
+        c = docker.from_env()
+        c.ping()
+    except docker.errors.DockerException as exc:
+        pytest.skip(f"Docker daemon not answering (docker info fails): {exc}")
+    yield c
+    c.close()
+
+
+@pytest.fixture(scope="module")
+def sandbox_image(client: docker.DockerClient) -> str:
+    lines: list[str] = []
+    tag = image.ensure_sandbox_image(log=lines.append)
+    assert tag == image.SANDBOX_IMAGE
+    return tag
+
+
+def run_in_sandbox(
+    client: docker.DockerClient,
+    tag: str,
+    command: list[str] | None,
+    volumes: dict[str, dict[str, str]] | None = None,
+) -> tuple[int, str]:
+    """Run ``command`` to completion in a hardened, networkless container; always remove it."""
+    container: Any = client.containers.create(
+        tag,
+        command,
+        network_mode="none",
+        user="1000:1000",
+        read_only=True,
+        tmpfs={"/tmp": "rw,exec,size=64m"},
+        cap_drop=["ALL"],
+        security_opt=["no-new-privileges"],
+        labels=TEST_LABEL,
+        volumes=volumes or {},
+    )
+    try:
+        container.start()
+        result = container.wait(timeout=120)
+        output = container.logs(stdout=True, stderr=True).decode("utf-8", "replace")
+    finally:
+        container.remove(force=True)
+    return int(result["StatusCode"]), output
+
+
+def test_sandbox_image_exists_with_its_config(client: docker.DockerClient, sandbox_image: str) -> None:
+    assert image.image_exists(sandbox_image)
+    config = client.images.get(sandbox_image).attrs["Config"]
+    assert config["Labels"]["codebox.image"] == "sandbox"
+    env = dict(item.split("=", 1) for item in config["Env"])
+    assert env["HOME"] == "/tmp"
+    assert env["PYTHONDONTWRITEBYTECODE"] == "1"
+    assert env["PYTHONUNBUFFERED"] == "1"
+    assert env["PYTEST_ADDOPTS"] == "-p no:cacheprovider"
+    assert config["WorkingDir"] == "/repo"
+
+
+def test_ensure_is_idempotent(sandbox_image: str) -> None:
+    lines: list[str] = []
+    before = image.image_size(sandbox_image)
+    assert image.ensure_sandbox_image(log=lines.append) == sandbox_image
+    assert lines == []  # nothing built, nothing pulled
+    assert image.image_size(sandbox_image) == before
+
+
+def test_python_is_at_least_3_9(client: docker.DockerClient, sandbox_image: str) -> None:
+    code, out = run_in_sandbox(client, sandbox_image, ["python3", "--version"])
+    assert code == 0, out
+    match = re.search(r"Python (\d+)\.(\d+)", out)
+    assert match, out
+    assert (int(match[1]), int(match[2])) >= (3, 9), out
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        (["git", "--version"], "git version"),
+        (["rg", "--version"], "ripgrep"),
+        (["python3", "-m", "pytest", "--version"], "pytest"),
+    ],
+    ids=["git", "ripgrep", "pytest"],
+)
+def test_tool_present(client: docker.DockerClient, sandbox_image: str, command: list[str], expected: str) -> None:
+    code, out = run_in_sandbox(client, sandbox_image, command)
+    assert code == 0, out
+    assert expected in out
+
+
+def test_default_command_runs(client: docker.DockerClient, sandbox_image: str) -> None:
+    # An imported base has no CMD unless the import sets one; a run without a command must work.
+    code, out = run_in_sandbox(client, sandbox_image, None)
+    assert code == 0, out
+
+
+def test_pytest_runs_on_a_read_only_repo(client: docker.DockerClient, sandbox_image: str, tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "test_ok.py").write_text(
+        textwrap.dedent(
+            """
+            import os
+            from pathlib import Path
+
+            def test_home_is_writable():
+                Path(os.environ["HOME"], "probe").write_text("x")
+
+            def test_repo_is_read_only():
+                try:
+                    Path("/repo/x").write_text("x")
+                except OSError:
+                    return
+                raise AssertionError("wrote into a read-only /repo")
+            """
+        )
+    )
+    repo.chmod(0o755)
+    (repo / "test_ok.py").chmod(0o644)
+    code, out = run_in_sandbox(
+        client,
+        sandbox_image,
+        ["python3", "-m", "pytest", "-q"],
+        volumes={str(repo): {"bind": "/repo", "mode": "ro"}},
+    )
+    assert code == 0, out
+    assert "2 passed" in out, out
+    assert not (repo / ".pytest_cache").exists()
+    assert not (repo / "__pycache__").exists()
+
+
+def test_image_size_reported(sandbox_image: str, record_property: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    sizes = {sandbox_image: image.image_size(sandbox_image)}
+    if image.image_exists(image.BASE_IMAGE):
+        sizes[image.BASE_IMAGE] = image.image_size(image.BASE_IMAGE)
+    for tag, size in sizes.items():
+        assert size > 0
+        record_property(f"size_mb[{tag}]", round(size / 1e6, 1))
+    with capsys.disabled():
+        print("\nimage sizes: " + ", ".join(f"{t} {s / 1e6:.0f} MB" for t, s in sizes.items()))
