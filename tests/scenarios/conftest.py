@@ -1,0 +1,77 @@
+"""End-to-end scenarios: a scripted model, the real agent loop, a real Docker sandbox."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent.events import CallbackSink, FanoutSink, MemorySink
+from agent.loop import CancelToken
+from agent.model.scripted import ScriptedModel
+from agent.protocol import AgentEvent, TaskSpec
+from sandbox.client import SandboxConfig
+from tests.scenarios.support import Run
+
+DEMO_REPO = Path(__file__).resolve().parents[2] / "agent" / "demo" / "repo"
+TEST_CMD = ["python3", "-m", "pytest", "-q"]
+
+
+@pytest.fixture(scope="session")
+def sandbox_image() -> str:
+    from sandbox.image import ensure_sandbox_image
+
+    return ensure_sandbox_image()
+
+
+@pytest.fixture
+def demo_repo(tmp_path: Path) -> Path:
+    repo = tmp_path / "repo"
+    shutil.copytree(DEMO_REPO, repo)
+    return repo
+
+
+@pytest.fixture
+def run_scenario(sandbox_image: str) -> Callable[..., Run]:
+    def run(
+        repo: Path,
+        turns: list[dict[str, Any]],
+        *,
+        policy: str = "read-only",
+        allow: list[str] | None = None,
+        test_cmd: list[str] | None = None,
+        cancel: CancelToken | None = None,
+        on_event: Callable[[AgentEvent], None] | None = None,
+        config: SandboxConfig | None = None,
+        task_id: str | None = None,
+    ) -> Run:
+        from agent.runner import run_task
+
+        memory = MemorySink()
+        sinks: list[Any] = [memory]
+        if on_event:
+            sinks.append(CallbackSink(on_event))
+        model = ScriptedModel(turns)
+        task = TaskSpec(
+            repo=str(repo),
+            goal="scenario",
+            policy=policy,  # type: ignore[arg-type]
+            allow=allow or [],
+            test_cmd=test_cmd if test_cmd is not None else TEST_CMD,
+            max_steps=20,
+            timeout_s=120,
+            **({"id": task_id} if task_id else {}),
+        )
+        report = run_task(
+            task,
+            model,
+            FanoutSink(*sinks),
+            sandbox_config=config or SandboxConfig(image=sandbox_image),
+            cancel=cancel,
+        )
+        return Run(report=report, events=memory.events, model=model)
+
+    return run

@@ -1,0 +1,131 @@
+"""Batch: task-file validation, crash isolation, resume, summary (the runner is faked: no Docker)."""
+
+from __future__ import annotations
+
+import io
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import agent.batch as batch
+from agent.cli import main
+from agent.loop import CancelToken
+from agent.model.scripted import ScriptedModel
+from agent.protocol import Report, TaskSpec
+
+
+def write_tasks(path: Path, lines: list[Any]) -> Path:
+    path.write_text("".join((line if isinstance(line, str) else json.dumps(line)) + "\n" for line in lines))
+    return path
+
+
+def test_load_tasks_reports_every_bad_line_with_its_number(tmp_path: Path) -> None:
+    repo = str(tmp_path)
+    path = write_tasks(
+        tmp_path / "tasks.jsonl",
+        [
+            {"id": "ok1", "repo": repo, "goal": "g"},
+            "{not json",
+            {"id": "nogoal", "repo": repo},
+            {"id": "extra", "repo": repo, "goal": "g", "colour": "red"},
+            "",
+            "# a comment",
+            {"id": "ok1", "repo": repo, "goal": "again"},
+            {"id": "norepo", "repo": str(tmp_path / "missing"), "goal": "g"},
+            {"id": "badpolicy", "repo": repo, "goal": "g", "policy": "yolo"},
+            {"id": "../escape", "repo": repo, "goal": "g"},
+            {"id": "ok2", "repo": repo, "goal": "g", "policy": "workspace-write", "test_cmd": ["pytest"]},
+        ],
+    )
+    tasks, errors = batch.load_tasks(path)
+    assert [t.id for t in tasks] == ["ok1", "ok2"]
+    by_line = {e.line: e.message for e in errors}
+    assert set(by_line) == {2, 3, 4, 7, 8, 9, 10}
+    assert "goal" in by_line[3] and "colour" in by_line[4] and "duplicate" in by_line[7]
+    assert "not a directory" in by_line[8] and "policy" in by_line[9] and "folder name" in by_line[10]
+
+
+def fake_report(task: TaskSpec, status: str = "completed", reason: str = "final_message") -> Report:
+    return Report(task_id=task.id, goal=task.goal, repo=task.repo, model="fake", status=status,  # type: ignore[arg-type]
+                  stop_reason=reason, started_at=0.0, duration_s=0.1)  # type: ignore[arg-type]
+
+
+def test_one_crash_never_stops_the_others_and_resume_skips_finished(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[str] = []
+    lock = threading.Lock()
+
+    def fake_run_task(task: TaskSpec, model: Any, sink: Any, **kw: Any) -> Report:
+        with lock:
+            calls.append(task.id)
+        if task.id == "crash":
+            raise RuntimeError("kaboom")
+        if task.id == "cancel":
+            return fake_report(task, "cancelled", "cancelled")
+        return fake_report(task)
+
+    monkeypatch.setattr(batch, "run_task", fake_run_task)
+    tasks = [TaskSpec(id=i, repo=str(tmp_path), goal="g") for i in ("a", "crash", "b", "cancel", "c")]
+    out = tmp_path / "out"
+    progress = io.StringIO()
+    reports = batch.run_batch(tasks, out, lambda t: ScriptedModel([]), jobs=3, progress_stream=progress)
+    assert sorted(calls) == ["a", "b", "c", "cancel", "crash"]
+    by_id = {r.task_id: r for r in reports}
+    assert by_id["crash"].status == "error" and "kaboom" in (by_id["crash"].error or "")
+    assert by_id["a"].status == "completed"
+    for task in tasks:
+        assert (out / task.id / "report.json").exists()
+    rows = [json.loads(line) for line in (out / "summary.jsonl").read_text().splitlines()]
+    assert [r["task_id"] for r in rows] == ["a", "crash", "b", "cancel", "c"]
+    assert "5/5 done" in progress.getvalue() and "failed" in progress.getvalue()
+    assert "crash" in batch.render_table(reports)
+
+    calls.clear()
+    batch.run_batch(tasks, out, lambda t: ScriptedModel([]), jobs=2, progress_stream=io.StringIO())
+    assert calls == ["cancel"]  # finished reports are kept (errors too); a cancelled task runs again
+
+
+def test_cancelled_batch_starts_nothing_new(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(batch, "run_task", lambda task, *a, **k: fake_report(task))
+    cancel = CancelToken()
+    cancel.cancel()
+    tasks = [TaskSpec(id=f"t{i}", repo=str(tmp_path), goal="g") for i in range(3)]
+    reports = batch.run_batch(tasks, tmp_path / "out", lambda t: ScriptedModel([]), cancel=cancel,
+                              progress_stream=io.StringIO())
+    assert reports == [] and not (tmp_path / "out" / "t0").exists()
+
+
+def test_cli_batch_refuses_a_bad_task_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write_tasks(tmp_path / "t.jsonl", [{"id": "x", "repo": str(tmp_path)}, "nope"])
+    assert main(["batch", str(path), "--model", "scripted:/dev/null"]) == 2
+    err = capsys.readouterr().err
+    assert "line 1" in err and "line 2" in err and "nothing was run" in err
+
+
+def test_cli_run_with_a_missing_repo_still_writes_a_report(tmp_path: Path) -> None:
+    script = tmp_path / "s.json"
+    script.write_text(json.dumps({"turns": [{"message": "hi"}]}))
+    report_path = tmp_path / "report.json"
+    code = main(["run", "--repo", str(tmp_path / "nope"), "--model", f"scripted:{script}", "--quiet",
+                 "--report", str(report_path), "goal"])
+    assert code == 1
+    report = json.loads(report_path.read_text())
+    assert report["stop_reason"] == "sandbox_error" and "not a directory" in report["error"]
+
+
+def test_cli_run_with_no_model_is_a_model_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CODEBOX_MODEL", raising=False)
+    report_path = tmp_path / "r.json"
+    assert main(["run", "--repo", str(tmp_path), "--quiet", "--report", str(report_path), "goal"]) == 1
+    assert json.loads(report_path.read_text())["stop_reason"] == "model_error"
+
+
+def test_cli_ask_policy_needs_a_terminal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import agent.cli as cli
+
+    monkeypatch.setattr(cli, "_has_terminal", lambda: False)
+    assert main(["run", "--repo", str(tmp_path), "--policy", "ask", "--model", "scripted:x", "g"]) == 2
