@@ -57,11 +57,22 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def _codebox_containers() -> list[str]:
+    """codebox containers owned by this process, or by a process that is gone (a leak).
+
+    Containers of other live processes (a second test run on the same machine) are theirs.
+    """
     import docker
 
     client = docker.from_env()
     try:
-        return [c.name for c in client.containers.list(all=True, filters={"label": "codebox.task"})]
+        containers = client.containers.list(all=True, filters={"label": "codebox.task"})
+        mine = []
+        for c in containers:
+            owner = c.labels.get("codebox.owner", "")
+            alive = owner.isdigit() and int(owner) != os.getpid() and Path(f"/proc/{owner}").exists()
+            if not alive:
+                mine.append(c.name)
+        return mine
     finally:
         client.close()
 

@@ -28,10 +28,12 @@ class Run:
     model: ScriptedModel
 
     def results(self) -> list[ToolResultMessage]:
-        """Every tool result the model was sent, in order."""
+        """Every tool result the model was sent, in order (the report, when there is none)."""
         seen: dict[str, ToolResultMessage] = {}
         for _, messages, _ in self.model.requests:
             for m in messages:
                 if isinstance(m, ToolResultMessage):
                     seen[m.call_id] = m
+        assert seen or not self.report.tool_calls, self.report.render()
+        assert seen or self.report.stop_reason == "final_message", self.report.render()
         return list(seen.values())
