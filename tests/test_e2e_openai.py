@@ -1,0 +1,74 @@
+"""A whole `codebox run`: real openai SDK against a local fake server, real sandbox, real patch + test."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from fake_openai_server import FakeOpenAIServer, chat_reply, error_reply
+
+from agent.cli import main
+
+pytestmark = pytest.mark.docker
+
+DEMO_REPO = Path(__file__).resolve().parents[1] / "agent" / "demo" / "repo"
+FIX = (
+    "*** Begin Patch\n*** Update File: backoff.py\n@@\n-    for n in range(1, attempts):\n"
+    "+    for n in range(attempts):\n*** End Patch\n"
+)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _image() -> None:
+    from sandbox.image import ensure_sandbox_image
+
+    ensure_sandbox_image()
+
+
+def test_openai_client_drives_a_real_sandbox_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    repo = tmp_path / "repo"
+    shutil.copytree(DEMO_REPO, repo)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key")
+    replies = [
+        chat_reply(tool_calls=[("read_file", {"path": "backoff.py"}, "call_read")]),
+        chat_reply(text="Fixing the loop.", tool_calls=[("apply_patch", {"input": FIX}, "call_patch")]),
+        error_reply(503, "overloaded"),  # retried by the client
+        chat_reply(tool_calls=[("run_test", {"args": ["-q"]}, "call_test")]),
+        chat_reply("Fixed: delays() now starts at base; 4 tests pass."),
+    ]
+    report_path, events_path = tmp_path / "report.json", tmp_path / "events.jsonl"
+    with FakeOpenAIServer(replies) as server:
+        code = main([
+            "run", "--repo", str(repo), "--model", "fake-model", "--base-url", server.url,
+            "--policy", "workspace-write", "--allow", "*.py", "--test-cmd", "python3 -m pytest",
+            "--report", str(report_path), "--events", str(events_path), "--quiet",
+            "Fix the retry delays",
+        ])
+        requests = [r.json for r in server.posts]
+    report = json.loads(report_path.read_text())
+    assert code == 0, report
+    assert report["status"] == "completed" and report["files_changed"] == ["backoff.py"]
+    assert report["last_test"]["outcome"] == "ok" and report["last_test"]["exit_code"] == 0
+    assert report["usage"]["total_tokens"] > 0
+    assert "for n in range(attempts):" in (repo / "backoff.py").read_text()
+
+    # What the model was sent: the history grows with each tool result, keyed by call id.
+    assert len(requests) == 5
+    last = requests[-1]["messages"]
+    tool_messages = {m["tool_call_id"]: m["content"] for m in last if m["role"] == "tool"}
+    assert set(tool_messages) == {"call_read", "call_patch", "call_test"}
+    assert "range(1, attempts)" in tool_messages["call_read"]
+    assert "4 passed" in tool_messages["call_test"]
+    assert {t["function"]["name"] for t in requests[0]["tools"]} == {"read_file", "search", "apply_patch", "run_test"}
+
+    # The event log alone audits the run: arguments in, results out, the retry.
+    events = [json.loads(line) for line in events_path.read_text().splitlines()]
+    types = [e["type"] for e in events]
+    assert types[0] == "turn.start" and types[-1] == "turn.end" and "model.retry" in types
+    ends = {e["data"]["call_id"]: e["data"]["content"] for e in events if e["type"] == "tool.end"}
+    assert ends == tool_messages
+    patch_start = next(e for e in events if e["type"] == "tool.start" and e["data"]["name"] == "apply_patch")
+    assert patch_start["data"]["arguments"] == {"input": FIX} and patch_start["data"]["decision"] == "allow"
+    assert "sk-test-not-a-real-key" not in events_path.read_text()
