@@ -1,0 +1,142 @@
+"""The codebox command as a user runs it: a real process, real signals, real containers."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import docker
+import pytest
+
+pytestmark = pytest.mark.docker
+
+ROOT = Path(__file__).resolve().parents[1]
+DEMO_REPO = ROOT / "agent" / "demo" / "repo"
+SLOW_SCRIPT = {"turns": [{"tool_calls": [{"name": "run_test", "arguments": {}}]}, {"message": "never"}]}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _image() -> None:
+    from sandbox.image import ensure_sandbox_image
+
+    ensure_sandbox_image()
+
+
+def codebox(*args: str, **kw: object) -> subprocess.Popen[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.Popen(
+        [sys.executable, "-m", "agent.cli", *args],
+        cwd=ROOT, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, **kw,  # type: ignore[call-overload]
+    )
+
+
+def containers_of(pid: int) -> list[str]:
+    client = docker.from_env()
+    try:
+        return [c.name for c in client.containers.list(all=True, filters={"label": f"codebox.owner={pid}"})]
+    finally:
+        client.close()
+
+
+def wait_until_gone(pid: int, seconds: float = 10) -> list[str]:
+    deadline = time.monotonic() + seconds
+    left = containers_of(pid)
+    while left and time.monotonic() < deadline:
+        time.sleep(0.2)
+        left = containers_of(pid)
+    return left
+
+
+def slow_repo(tmp_path: Path, name: str = "repo") -> Path:
+    repo = tmp_path / name
+    shutil.copytree(DEMO_REPO, repo)
+    (repo / "slow.py").write_text("import time\nprint('started', flush=True)\ntime.sleep(120)\n")
+    return repo
+
+
+def test_demo_runs_the_whole_pipeline() -> None:
+    proc = codebox("demo")
+    out, _ = proc.communicate(timeout=240)
+    assert proc.returncode == 0, out
+    assert "SCRIPTED" in out and "completed (final_message)" in out
+    assert "Failed to find expected lines" in out  # the stale patch, retried
+    assert "-    for n in range(1, attempts):" in out and "+    for n in range(attempts):" in out
+    assert "To use a real model" in out
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_run_is_cancelled_cleanly_by_a_signal(tmp_path: Path, sig: signal.Signals) -> None:
+    repo = slow_repo(tmp_path)
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps(SLOW_SCRIPT))
+    report_path = tmp_path / "report.json"
+    proc = codebox("run", "--repo", str(repo), "--model", f"scripted:{script}", "--test-cmd", "python3 slow.py",
+                   "--report", str(report_path), "--events", str(tmp_path / "events.jsonl"), "wait")
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not any(
+        '"tool.start"' in line for line in _lines(tmp_path / "events.jsonl")
+    ):
+        time.sleep(0.1)
+    time.sleep(1.0)  # the test command is running now
+    assert containers_of(proc.pid), "the run should have a container while the test runs"
+    started = time.monotonic()
+    proc.send_signal(sig)
+    out, _ = proc.communicate(timeout=30)
+    assert time.monotonic() - started < 15
+    assert proc.returncode == 130, out
+    report = json.loads(report_path.read_text())
+    assert report["status"] == "cancelled" and report["stop_reason"] == "cancelled"
+    events = [json.loads(line) for line in _lines(tmp_path / "events.jsonl")]
+    assert events[-1]["type"] == "turn.end" and events[-1]["data"]["reason"] == "cancelled"
+    assert wait_until_gone(proc.pid) == []
+
+
+def _lines(path: Path) -> list[str]:
+    try:
+        return path.read_text().splitlines()
+    except OSError:
+        return []
+
+
+def test_batch_cancel_then_resume(tmp_path: Path) -> None:
+    fast = {"turns": [{"tool_calls": [{"name": "search", "arguments": {"query": "delays"}}]}, {"message": "ok"}]}
+    (tmp_path / "fast.json").write_text(json.dumps(fast))
+    (tmp_path / "slow.json").write_text(json.dumps(SLOW_SCRIPT))
+    lines = []
+    for i in range(4):
+        kind = "slow" if i == 3 else "fast"
+        lines.append({"id": f"t{i}", "repo": str(slow_repo(tmp_path, f"r{i}")), "goal": "g",
+                      "test_cmd": ["python3", "slow.py"], "model": f"scripted:{tmp_path / kind}.json"})
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    out = tmp_path / "out"
+
+    proc = codebox("batch", str(tasks), "--jobs", "2", "--out", str(out))
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline and not any('"tool.start"' in x for x in _lines(out / "t3" / "events.jsonl")):
+        time.sleep(0.1)
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGINT)
+    text, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 130, text
+    assert json.loads((out / "t3" / "report.json").read_text())["status"] == "cancelled"
+    assert wait_until_gone(proc.pid) == []
+    done_before = {p.parent.name for p in out.glob("*/report.json")}
+
+    # Resume with a script that finishes: finished tasks are skipped, the cancelled one runs again.
+    lines[3]["model"] = f"scripted:{tmp_path / 'fast.json'}"
+    tasks.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    proc = codebox("batch", str(tasks), "--jobs", "2", "--out", str(out))
+    text, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 0, text
+    rows = [json.loads(line) for line in (out / "summary.jsonl").read_text().splitlines()]
+    assert [r["status"] for r in rows] == ["completed"] * 4
+    finished_first = done_before - {"t3"}
+    assert finished_first, "some tasks should have finished before the cancel"
+    assert f"{len(finished_first)} resumed" in text
