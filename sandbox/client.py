@@ -1,0 +1,749 @@
+"""Host side of the container boundary: start the sandbox containers, talk to their server.
+
+One ``Sandbox`` per task. It runs up to two containers from the same image:
+
+- the TOOL container (role ``tools``): the repository mounted READ-ONLY at /repo;
+  read_file, search and run_test run here (the only place repository code runs);
+- the WRITE container (role ``write``): started lazily on the first apply_patch,
+  the repository mounted read-write with /repo/.git re-mounted read-only on top;
+  the host only ever sends apply_patch to it.
+
+Each container's main process is ``python3 -m sandbox.server`` (the stdlib server,
+bind-mounted read-only from this package at /opt/codebox/sandbox) under a small
+init (``sandbox.container_init``). The host talks to it over ONE persistent attach socket: JSON lines (see
+``sandbox.wire``) on stdin, responses on stdout, multiplexed by docker with stderr
+(``sandbox.docker_stream``). No ``docker exec`` per call: a call costs a socket round
+trip (well under a millisecond for a small read) instead of ~60-90 ms.
+
+Why a container cannot leak, even if the host process is SIGKILLed:
+
+1. The container is created with ``stdin_open`` + ``StdinOnce`` and this process is
+   its only attached client. When this process dies, however it dies, the kernel
+   closes its end of the attach connection, and because of StdinOnce docker closes
+   the container's stdin. The server exits on stdin EOF; PID 1 exits with it; the
+   kernel kills every other process of the container's PID namespace; and
+   ``auto_remove`` makes the daemon delete the container. No host code has to run.
+2. PID 1 is ``sandbox.container_init`` (our stdlib init; it replaces docker's
+   ``--init``, doing the same reaping and signal forwarding). Repository code runs
+   with the server's uid, so it could SIGSTOP or wedge the server, but it cannot
+   touch PID 1: the kernel ignores SIGKILL/SIGSTOP sent to a namespace's init from
+   inside, and init is non-dumpable (no ptrace, no /proc/1/fd). Init watches stdin
+   for the hang-up (poll, never reading) and ends the container a moment after the
+   host is gone even when the server does not exit; and it holds the lifetime cap
+   as a kernel alarm (``lifetime_s`` + a margin; the server also exits by itself at
+   ``lifetime_s``).
+3. A container that was created but never started (the host died between the two
+   API calls), or that survived anyway (e.g. a daemon restart), is removed by
+   ``reap_leftovers``, which runs at the first start of every ``Sandbox`` and in
+   ``codebox gc``: it removes codebox containers whose owner process (labels
+   ``codebox.owner``/``codebox.owner_start``/``codebox.host``) is dead on this host,
+   or whose lifetime (label ``codebox.expires``) has passed.
+
+While this process lives, ``close()`` (idempotent, any thread), the context
+manager and an ``atexit`` hook remove both containers.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import json
+import logging
+import math
+import os
+import re
+import secrets
+import socket
+import threading
+import time
+import uuid
+import weakref
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import docker
+import docker.errors
+import docker.types
+from pydantic import BaseModel, Field
+
+from sandbox import wire
+from sandbox.docker_stream import AttachStream, LineTooLong, StreamClosed, StreamDeadline, StreamError
+
+__all__ = [
+    "Sandbox",
+    "SandboxConfig",
+    "SandboxError",
+    "SandboxReply",
+    "reap_leftovers",
+]
+
+_log = logging.getLogger("codebox.sandbox")
+
+LABEL_TASK = "codebox.task"
+LABEL_OWNER = "codebox.owner"
+LABEL_OWNER_START = "codebox.owner_start"
+LABEL_HOST = "codebox.host"
+LABEL_ROLE = "codebox.role"
+LABEL_EXPIRES = "codebox.expires"
+
+ROLE_TOOLS = "tools"
+ROLE_WRITE = "write"
+
+REPO_MOUNT = "/repo"
+CODE_ROOT = "/opt/codebox"
+SANDBOX_PACKAGE_DIR = Path(__file__).resolve().parent
+
+# How long a fresh container may take to answer its first ping.
+STARTUP_TIMEOUT_S = 30.0
+# The container's init ends it this long after the lifetime (the server exits at the lifetime).
+ALARM_MARGIN_S = 30
+# After the host hung up, init waits this long for the server to exit by itself.
+HUP_GRACE_S = 2.0
+# reap_leftovers leaves an expired container alone for this long (its server exits by itself first).
+EXPIRY_GRACE_S = 5.0
+
+_IMAGE_HELP = "build it with: codebox image build"
+_REPLACED = "the container was killed and will be replaced"
+
+
+class SandboxError(Exception):
+    """The sandbox cannot be started or is unusable; the message says why and what to do."""
+
+
+class SandboxConfig(BaseModel):
+    image: str = "codebox-sandbox:latest"
+    memory: str = "1g"
+    pids_limit: int = Field(default=256, ge=16)
+    cpus: float = Field(default=1.0, gt=0)
+    tmpfs_size: str = "512m"  # /tmp is rw,exec,nosuid,size=...
+    lifetime_s: float = Field(default=3600, gt=0)  # cap on a container's life
+    output_limit: int = Field(default=32_000, gt=0)  # bytes per stream kept by the server
+    call_grace_s: float = Field(default=5.0, ge=0)  # host deadline = request timeout + grace
+    default_timeout_s: float = Field(default=60.0, gt=0)
+    user: str | None = None  # default: "uid:gid" owning the repo dir on the host
+    allow_shell: bool = False
+
+
+class SandboxReply(BaseModel):
+    ok: bool
+    output: str
+    error: str | None = None
+    outcome: str
+    data: dict[str, Any] = Field(default_factory=dict)
+    duration_s: float
+
+
+# --------------------------------------------------------------------------------------------------
+# helpers
+
+
+def _docker_client() -> docker.DockerClient:
+    try:
+        client = docker.from_env()
+        client.ping()
+    except docker.errors.DockerException as exc:
+        raise SandboxError(f"Docker is not answering ({exc}); start the daemon or set DOCKER_HOST") from exc
+    except OSError as exc:
+        raise SandboxError(f"Docker is not answering ({exc}); start the daemon or set DOCKER_HOST") from exc
+    return client
+
+
+def _process_start_ticks(pid: int) -> str | None:
+    """The start time of a process (clock ticks since boot), to tell a reused pid apart."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    # The command name (field 2) may hold spaces and parentheses: split after the last ')'.
+    fields = stat[stat.rfind(")") + 2 :].split()
+    return fields[19] if len(fields) > 19 else None
+
+
+def _pid_alive(pid: int, start_ticks: str | None) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass  # exists, owned by someone else
+    except OSError:
+        return False
+    if start_ticks:
+        now = _process_start_ticks(pid)
+        if now is not None and now != start_ticks:
+            return False  # the pid was reused by another process
+    return True
+
+
+def _safe_name(text: str, limit: int = 40) -> str:
+    cleaned = re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-.") or "task"
+    return cleaned[:limit]
+
+
+def _remove_container(client: docker.DockerClient, container_id: str) -> None:
+    """Kill and remove a container; a container that is already gone (or going) is fine."""
+    try:
+        client.api.remove_container(container_id, force=True)
+    except docker.errors.NotFound:
+        pass
+    except docker.errors.APIError as exc:
+        # 409: "removal of container ... is already in progress" (auto_remove raced us).
+        if exc.status_code != 409:
+            _log.warning("could not remove sandbox container %s: %s", container_id[:12], exc)
+
+
+def reap_leftovers(
+    client: docker.DockerClient | None = None,
+    log: Callable[[str], None] = _log.info,
+) -> list[str]:
+    """Remove codebox containers left by dead runs; return their ids.
+
+    A container is removed when its owner process (labels codebox.owner,
+    codebox.owner_start, codebox.host) is dead on this host, or when its
+    lifetime (label codebox.expires) has passed, whoever owns it.
+    """
+    client = client or _docker_client()
+    hostname = socket.gethostname()
+    now = time.time()
+    removed: list[str] = []
+    try:
+        containers = client.api.containers(all=True, filters={"label": LABEL_TASK})
+    except docker.errors.APIError as exc:
+        log(f"cannot list sandbox containers to reap: {exc}")
+        return removed
+    for info in containers:
+        labels: dict[str, str] = info.get("Labels") or {}
+        cid: str = info["Id"]
+        reason = None
+        try:
+            expires = float(labels.get(LABEL_EXPIRES, "inf"))
+        except ValueError:
+            expires = math.inf
+        if now > expires + EXPIRY_GRACE_S:
+            reason = "its lifetime has passed"
+        elif labels.get(LABEL_HOST) == hostname:
+            try:
+                pid = int(labels.get(LABEL_OWNER, ""))
+            except ValueError:
+                pid = -1
+            if pid <= 0 or not _pid_alive(pid, labels.get(LABEL_OWNER_START)):
+                reason = f"its owner process {labels.get(LABEL_OWNER)} is gone"
+        if reason is None:
+            continue
+        names = info.get("Names") or [cid[:12]]
+        log(f"removing leftover sandbox container {names[0].lstrip('/')}: {reason}")
+        _remove_container(client, cid)
+        removed.append(cid)
+    return removed
+
+
+# Every live Sandbox; one atexit hook closes them all (a WeakSet does not keep them alive).
+_LIVE: weakref.WeakSet[Sandbox] = weakref.WeakSet()
+_LIVE_LOCK = threading.Lock()
+
+
+def _close_all_at_exit() -> None:
+    with _LIVE_LOCK:
+        live = list(_LIVE)
+    for sandbox in live:
+        with contextlib.suppress(Exception):
+            sandbox.close()
+
+
+atexit.register(_close_all_at_exit)
+
+
+class _Box:
+    """One running server container and its attach stream."""
+
+    def __init__(self, role: str, container_id: str, name: str, expires: float) -> None:
+        self.role = role
+        self.id = container_id
+        self.name = name
+        self.expires = expires
+        self.stream: AttachStream | None = None
+        self.dead = False
+
+
+class _Failure(Exception):
+    """A call could not get a valid answer: the container is killed and replaced."""
+
+    def __init__(self, message: str, oom: bool = False) -> None:
+        super().__init__(message)
+        self.oom = oom
+
+
+class Sandbox:
+    """A task's sandbox: a read-only tool container and, on demand, a write container.
+
+    ``call`` and ``apply_patch`` are serialised (one request at a time); ``close`` may
+    be called from any thread, also while a call runs (the call then returns a
+    ``container_died`` reply).
+    """
+
+    def __init__(
+        self,
+        repo: Path,
+        config: SandboxConfig | None = None,
+        task_id: str | None = None,
+        client: docker.DockerClient | None = None,
+    ) -> None:
+        self.repo = Path(repo).resolve()
+        self.config = config or SandboxConfig()
+        self.task_id = task_id or uuid.uuid4().hex[:12]
+        self._client = client
+        self.startup_s: float | None = None  # start-to-ready (ping answered) of the last container started
+        self._boxes: dict[str, _Box] = {}
+        self._call_lock = threading.Lock()
+        # Reentrant: close() may run in a signal handler on a thread that holds it.
+        self._state_lock = threading.RLock()
+        self._closed = False
+        self._reaped = False
+        with _LIVE_LOCK:
+            _LIVE.add(self)
+
+    # -- public API ----------------------------------------------------------------------------
+    @property
+    def container_ids(self) -> list[str]:
+        """Ids of the running containers (tool container first)."""
+        with self._state_lock:
+            boxes = sorted(self._boxes.values(), key=lambda b: b.role != ROLE_TOOLS)
+            return [b.id for b in boxes if not b.dead]
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def start(self) -> None:
+        """Start the read-only tool container and wait until its server answers a ping."""
+        with self._call_lock:
+            self._ensure(ROLE_TOOLS, needed_s=0.0)
+
+    def call(self, tool: str, args: dict[str, Any], timeout_s: float | None = None) -> SandboxReply:
+        """Run read_file / search / run_test (ping too) in the read-only tool container.
+
+        ``apply_patch`` is routed to the write container (see ``apply_patch``).
+        A hang, a crash or a garbled answer gives ``ok=False, outcome="container_died"``
+        and the next call runs in a fresh container. Raises SandboxError only when no
+        container can be started (or the sandbox is closed).
+        """
+        if tool == "apply_patch":
+            patch = args.get("patch", args.get("input"))
+            if not isinstance(patch, str):
+                return self._local_error("apply_patch needs a 'patch' string argument")
+            return self.apply_patch(patch, timeout_s)
+        args = dict(args)
+        timeout = self._timeout(timeout_s)
+        if tool == "run_test":
+            # The request's timeout bounds the run (the server uses the smaller of the two);
+            # without an explicit one, the run's own timeout_s is the deadline.
+            inner = args.get("timeout_s")
+            if isinstance(inner, int | float) and not isinstance(inner, bool) and inner > 0:
+                if timeout_s is None:
+                    timeout = float(inner)
+            else:
+                args["timeout_s"] = timeout
+        return self._request(ROLE_TOOLS, tool, args, timeout)
+
+    def apply_patch(self, patch: str, timeout_s: float | None = None) -> SandboxReply:
+        """Apply a patch in the write container (repo rw, .git ro); started on first use and reused."""
+        return self._request(ROLE_WRITE, "apply_patch", {"patch": patch}, self._timeout(timeout_s))
+
+    def close(self) -> None:
+        """Remove both containers. Idempotent; safe from any thread (and from a signal handler)."""
+        with self._state_lock:
+            if self._closed:
+                return
+            self._closed = True
+            boxes = list(self._boxes.values())
+            self._boxes.clear()
+        for box in boxes:
+            # Another thread may be reading this stream: shut it down but leave the socket
+            # to be released by that thread (or the garbage collector), never under its feet.
+            self._discard(box, release=False)
+        with _LIVE_LOCK:
+            _LIVE.discard(self)
+
+    def __enter__(self) -> Sandbox:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Sandbox(repo={str(self.repo)!r}, task_id={self.task_id!r}, containers={self.container_ids})"
+
+    # -- calls ---------------------------------------------------------------------------------
+    def _timeout(self, timeout_s: float | None) -> float:
+        if timeout_s is None or timeout_s <= 0:
+            return self.config.default_timeout_s
+        return float(timeout_s)
+
+    @staticmethod
+    def _local_error(message: str) -> SandboxReply:
+        return SandboxReply(ok=False, output=message, error=message, outcome="error", duration_s=0.0)
+
+    def _request(self, role: str, tool: str, args: dict[str, Any], timeout_s: float) -> SandboxReply:
+        with self._call_lock:
+            wait_s = timeout_s + self.config.call_grace_s
+            box = self._ensure(role, needed_s=wait_s)
+            # Unpredictable ids: a line forged into the server's stream by repo code (it runs as
+            # the server's uid) cannot pass as the answer to a later call; a mismatch kills the container.
+            request_id = secrets.randbits(52) + 1
+            started = time.monotonic()
+            started_wall = time.time()
+            try:
+                response = self._exchange(box, request_id, tool, args, timeout_s, wait_s, started_wall)
+            except _Failure as failure:
+                return self._died(box, str(failure), time.monotonic() - started, oom=failure.oom)
+            reply = self._to_reply(response, time.monotonic() - started)
+            if tool == "run_test" and reply.outcome in ("failed", "timeout") and self._oom_during(box.id, started_wall):
+                message = (
+                    "out of memory: the kernel killed a process of the test "
+                    f"(sandbox memory limit {self.config.memory})"
+                )
+                data = {**reply.data, "oom": True}
+                reply = reply.model_copy(update={"ok": False, "outcome": "oom", "error": message, "data": data})
+            return reply
+
+    def _exchange(
+        self,
+        box: _Box,
+        request_id: int,
+        tool: str,
+        args: dict[str, Any],
+        timeout_s: float,
+        wait_s: float,
+        started_wall: float,
+    ) -> dict[str, Any]:
+        """Send one request and read its response; raise _Failure when the container cannot answer."""
+        stream = box.stream
+        if stream is None:  # closed under us
+            raise _Failure("the sandbox was closed")
+        request = {"id": request_id, "tool": tool, "args": args, "timeout_s": timeout_s}
+        line = (json.dumps(request, separators=(",", ":")) + "\n").encode()
+        deadline = time.monotonic() + wait_s
+        try:
+            stream.send(line, deadline)
+            while True:
+                raw = stream.read_line(deadline)
+                if raw.strip():
+                    break
+        except StreamDeadline as exc:
+            raise _Failure(
+                f"sandbox did not answer within {wait_s:g} s ({timeout_s:g} s timeout + "
+                f"{self.config.call_grace_s:g} s grace); {_REPLACED}"
+            ) from exc
+        except LineTooLong as exc:
+            raise _Failure(f"sandbox sent a response larger than {wire.MAX_RESPONSE_BYTES} bytes; {_REPLACED}") from exc
+        except StreamClosed as exc:
+            if self._closed:
+                raise _Failure("the sandbox was closed while the call ran") from exc
+            stream.drain_stderr()
+            oom = self._oom_during(box.id, started_wall)
+            what = "ran out of memory and was killed" if oom else "exited or was killed"
+            detail = stream.stderr_tail(500)
+            raise _Failure(
+                f"the sandbox container {what} during the call; a fresh container will be started "
+                f"for the next call" + (f" (container stderr: {detail})" if detail else ""),
+                oom=oom,
+            ) from exc
+        try:
+            response = json.loads(raw)
+        except ValueError as exc:
+            shown = raw[:200].decode("utf-8", "replace")
+            raise _Failure(f"sandbox sent a line that is not JSON ({shown!r}); {_REPLACED}") from exc
+        problem = _check_response(response, request_id)
+        if problem:
+            raise _Failure(f"sandbox sent an invalid response ({problem}); {_REPLACED}")
+        assert isinstance(response, dict)
+        return response
+
+    @staticmethod
+    def _to_reply(response: dict[str, Any], duration_s: float) -> SandboxReply:
+        return SandboxReply(
+            ok=response["ok"],
+            output=response["output"],
+            error=response.get("error"),
+            outcome=response["outcome"],
+            data=response.get("data") or {},
+            duration_s=duration_s,
+        )
+
+    def _died(self, box: _Box, message: str, duration_s: float, oom: bool) -> SandboxReply:
+        """Kill and forget a container that failed a call; the next call starts a fresh one."""
+        with self._state_lock:
+            if self._boxes.get(box.role) is box:
+                del self._boxes[box.role]
+        self._discard(box)
+        return SandboxReply(
+            ok=False,
+            output=message,
+            error=message,
+            outcome="oom" if oom else "container_died",
+            duration_s=duration_s,
+        )
+
+    def _oom_during(self, container_id: str, since_wall: float) -> bool:
+        """Did the kernel OOM-kill a process of this container since ``since_wall``?
+
+        Docker 20.10 sets State.OOMKilled only when the container's main process is
+        the victim; a killed test child shows only as an ``oom`` event. Ask for both.
+        """
+        client = self._docker()
+        api: Any = client.api  # untyped: the daemon takes "seconds.nanoseconds" strings for since/until
+        try:
+            events = api.events(
+                since=f"{since_wall - 0.05:.9f}",
+                until=f"{time.time() + 0.05:.9f}",
+                filters={"container": container_id, "event": "oom"},
+                decode=True,
+            )
+            try:
+                for _event in events:
+                    return True
+            finally:
+                closer = getattr(events, "close", None)
+                if callable(closer):
+                    closer()
+        except (docker.errors.DockerException, OSError, ValueError):
+            pass
+        try:
+            state = client.api.inspect_container(container_id).get("State") or {}
+        except (docker.errors.DockerException, OSError):
+            return False  # already removed (auto_remove)
+        return bool(state.get("OOMKilled"))
+
+    # -- containers ----------------------------------------------------------------------------
+    def _docker(self) -> docker.DockerClient:
+        if self._client is None:
+            self._client = _docker_client()
+        return self._client
+
+    def _ensure(self, role: str, needed_s: float) -> _Box:
+        """The running container for ``role``; start one if there is none or it expires too soon."""
+        with self._state_lock:
+            if self._closed:
+                raise SandboxError("the sandbox is closed")
+            box = self._boxes.get(role)
+        if box is not None and not box.dead and not (box.stream is not None and box.stream.idle_ok()):
+            # It died while idle (killed from outside, reached its lifetime) or its stream is out of step.
+            _log.info("sandbox %s container %s is gone or out of step: replacing it", role, box.name)
+            with self._state_lock:
+                if self._boxes.get(role) is box:
+                    del self._boxes[role]
+            self._discard(box)
+            box = None
+        if box is not None and not box.dead:
+            # Replace a container that would reach its lifetime during this call, unless even
+            # a fresh one could not live that long (then only when most of its life is gone).
+            remaining = box.expires - time.time()
+            if remaining >= min(needed_s, self.config.lifetime_s / 2):
+                return box
+            _log.info("sandbox %s container %s reaches its lifetime: replacing it", role, box.name)
+            with self._state_lock:
+                if self._boxes.get(role) is box:
+                    del self._boxes[role]
+            self._discard(box)
+        return self._launch(role)
+
+    def _user(self) -> str:
+        if self.config.user:
+            return self.config.user
+        st = self.repo.stat()
+        return f"{st.st_uid}:{st.st_gid}"
+
+    def _command(self) -> list[str]:
+        cfg = self.config
+        server = [
+            "python3",
+            "-m",
+            "sandbox.server",
+            "--root",
+            REPO_MOUNT,
+            "--lifetime-s",
+            str(max(1, math.ceil(cfg.lifetime_s))),
+            "--output-limit",
+            str(cfg.output_limit),
+            "--reap-all",
+        ]
+        if cfg.allow_shell:
+            server.append("--allow-shell")
+        alarm_s = max(1, math.ceil(cfg.lifetime_s)) + ALARM_MARGIN_S
+        init = ["python3", "-m", "sandbox.container_init", "--alarm-s", str(alarm_s)]
+        return [*init, "--hup-grace-s", f"{HUP_GRACE_S:g}", "--", *server]
+
+    def _volumes(self, role: str) -> dict[str, dict[str, str]]:
+        volumes = {
+            str(SANDBOX_PACKAGE_DIR): {"bind": f"{CODE_ROOT}/sandbox", "mode": "ro"},
+        }
+        if role == ROLE_WRITE:
+            volumes[str(self.repo)] = {"bind": REPO_MOUNT, "mode": "rw"}
+            git = self.repo / ".git"
+            if git.exists():
+                volumes[str(git.resolve())] = {"bind": f"{REPO_MOUNT}/.git", "mode": "ro"}
+        else:
+            volumes[str(self.repo)] = {"bind": REPO_MOUNT, "mode": "ro"}
+        return volumes
+
+    def _launch(self, role: str) -> _Box:
+        if not self.repo.is_dir():
+            raise SandboxError(f"the repository {self.repo} is not a directory")
+        client = self._docker()
+        if not self._reaped:
+            self._reaped = True
+            with contextlib.suppress(Exception):
+                reap_leftovers(client, log=_log.info)
+        cfg = self.config
+        try:
+            client.images.get(cfg.image)
+        except docker.errors.ImageNotFound as exc:
+            raise SandboxError(f"the sandbox image {cfg.image!r} is not there; {_IMAGE_HELP}") from exc
+        except docker.errors.APIError as exc:
+            raise SandboxError(f"cannot look up the sandbox image {cfg.image!r}: {exc}") from exc
+
+        name = f"codebox-{_safe_name(self.task_id)}-{role}-{secrets.token_hex(3)}"
+        expires = time.time() + cfg.lifetime_s
+        labels = {
+            LABEL_TASK: self.task_id,
+            LABEL_OWNER: str(os.getpid()),
+            LABEL_OWNER_START: _process_start_ticks(os.getpid()) or "",
+            LABEL_HOST: socket.gethostname(),
+            LABEL_ROLE: role,
+            LABEL_EXPIRES: str(int(expires)),
+        }
+        t0 = time.monotonic()
+        try:
+            container = client.containers.create(
+                cfg.image,
+                command=self._command(),
+                name=name,
+                labels=labels,
+                # docker-py has no stdin_once argument: create() with detach=False and
+                # stdin_open=True sets Config.StdinOnce (and the Attach* flags). It does not block.
+                detach=False,
+                stdin_open=True,
+                tty=False,
+                # Our own init is PID 1 (see the module docstring): not docker's --init.
+                init=False,
+                auto_remove=True,
+                network_mode="none",
+                cap_drop=["ALL"],
+                security_opt=["no-new-privileges"],
+                read_only=True,
+                tmpfs={"/tmp": f"rw,exec,nosuid,size={cfg.tmpfs_size}"},
+                pids_limit=cfg.pids_limit,
+                mem_limit=cfg.memory,
+                memswap_limit=cfg.memory,
+                nano_cpus=int(cfg.cpus * 1e9),
+                user=self._user(),
+                environment={
+                    "HOME": "/tmp",
+                    "PYTHONPATH": CODE_ROOT,
+                    "PYTHONDONTWRITEBYTECODE": "1",
+                },
+                volumes=self._volumes(role),
+                working_dir=REPO_MOUNT,
+                hostname="codebox",
+                # The responses go to us over the attach stream; the daemon need not keep a copy.
+                log_config=docker.types.LogConfig(type="none"),
+            )
+        except docker.errors.ImageNotFound as exc:
+            raise SandboxError(f"the sandbox image {cfg.image!r} is not there; {_IMAGE_HELP}") from exc
+        except docker.errors.APIError as exc:
+            raise SandboxError(f"cannot create the sandbox container: {exc.explanation or exc}") from exc
+        box = _Box(role, str(container.id), name, expires)
+        with self._state_lock:
+            closed = self._closed
+            if not closed:
+                self._boxes[role] = box
+        if closed:
+            _remove_container(client, box.id)
+            raise SandboxError("the sandbox is closed")
+        try:
+            # Attach BEFORE start: nothing the server writes can be lost, and we are the
+            # container's only stdin client (stdin_once: our disconnect = the server's EOF).
+            sock = client.api.attach_socket(box.id, params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1})
+            box.stream = AttachStream(sock, max_line=wire.MAX_RESPONSE_BYTES)
+            client.api.start(box.id)
+            deadline = time.monotonic() + STARTUP_TIMEOUT_S
+            box.stream.send(b'{"id":0,"tool":"ping","args":{},"timeout_s":10}\n', deadline)
+            raw = box.stream.read_line(deadline)
+            while not raw.strip():
+                raw = box.stream.read_line(deadline)
+            response = json.loads(raw)
+            problem = _check_response(response, 0)
+            if problem:
+                raise SandboxError(f"the sandbox server answered its first ping wrongly ({problem})")
+            version = (response.get("data") or {}).get("version")
+            if response.get("ok") is not True or version != wire.PROTOCOL_VERSION:
+                raise SandboxError(
+                    f"the sandbox server speaks protocol {version!r}, this client {wire.PROTOCOL_VERSION}"
+                )
+        except (StreamError, docker.errors.DockerException, OSError, ValueError, SandboxError) as exc:
+            detail = ""
+            if box.stream is not None:
+                box.stream.drain_stderr()
+                detail = box.stream.stderr_tail(1500)
+            with self._state_lock:
+                if self._boxes.get(role) is box:
+                    del self._boxes[role]
+            self._discard(box)
+            if self._closed:
+                raise SandboxError("the sandbox was closed while a container started") from exc
+            if isinstance(exc, SandboxError):
+                raise
+            message = f"the sandbox container did not start ({type(exc).__name__}: {exc})"
+            if detail:
+                message += f"; its stderr: {detail}"
+            raise SandboxError(message) from exc
+        self.startup_s = time.monotonic() - t0
+        _log.debug("sandbox %s container %s ready in %.3f s", role, name, self.startup_s)
+        return box
+
+    def _discard(self, box: _Box, release: bool = True) -> None:
+        """Close the stream (the server gets EOF) and force-remove the container. Idempotent."""
+        box.dead = True
+        stream = box.stream
+        if stream is not None:
+            stream.shutdown()
+        client = self._client
+        if client is not None:
+            _remove_container(client, box.id)
+        if stream is not None and release:
+            stream.close()
+
+
+def _check_response(response: Any, request_id: int) -> str | None:
+    """What is wrong with a decoded response line, or None."""
+    if not isinstance(response, dict):
+        return "not a JSON object"
+    if response.get("id") != request_id or isinstance(response.get("id"), bool):
+        return f"id {response.get('id')!r} instead of {request_id}"
+    if not isinstance(response.get("ok"), bool):
+        return "'ok' is not a boolean"
+    if not isinstance(response.get("output"), str):
+        return "'output' is not a string"
+    if response.get("error") is not None and not isinstance(response.get("error"), str):
+        return "'error' is not a string"
+    if response.get("outcome") not in wire.OUTCOMES:
+        return f"unknown outcome {response.get('outcome')!r}"
+    if response.get("data") is not None and not isinstance(response.get("data"), dict):
+        return "'data' is not an object"
+    return None
+
+
+def iter_codebox_containers(client: docker.DockerClient | None = None) -> Iterator[dict[str, Any]]:
+    """Summaries (docker API dicts) of every container that carries a codebox.task label."""
+    client = client or _docker_client()
+    yield from client.api.containers(all=True, filters={"label": LABEL_TASK})
