@@ -1,0 +1,374 @@
+"""The in-container tool server: JSON lines on stdin / stdout (see sandbox.wire).
+
+    python3 -m sandbox.server --root /repo [--lifetime-s S] [--output-limit N]
+                              [--allow-shell] [--reap-all]
+                              [--max-request-bytes N] [--search-engine auto|rg|python]
+
+Stdlib only, python3 >= 3.9. One request at a time: a line in, one line out,
+flushed. A malformed line (bad JSON, unknown tool, wrong types, too long) gets
+``ok: false`` with the reason, and the server goes on. EOF on stdin: exit 0
+(that is how the container dies with its owner). ``--lifetime-s`` or SIGALRM:
+exit EXIT_LIFETIME, answering the request in flight with an error.
+SIGTERM / SIGINT / SIGHUP / SIGQUIT: kill what run_test started, exit EXIT_SIGNAL.
+
+The real stdin and stdout are moved to private descriptors at start; fd 0
+becomes /dev/null and fd 1 a copy of stderr, so nothing but the response lines
+can reach the host's stream, whatever a tool or a child does. Logs go to stderr.
+The server makes itself non-dumpable, so processes of its uid (the tests)
+cannot open /proc/<server>/fd/* to read requests or forge responses. Whatever
+runs as PID 1 holds the container's stdin/stdout too and must be non-dumpable
+as well (sandbox.container_init is; docker's --init is NOT: a test can open
+/proc/1/fd/1 and inject lines into the host's stream). The server can also be
+PID 1 itself: it reaps orphans after every run_test and handles SIGTERM.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import re
+import shutil
+import signal
+import sys
+import threading
+import traceback
+from typing import Any, BinaryIO, Callable, Mapping, Optional
+
+from sandbox import wire
+from sandbox.tools import Context, ToolError, ToolResult, check_names
+from sandbox.tools.apply_patch import apply_patch
+from sandbox.tools.read_file import read_file
+from sandbox.tools.run_test import become_subreaper, in_host_pid_namespace, run_test, set_undumpable, shutdown
+from sandbox.tools.search import search
+
+Handler = Callable[[Context, Mapping[str, Any], Optional[float]], ToolResult]
+
+DEFAULT_ROOT = "/repo"
+DEFAULT_OUTPUT_LIMIT = 32000
+MAX_OUTPUT_LIMIT = 1_000_000  # two streams of this, plus data, stay under wire.MAX_RESPONSE_BYTES
+
+_ID_PREFIX = re.compile(rb'^\s*\{\s*"id"\s*:\s*(-?\d{1,30}|"(?:[^"\\]|\\.){0,200}")')
+
+
+def log(message: str) -> None:
+    with contextlib.suppress(OSError, ValueError):
+        print(f"codebox-server[{os.getpid()}]: {message}", file=sys.stderr, flush=True)
+
+
+class _Terminate(BaseException):
+    """Raised in the main thread by SIGTERM / SIGINT (not an Exception: no tool catches it)."""
+
+
+class Server:
+    def __init__(
+        self,
+        ctx: Context,
+        reader: BinaryIO,
+        out_fd: int,
+        *,
+        max_request_bytes: int = wire.MAX_REQUEST_BYTES,
+        subreaper: bool = False,
+        undumpable: bool = False,
+    ) -> None:
+        self.ctx = ctx
+        self.reader = reader
+        self.out_fd = out_fd
+        self.max_request_bytes = max_request_bytes
+        self.subreaper = subreaper
+        self.undumpable = undumpable
+        self.lock = threading.Lock()
+        self.inflight: Optional[tuple[Any]] = None  # (id,) of the request being handled
+        self.closed = False  # set once the lifetime ended: nothing more is written
+        self.handlers: dict[str, Handler] = {
+            "ping": self.ping,
+            "read_file": read_file,
+            "search": search,
+            "apply_patch": apply_patch,
+            "run_test": run_test,
+        }
+
+    # -- tools of the server itself -------------------------------------------------------
+    def ping(self, ctx: Context, args: Mapping[str, Any], timeout_s: Optional[float]) -> ToolResult:
+        check_names("ping", args, set())
+        return ToolResult(
+            output=f"codebox sandbox server, protocol {wire.PROTOCOL_VERSION}",
+            data={
+                "version": wire.PROTOCOL_VERSION,
+                "python": sys.version,
+                "rg": ctx.rg is not None,
+                "root": ctx.root,
+                "pid": os.getpid(),
+                "output_limit": ctx.output_limit,
+                "allow_shell": ctx.allow_shell,
+                "reap_all": ctx.reap_all,
+                "subreaper": self.subreaper,
+                "undumpable": self.undumpable,
+            },
+        )
+
+    # -- the loop -------------------------------------------------------------------------
+    def serve(self) -> int:
+        limit = self.max_request_bytes
+        while True:
+            line = self.reader.readline(limit + 1)
+            if not line:
+                return wire.EXIT_EOF
+            if len(line) - line.endswith(b"\n") > limit:  # the limit is on the line without its newline
+                rid = _id_from_prefix(line)
+                while not line.endswith(b"\n"):  # discard the rest of the line
+                    line = self.reader.readline(1 << 20)
+                    if not line:
+                        break
+                resp = _error_response(rid, f"malformed request: line longer than {limit} bytes; discarded")
+            else:
+                resp = self.handle(line)
+            if not self.write(resp):
+                return wire.EXIT_EOF  # the host closed our stdout: it is gone
+
+    def handle(self, line: bytes) -> dict[str, Any]:
+        if not line.strip():
+            return _error_response(None, "malformed request: empty line")
+        try:
+            req = json.loads(line)
+        except (ValueError, RecursionError) as e:
+            return _error_response(_id_from_prefix(line), f"malformed request: not valid JSON ({_short(e)})")
+        if not isinstance(req, dict):
+            return _error_response(None, "malformed request: not a JSON object")
+        rid = req.get("id")
+        if isinstance(rid, bool) or not (rid is None or isinstance(rid, (int, str))):
+            return _error_response(None, "malformed request: 'id' must be an integer or a string")
+        tool = req.get("tool")
+        if not isinstance(tool, str) or tool not in self.handlers:
+            shown = repr(tool) if isinstance(tool, str) else "missing"
+            return _error_response(rid, f"unknown tool {shown[:100]}; known tools: {', '.join(wire.TOOLS)}")
+        args = req.get("args")
+        if args is None:
+            args = {}
+        if not isinstance(args, dict):
+            return _error_response(rid, f"malformed request: 'args' of {tool} must be an object")
+        timeout_s = req.get("timeout_s")
+        if timeout_s is not None:
+            if isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)):
+                return _error_response(rid, "malformed request: 'timeout_s' must be a number")
+            if not (0 < timeout_s < float("inf")):
+                return _error_response(rid, "malformed request: 'timeout_s' must be > 0")
+            timeout_s = float(timeout_s)
+
+        with self.lock:
+            self.inflight = (rid,)  # cleared when its response is written
+        try:
+            result = self.handlers[tool](self.ctx, args, timeout_s)
+        except ToolError as e:
+            result = ToolResult(output=e.message, ok=False, outcome="error", error=_one_line(e.message), data=e.data)
+        except Exception as e:
+            log(f"internal error in {tool}:\n{traceback.format_exc()}")
+            msg = f"internal error in {tool}: {type(e).__name__}: {_short(e)}"
+            result = ToolResult(output=msg, ok=False, outcome="error", error=msg)
+        return _response(rid, result)
+
+    def write(self, resp: dict[str, Any]) -> bool:
+        data = _encode(resp)
+        with self.lock:
+            if self.closed:
+                return True
+            self.inflight = None
+            return self._write_locked(data)
+
+    def _write_locked(self, data: bytes) -> bool:
+        try:
+            view = memoryview(data)
+            while view:
+                n = os.write(self.out_fd, view)
+                view = view[n:]
+        except (BrokenPipeError, ConnectionResetError):
+            return False
+        return True
+
+    def expire(self, why: str) -> None:
+        """Lifetime over (timer or SIGALRM): answer the request in flight, kill the tests, exit.
+
+        Exactly one response per request: the in-flight id is cleared only when its
+        response is written, under the same lock, and nothing is written after this.
+        """
+        log(f"{why}: exiting")
+        try:
+            with self.lock:
+                if self.inflight is not None:
+                    msg = f"the sandbox server stopped: {why}"
+                    self._write_locked(_encode(_error_response(self.inflight[0], msg)))
+                self.closed = True
+            shutdown()
+        finally:
+            os._exit(wire.EXIT_LIFETIME)
+
+
+# -- responses ------------------------------------------------------------------------------
+
+
+def _short(e: BaseException, limit: int = 300) -> str:
+    text = str(e)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _one_line(message: str, limit: int = 500) -> str:
+    first = message.strip().splitlines()[0] if message.strip() else message
+    return first if len(first) <= limit else first[:limit] + "..."
+
+
+def _id_from_prefix(line: bytes) -> Any:
+    m = _ID_PREFIX.match(line)
+    if not m:
+        return None
+    try:
+        value = json.loads(m.group(1))
+    except ValueError:
+        return None
+    return value if isinstance(value, (int, str)) else None
+
+
+def _response(rid: Any, result: ToolResult) -> dict[str, Any]:
+    return {
+        "id": rid,
+        "ok": bool(result.ok),
+        "output": result.output,
+        "error": None if result.ok else (result.error or _one_line(result.output) or "error"),
+        "outcome": result.outcome,
+        "data": result.data,
+    }
+
+
+def _error_response(rid: Any, message: str) -> dict[str, Any]:
+    return _response(rid, ToolResult(output=message, ok=False, outcome="error", error=message))
+
+
+def _encode(resp: dict[str, Any]) -> bytes:
+    try:
+        text = json.dumps(resp, ensure_ascii=False, separators=(",", ":"), allow_nan=False, default=str)
+    except (TypeError, ValueError) as e:
+        log(f"cannot encode a response: {e!r}")
+        text = json.dumps(_error_response(resp.get("id"), f"internal error: response not encodable ({e})"))
+    data = text.encode("utf-8", "replace") + b"\n"
+    if len(data) > wire.MAX_RESPONSE_BYTES:
+        log(f"response of {len(data)} bytes is over the limit")
+        msg = f"internal error: the response ({len(data)} bytes) is over the protocol limit"
+        data = json.dumps(_error_response(resp.get("id"), msg)).encode() + b"\n"
+    return data
+
+
+# -- start ----------------------------------------------------------------------------------
+
+
+def _take_stdio() -> tuple[BinaryIO, int]:
+    """Keep the real stdin/stdout for the protocol only; fd 0 = /dev/null, fd 1 = stderr."""
+    in_fd = os.dup(0)  # new descriptors are not inherited by children
+    out_fd = os.dup(1)
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    return os.fdopen(in_fd, "rb", buffering=1 << 16), out_fd
+
+
+def _parse_args(argv: Optional[list[str]]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python3 -m sandbox.server", description=__doc__.split("\n")[0])
+    p.add_argument("--root", default=DEFAULT_ROOT, help="the repository root (default /repo)")
+    p.add_argument("--lifetime-s", type=float, default=None, help="exit after this many seconds")
+    p.add_argument(
+        "--output-limit",
+        type=int,
+        default=DEFAULT_OUTPUT_LIMIT,
+        help=f"bytes kept per output stream (default {DEFAULT_OUTPUT_LIMIT})",
+    )
+    p.add_argument("--allow-shell", action="store_true", help='run_test accepts {"shell": "..."}')
+    p.add_argument(
+        "--reap-all",
+        action="store_true",
+        help="in a container the server owns: after run_test, kill every process "
+        "but the server and its ancestors (ignored in the host's pid namespace)",
+    )
+    p.add_argument(
+        "--max-request-bytes",
+        type=int,
+        default=wire.MAX_REQUEST_BYTES,
+        help=f"longest request line accepted (default {wire.MAX_REQUEST_BYTES})",
+    )
+    p.add_argument(
+        "--search-engine",
+        choices=("auto", "rg", "python"),
+        default="auto",
+        help="auto: ripgrep when on PATH, else the pure-Python search",
+    )
+    ns = p.parse_args(argv)
+    if not 0 < ns.output_limit <= MAX_OUTPUT_LIMIT:
+        p.error(f"--output-limit must be in 1..{MAX_OUTPUT_LIMIT}")
+    if ns.lifetime_s is not None and not ns.lifetime_s > 0:
+        p.error("--lifetime-s must be > 0")
+    if ns.max_request_bytes < 1024:
+        p.error("--max-request-bytes must be >= 1024")
+    return ns
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    ns = _parse_args(argv)
+    root = os.path.realpath(ns.root)
+    if not os.path.isdir(root):
+        log(f"--root {ns.root!r} is not a directory")
+        return 2
+    rg = shutil.which("rg") if ns.search_engine != "python" else None
+    if ns.search_engine == "rg" and rg is None:
+        log("--search-engine rg: rg is not on PATH")
+        return 2
+    reap_all = bool(ns.reap_all)
+    if reap_all and in_host_pid_namespace():
+        log("--reap-all ignored: this is the host's pid namespace, not a container")
+        reap_all = False
+
+    reader, out_fd = _take_stdio()
+    ctx = Context(
+        root=root,
+        output_limit=ns.output_limit,
+        allow_shell=bool(ns.allow_shell),
+        reap_all=reap_all,
+        rg=rg,
+    )
+    server = Server(
+        ctx,
+        reader,
+        out_fd,
+        max_request_bytes=ns.max_request_bytes,
+        subreaper=become_subreaper(),
+        undumpable=set_undumpable(),
+    )
+
+    def on_signal(signum: int, frame: Any) -> None:
+        raise _Terminate(signum)
+
+    def on_alarm(signum: int, frame: Any) -> None:
+        # The host may arm alarm() before exec'ing us as a last-resort lifetime cap; as
+        # PID 1 of a container a SIGALRM without a handler would be ignored. Not in the
+        # handler itself: expire() takes the lock the main thread may hold.
+        threading.Thread(target=server.expire, args=("SIGALRM (lifetime cap)",), daemon=True).start()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGHUP, on_signal)
+    signal.signal(signal.SIGQUIT, on_signal)
+    signal.signal(signal.SIGALRM, on_alarm)
+    if ns.lifetime_s is not None:
+        timer = threading.Timer(ns.lifetime_s, server.expire, args=(f"lifetime of {ns.lifetime_s:g} s reached",))
+        timer.daemon = True
+        timer.start()
+    try:
+        return server.serve()
+    except _Terminate as t:
+        log(f"signal {t.args[0]}: exiting")
+        return wire.EXIT_SIGNAL
+    finally:
+        shutdown()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,635 @@
+"""run_test {argv | shell, timeout_s?, env?, copy_repo?, cwd?}
+
+Runs a command with NO shell (``argv``; ``shell`` only when the server runs
+with --allow-shell), in its own session and process group, stdin /dev/null,
+stdout and stderr on their own pipes read concurrently into bounded head+tail
+captures. HOME=/tmp, PYTHONDONTWRITEBYTECODE=1, PYTEST_ADDOPTS="-p
+no:cacheprovider", XDG_CACHE_HOME=/tmp/.cache (``env`` overrides), and the
+server's own package directory removed from PYTHONPATH.
+
+At the deadline: SIGTERM to the group and to every process the test started,
+SIGTERM_GRACE_S to exit (output still read), then SIGKILL. After EVERY run,
+timeout or not, leftovers are found in /proc and SIGKILLed, then reaped:
+
+- host mode (default): descendants of the server (the server is a child
+  subreaper, so double-forked orphans stay its descendants) and any process in
+  the test's session or process group;
+- ``--reap-all`` (in a container that the server owns): every process except
+  the server, its ancestors and processes of other uids. Honoured only when no
+  kernel thread is visible in /proc (i.e. not in the host's pid namespace).
+
+Outcomes: ok (exit 0), failed (non-zero exit or a signal), timeout, oom (the
+cgroup's oom_kill counter rose during the run: "confirmed"; or the command died
+of SIGKILL with no timeout and no counter to read: "suspected"), error (the
+command could not be started: not found, not executable, bad cwd).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import selectors
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from typing import IO, Any, Mapping, NamedTuple, Optional
+
+from sandbox.tools import (
+    Context,
+    ToolError,
+    ToolResult,
+    check_names,
+    opt_bool,
+    opt_float,
+    opt_str,
+    opt_str_dict,
+    opt_str_list,
+)
+from sandbox.tools.output import HeadTail
+from sandbox.tools.paths import display, resolve
+
+DEFAULT_TIMEOUT_S = 300.0
+MAX_TIMEOUT_S = 24 * 3600.0
+SIGTERM_GRACE_S = 1.0
+LEFTOVER_GRACE_S = 0.2  # after the command exits, how long output from leftovers is still read
+DRAIN_S = 0.5
+KILL_ROUNDS_S = 5.0
+MAX_KILLED_REPORTED = 50
+CHUNK = 65536
+
+# The directory that holds the `sandbox` package: removed from the child's PYTHONPATH.
+PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+# -- /proc ------------------------------------------------------------------------------
+
+
+class ProcInfo(NamedTuple):
+    pid: int
+    ppid: int
+    pgid: int
+    sid: int
+    state: str
+
+
+def read_stat(pid: int) -> Optional[ProcInfo]:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            data = f.read()
+    except OSError:
+        return None
+    end = data.rfind(b")")  # the command name may itself hold spaces and parentheses
+    fields = data[end + 2 :].split()
+    try:
+        return ProcInfo(pid, int(fields[1]), int(fields[2]), int(fields[3]), fields[0].decode())
+    except (IndexError, ValueError):
+        return None
+
+
+def scan() -> dict[int, ProcInfo]:
+    procs: dict[int, ProcInfo] = {}
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return procs
+    for name in names:
+        if name.isdigit():
+            info = read_stat(int(name))
+            if info is not None:
+                procs[info.pid] = info
+    return procs
+
+
+def cmdline(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            raw = f.read(4096)
+    except OSError:
+        raw = b""
+    text = " ".join(p.decode("utf-8", "replace") for p in raw.split(b"\x00") if p)
+    text = text.replace("\r", "\\r").replace("\n", "\\n")  # one line, whatever the arguments
+    if not text:
+        try:
+            with open(f"/proc/{pid}/comm", "rb") as f:
+                text = "[" + f.read().strip().decode("utf-8", "replace") + "]"
+        except OSError:
+            text = "?"
+    return text if len(text) <= 300 else text[:300] + "..."
+
+
+def become_subreaper() -> bool:
+    """PR_SET_CHILD_SUBREAPER: orphans of our descendants are re-parented to us."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        return int(libc.prctl(36, 1, 0, 0, 0)) == 0
+    except Exception:  # no ctypes in this python, no prctl: host mode loses orphans
+        return False
+
+
+def set_undumpable() -> bool:
+    """PR_SET_DUMPABLE 0: processes of our uid can no longer open /proc/<us>/fd/*
+    (the protocol pipes) nor ptrace us. Children get it back when they exec."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        return int(libc.prctl(4, 0, 0, 0, 0)) == 0
+    except Exception:
+        return False
+
+
+def in_host_pid_namespace() -> bool:
+    """Kernel threads (kthreadd: ppid 0, pid 2) are visible only from the host's namespace."""
+    return any(p.ppid == 0 and pid != 1 for pid, p in scan().items())
+
+
+def _real_uid(pid: int) -> Optional[int]:
+    """From /proc/<pid>/status (the owner of /proc/<pid> lies for non-dumpable processes)."""
+    try:
+        with open(f"/proc/{pid}/status", "rb") as f:
+            for line in f:
+                if line.startswith(b"Uid:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+class Reaper:
+    def __init__(self, reap_all: bool) -> None:
+        self.reap_all = reap_all
+        self.me = os.getpid()
+        self.uid = os.getuid()
+
+    def targets(self, sid: Optional[int]) -> dict[int, ProcInfo]:
+        procs = scan()
+        out: dict[int, ProcInfo] = {}
+        if self.reap_all:
+            keep = {self.me}
+            cur = procs.get(self.me)
+            while cur is not None and cur.ppid not in keep and cur.ppid != 0:
+                keep.add(cur.ppid)
+                cur = procs.get(cur.ppid)
+            for pid, p in procs.items():
+                if pid in keep or p.state in ("Z", "X") or _real_uid(pid) != self.uid:
+                    continue
+                out[pid] = p
+            return out
+        children: dict[int, list[int]] = {}
+        for pid, p in procs.items():
+            children.setdefault(p.ppid, []).append(pid)
+        desc: set[int] = set()
+        stack = [self.me]
+        while stack:
+            for c in children.get(stack.pop(), ()):
+                if c not in desc:
+                    desc.add(c)
+                    stack.append(c)
+        for pid, p in procs.items():
+            if pid == self.me or p.state in ("Z", "X"):
+                continue
+            if pid in desc or (sid is not None and (p.sid == sid or p.pgid == sid)):
+                out[pid] = p
+        return out
+
+    def reap_zombies(self, skip: Optional[int]) -> None:
+        """waitpid our zombie children, except ``skip`` (the Popen child, not yet waited)."""
+        for pid, p in scan().items():
+            if p.ppid == self.me and p.state == "Z" and pid != skip:
+                with contextlib.suppress(ChildProcessError):
+                    os.waitpid(pid, os.WNOHANG)
+
+    def _signal(self, pid: int, sig: int, killed: dict[int, str]) -> None:
+        if pid not in killed:
+            killed[pid] = cmdline(pid)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, sig)
+
+    def terminate(self, proc: subprocess.Popen[bytes], killed: dict[int, str]) -> None:
+        """SIGTERM the command's group and everything else that is ours."""
+        targets = self.targets(proc.pid)  # before any signal: dead processes have no cmdline
+        for pid in targets:
+            killed.setdefault(pid, cmdline(pid))
+        if proc.returncode is None:  # the group id cannot be reused while the leader is unwaited
+            with contextlib.suppress(OSError):
+                os.killpg(proc.pid, signal.SIGTERM)
+        for pid in targets:
+            self._signal(pid, signal.SIGTERM, killed)
+
+    def kill_all(self, proc: Optional[subprocess.Popen[bytes]], killed: dict[int, str]) -> None:
+        """SIGKILL, in rounds until none is left (a fork loop loses the race), then reap."""
+        sid = proc.pid if proc is not None else None
+        end = time.monotonic() + KILL_ROUNDS_S
+        while True:
+            targets = self.targets(sid)
+            if not targets:
+                break
+            for pid in targets:
+                killed.setdefault(pid, cmdline(pid))
+            if proc is not None and proc.returncode is None:
+                with contextlib.suppress(OSError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+            for pid in targets:
+                self._signal(pid, signal.SIGKILL, killed)
+            if self.reap_all and (os.getpid() == 1 or os.getppid() == 1):  # no other ancestor
+                # everything we may signal, but init and us: one atomic sweep
+                with contextlib.suppress(OSError):
+                    os.kill(-1, signal.SIGKILL)
+            self._reap(proc)
+            if time.monotonic() > end:
+                print(
+                    f"codebox-server: {len(targets)} processes survive SIGKILL",
+                    file=sys.stderr,
+                )
+                break
+            time.sleep(0.002)
+        self._reap(proc)
+
+    def _reap(self, proc: Optional[subprocess.Popen[bytes]]) -> None:
+        skip = None
+        if proc is not None:
+            proc.poll()
+            if proc.returncode is None:
+                skip = proc.pid
+        self.reap_zombies(skip)
+
+
+# State for shutdown() (the server calls it when its lifetime ends or on SIGTERM).
+_current: Optional[tuple[subprocess.Popen[bytes], Reaper]] = None
+
+
+def shutdown() -> None:
+    cur = _current
+    if cur is not None:
+        proc, reaper = cur
+        reaper.kill_all(proc, {})
+
+
+# -- cgroup OOM counter -----------------------------------------------------------------
+
+
+def _cgroup_files() -> list[str]:
+    files: list[str] = []
+    try:
+        with open("/proc/self/cgroup") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        lines = []
+    for line in lines:
+        parts = line.split(":", 2)
+        if len(parts) != 3:
+            continue
+        _, controllers, path = parts
+        path = path if path != "/" else ""
+        if controllers == "":
+            files.append(f"/sys/fs/cgroup{path}/memory.events")
+        elif "memory" in controllers.split(","):
+            files.append(f"/sys/fs/cgroup/memory{path}/memory.oom_control")
+    files += ["/sys/fs/cgroup/memory.events", "/sys/fs/cgroup/memory/memory.oom_control"]
+    return files
+
+
+def oom_kill_count() -> Optional[int]:
+    for path in _cgroup_files():
+        try:
+            with open(path) as f:
+                for line in f:
+                    key, _, value = line.partition(" ")
+                    if key == "oom_kill":
+                        return int(value)
+        except (OSError, ValueError):
+            continue
+    return None
+
+
+# -- running ----------------------------------------------------------------------------
+
+
+class _Pipes:
+    def __init__(self, streams: list[tuple[IO[bytes], HeadTail]]) -> None:
+        self.sel = selectors.DefaultSelector()
+        self.open = 0
+        for stream, cap in streams:
+            fd = stream.fileno()
+            os.set_blocking(fd, False)
+            self.sel.register(fd, selectors.EVENT_READ, cap)
+            self.open += 1
+
+    def read_ready(self, timeout: float) -> None:
+        if self.open == 0:
+            time.sleep(max(0.0, timeout))
+            return
+        for key, _ in self.sel.select(max(0.0, timeout)):
+            try:
+                data = os.read(key.fd, CHUNK)
+            except BlockingIOError:
+                continue
+            except OSError:
+                data = b""
+            if data:
+                key.data.feed(data)
+            else:
+                self.sel.unregister(key.fd)
+                self.open -= 1
+
+    def drain(self, seconds: float) -> None:
+        end = time.monotonic() + seconds
+        while self.open and time.monotonic() < end:
+            self.read_ready(end - time.monotonic())
+
+    def close(self) -> None:
+        self.sel.close()
+
+
+def _pump(proc: subprocess.Popen[bytes], pipes: _Pipes, deadline: float) -> bool:
+    """Read output until the command is done (True) or the deadline (False).
+
+    Done: exited and both pipes closed; or exited and LEFTOVER_GRACE_S passed
+    while something it left behind still holds a pipe open.
+    """
+    exited_at: Optional[float] = None
+    while True:
+        now = time.monotonic()
+        if proc.poll() is not None:
+            if pipes.open == 0:
+                return True
+            if exited_at is None:
+                exited_at = now
+            elif now - exited_at >= LEFTOVER_GRACE_S:
+                return True
+        elif pipes.open == 0:
+            try:
+                proc.wait(timeout=max(0.0, deadline - now))
+                return True
+            except subprocess.TimeoutExpired:
+                return False
+        if now >= deadline:
+            return False
+        pipes.read_ready(min(deadline - now, 0.05 if exited_at is not None else 0.25))
+
+
+def _child_env(extra: Optional[dict[str, str]]) -> dict[str, str]:
+    env = dict(os.environ)
+    pp = env.get("PYTHONPATH")
+    if pp is not None:
+        kept = [p for p in pp.split(os.pathsep) if p and os.path.realpath(p) != PACKAGE_PARENT]
+        if kept:
+            env["PYTHONPATH"] = os.pathsep.join(kept)
+        else:
+            del env["PYTHONPATH"]
+    env.update(
+        HOME="/tmp",
+        PYTHONDONTWRITEBYTECODE="1",
+        PYTEST_ADDOPTS="-p no:cacheprovider",
+        XDG_CACHE_HOME="/tmp/.cache",
+    )
+    if extra:
+        env.update(extra)
+    return env
+
+
+def _remove_tree(path: str) -> None:
+    shutil.rmtree(path, ignore_errors=True)
+    if os.path.lexists(path):  # a test made something read-only: open it up and retry
+        for dirpath, dirnames, _ in os.walk(path):
+            for d in dirnames:
+                with contextlib.suppress(OSError):
+                    os.chmod(os.path.join(dirpath, d), 0o700)
+        with contextlib.suppress(OSError):
+            os.chmod(path, 0o700)
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _copy_repo(root: str) -> tuple[str, str, int]:
+    """(temp dir to remove afterwards, the copy's root, files that could not be copied)."""
+    tmp = tempfile.mkdtemp(prefix="codebox-run-")
+    dest = os.path.join(tmp, os.path.basename(root.rstrip("/")) or "repo")
+
+    def ignore(directory: str, names: list[str]) -> list[str]:
+        if ".git" in names and os.path.realpath(directory) == root:
+            return [".git"]
+        return []
+
+    errors = 0
+    try:
+        shutil.copytree(root, dest, symlinks=True, ignore=ignore)
+    except shutil.Error as e:
+        errors = len(e.args[0]) if e.args and isinstance(e.args[0], list) else 1
+    except OSError as e:
+        _remove_tree(tmp)
+        raise ToolError(f"run_test: copying the repository failed: {e.strerror or e}") from None
+    return tmp, dest, errors
+
+
+def _signal_name(sig: int) -> str:
+    try:
+        return signal.Signals(sig).name
+    except ValueError:
+        return f"signal {sig}"
+
+
+def run_test(ctx: Context, args: Mapping[str, Any], timeout_s: Optional[float]) -> ToolResult:
+    tool = "run_test"
+    check_names(tool, args, {"argv", "shell", "timeout_s", "env", "copy_repo", "cwd"})
+    argv = opt_str_list(tool, args, "argv")
+    shell = opt_str(tool, args, "shell")
+    if argv is not None and shell is not None:
+        raise ToolError("run_test: give 'argv' or 'shell', not both")
+    if shell is not None:
+        if not ctx.allow_shell:
+            raise ToolError(
+                "run_test: shell commands are disabled on this server (no --allow-shell); "
+                "send 'argv' (an array of strings) instead"
+            )
+        if not shell.strip():
+            raise ToolError("run_test: 'shell' is empty")
+        argv = ["/bin/sh", "-c", shell]
+        command = shell
+    else:
+        if not argv:
+            raise ToolError("run_test: missing 'argv' (a non-empty array of strings)")
+        command = shlex.join(argv)
+    if any("\x00" in a for a in argv):
+        raise ToolError("run_test: an argument contains a NUL byte")
+    limit = opt_float(tool, args, "timeout_s")
+    if limit is None:
+        limit = timeout_s if timeout_s else DEFAULT_TIMEOUT_S
+    elif timeout_s:
+        limit = min(limit, timeout_s)
+    if limit <= 0:
+        raise ToolError(f"run_test: timeout_s must be > 0, got {limit:g}")
+    limit = min(limit, MAX_TIMEOUT_S)
+    env = opt_str_dict(tool, args, "env")
+    for k, v in (env or {}).items():
+        if not k or "=" in k or "\x00" in k or "\x00" in v:
+            raise ToolError(f"run_test: bad environment variable {k!r}")
+    copy_repo = bool(opt_bool(tool, args, "copy_repo"))
+    cwd = resolve(ctx.root, opt_str(tool, args, "cwd") or ".")
+    if not os.path.isdir(cwd.abs):
+        raise ToolError(f"run_test: cwd {display(cwd.rel)!r} is not a directory")
+
+    start = time.monotonic()
+    tmp: Optional[str] = None
+    data: dict[str, Any] = {"command": command}
+    try:
+        workdir = cwd.abs
+        if copy_repo:
+            tmp, copy_root, errors = _copy_repo(ctx.root)
+            workdir = copy_root if cwd.rel == "." else os.path.join(copy_root, cwd.rel)
+            data["copy_dir"] = copy_root
+            data["copy_s"] = round(time.monotonic() - start, 3)
+            if errors:
+                data["copy_errors"] = errors
+        return _run(ctx, argv, command, workdir, env, start, start + limit, limit, data)
+    finally:
+        if tmp is not None:
+            _remove_tree(tmp)
+
+
+def _run(
+    ctx: Context,
+    argv: list[str],
+    command: str,
+    workdir: str,
+    env: Optional[dict[str, str]],
+    start: float,
+    deadline: float,
+    limit: float,
+    data: dict[str, Any],
+) -> ToolResult:
+    global _current
+    reaper = Reaper(ctx.reap_all)
+    oom_before = oom_kill_count()
+    try:
+        proc = subprocess.Popen(
+            argv,
+            cwd=workdir,
+            env=_child_env(env),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+            close_fds=True,
+        )
+    except FileNotFoundError:
+        where = "no such file" if "/" in argv[0] else "not on PATH"
+        raise ToolError(f"command not found: {argv[0]!r} ({where})", data=data) from None
+    except PermissionError:
+        raise ToolError(f"permission denied: cannot execute {argv[0]!r}", data=data) from None
+    except OSError as e:
+        raise ToolError(f"cannot start {argv[0]!r}: {e.strerror or e}", data=data) from None
+
+    assert proc.stdout is not None and proc.stderr is not None
+    out, err = HeadTail(ctx.output_limit), HeadTail(ctx.output_limit)
+    pipes = _Pipes([(proc.stdout, out), (proc.stderr, err)])
+    killed: dict[int, str] = {}
+    timed_out = False
+    cleaned = False
+    _current = (proc, reaper)
+    try:
+        if not _pump(proc, pipes, deadline):
+            timed_out = True
+            reaper.terminate(proc, killed)
+            _pump(proc, pipes, time.monotonic() + SIGTERM_GRACE_S)
+        reaper.kill_all(proc, killed)
+        proc.wait()
+        cleaned = True
+        pipes.drain(DRAIN_S)
+    finally:
+        if not cleaned:
+            reaper.kill_all(proc, killed)
+            proc.wait()
+        pipes.close()
+        proc.stdout.close()
+        proc.stderr.close()
+        _current = None
+    duration = time.monotonic() - start
+    return _result(command, proc.returncode, timed_out, limit, duration, out, err, killed, oom_before, data)
+
+
+def _result(
+    command: str,
+    rc: int,
+    timed_out: bool,
+    limit: float,
+    duration: float,
+    out: HeadTail,
+    err: HeadTail,
+    killed: dict[int, str],
+    oom_before: Optional[int],
+    data: dict[str, Any],
+) -> ToolResult:
+    sig = -rc if rc < 0 else None
+    oom_after = oom_kill_count()
+    oom_delta = None if oom_before is None or oom_after is None else oom_after - oom_before
+    oom: Optional[str] = None
+    if timed_out:
+        outcome = "timeout"
+    elif rc == 0:
+        outcome = "ok"
+    elif oom_delta:
+        outcome, oom = "oom", "confirmed"
+    elif sig == signal.SIGKILL and oom_delta is None:
+        outcome, oom = "oom", "suspected"
+    else:
+        outcome = "failed"
+
+    if timed_out:
+        status = f"timed out after {limit:g} s: the command and everything it started were killed"
+        error = f"timed out after {limit:g} s"
+    elif sig is not None:
+        what = " (out of memory" + (")" if oom == "confirmed" else "?)") if oom else ""
+        status = f"killed by {_signal_name(sig)}{what} after {duration:.2f} s"
+        error = f"command killed by {_signal_name(sig)}" + (": out of memory" if oom else "")
+    else:
+        verdict = "passed" if rc == 0 else "failed"
+        status = f"exit code {rc} ({verdict}) after {duration:.2f} s"
+        error = f"command failed with exit code {rc}"
+
+    parts = [f"$ {command}", status]
+    cut_total = 0
+    for name, cap in (("stdout", out), ("stderr", err)):
+        if cap.total == 0:
+            continue
+        text, cut = cap.render()
+        cut_total += cut
+        head = f"--- {name} ({cap.total} bytes" + (f", {cut} cut" if cut else "") + ") ---"
+        parts.append(head + "\n" + text.rstrip("\n"))
+    if out.total == 0 and err.total == 0:
+        parts.append("(no output)")
+    items = list(killed.items())
+    if items:
+        shown = "; ".join(f"{pid} {cmd}" for pid, cmd in items[:10])
+        more = f"; ... {len(items) - 10} more" if len(items) > 10 else ""
+        parts.append(f"[killed {len(items)} process(es): {shown}{more}]")
+
+    data.update(
+        exit_code=rc if rc >= 0 else None,
+        signal=_signal_name(sig) if sig is not None else None,
+        duration_s=round(duration, 3),
+        timed_out=timed_out,
+        stdout_bytes=out.total,
+        stderr_bytes=err.total,
+        bytes_cut=cut_total,
+        killed=[{"pid": pid, "cmdline": cmd} for pid, cmd in items[:MAX_KILLED_REPORTED]],
+        killed_count=len(items),
+        oom=oom,
+    )
+    ok = outcome == "ok"
+    return ToolResult(
+        output="\n".join(parts),
+        ok=ok,
+        outcome=outcome,
+        error=None if ok else error,
+        data=data,
+    )
