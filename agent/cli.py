@@ -43,9 +43,8 @@ def cancel_on_signals(cancel: CancelToken, stream: TextIO = sys.stderr) -> Itera
 
 
 def terminal_ask(call: PreparedCall) -> Answer:
-    """The `ask` policy's question, on the terminal."""
-    tty = open("/dev/tty", "r+", encoding="utf-8")  # noqa: SIM115 - kept open only for this question
-    with tty:
+    """The `ask` policy's question, on the terminal (not stdin: that may be a pipe)."""
+    with open("/dev/tty", encoding="utf-8") as tty_in, open("/dev/tty", "w", encoding="utf-8") as tty:
         tty.write(f"\ncodebox: the model wants to write: {', '.join(call.write_paths)}\n")
         patch = str(getattr(call.args, "patch", ""))
         for line in patch.splitlines()[:40]:
@@ -53,7 +52,10 @@ def terminal_ask(call: PreparedCall) -> Answer:
         while True:
             tty.write("Allow? [y]es / [n]o / [a]lways for these paths: ")
             tty.flush()
-            answer = tty.readline().strip().lower()
+            answer = tty_in.readline()
+            if not answer:  # the terminal went away
+                return "no"
+            answer = answer.strip().lower()
             if answer in ("y", "yes"):
                 return "yes"
             if answer in ("a", "always"):

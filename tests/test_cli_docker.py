@@ -140,3 +140,50 @@ def test_batch_cancel_then_resume(tmp_path: Path) -> None:
     finished_first = done_before - {"t3"}
     assert finished_first, "some tasks should have finished before the cancel"
     assert f"{len(finished_first)} resumed" in text
+
+
+def test_ask_policy_prompts_on_the_terminal(tmp_path: Path) -> None:
+    import pty
+
+    repo = tmp_path / "repo"
+    shutil.copytree(DEMO_REPO, repo)
+
+    def add(path: str) -> dict[str, object]:
+        patch = f"*** Begin Patch\n*** Add File: {path}\n+x = 1\n*** End Patch\n"
+        return {"tool_calls": [{"name": "apply_patch", "arguments": {"patch": patch}}]}
+
+    script = tmp_path / "script.json"
+    # refused once, then "always" for notes.py: the third write to it is not asked about
+    script.write_text(json.dumps({"turns": [add("notes.py"), add("notes.py"), add("notes.py"), {"message": "ok"}]}))
+    report_path = tmp_path / "report.json"
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: codebox with the pty as its terminal
+        os.chdir(ROOT)
+        os.environ["PYTHONPATH"] = str(ROOT)
+        os.execv(sys.executable, [sys.executable, "-m", "agent.cli", "run", "--repo", str(repo), "--policy", "ask",
+                                  "--model", f"scripted:{script}", "--report", str(report_path), "--quiet", "go"])
+    answers = ["n\n", "a\n"]
+    given = 0
+    seen = b""
+    deadline = time.monotonic() + 60
+    try:
+        while time.monotonic() < deadline:
+            try:
+                chunk = os.read(fd, 4096)
+            except OSError:
+                break  # the child closed the terminal
+            if not chunk:
+                break
+            seen += chunk
+            if seen.count(b"these paths: ") > given:  # a new question: answer it
+                os.write(fd, answers[given].encode())
+                given += 1
+    finally:
+        _, status = os.waitpid(pid, 0)
+        os.close(fd)
+    assert seen.count(b"Allow?") == 2, seen.decode(errors="replace")
+    assert b"notes.py" in seen
+    report = json.loads(report_path.read_text())
+    assert [c["decision"] for c in report["tool_calls"]] == ["deny", "allow", "allow"]
+    assert (repo / "notes.py").read_text() == "x = 1\n"
+    assert os.waitstatus_to_exitcode(status) == 0
