@@ -210,14 +210,25 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_image(args: argparse.Namespace) -> int:
-    from sandbox.image import ImageError, build_sandbox, ensure_sandbox_image
+    from sandbox.image import (
+        BASE_IMAGE,
+        REGISTRY_BASE_IMAGE,
+        ImageError,
+        build_base,
+        build_sandbox,
+        ensure_sandbox_image,
+        image_exists,
+    )
 
     try:
         if args.force:
-            build_sandbox(force=True)
+            base = REGISTRY_BASE_IMAGE if image_exists(REGISTRY_BASE_IMAGE) else BASE_IMAGE
+            if base == BASE_IMAGE:
+                build_base()  # reused when present
+            tag = build_sandbox(base=base, force=True)
         else:
-            tag = ensure_sandbox_image()
-            print(f"codebox: sandbox image ready: {tag}")
+            tag = ensure_sandbox_image(offline=False if args.pull else None)
+        print(f"codebox: sandbox image ready: {tag}")
     except ImageError as exc:
         print(f"codebox: {exc}", file=sys.stderr)
         return EXIT_STOPPED
@@ -298,6 +309,7 @@ def build_parser() -> argparse.ArgumentParser:
     image_sub = image.add_subparsers(dest="image_command", required=True)
     build = image_sub.add_parser("build", help="build the sandbox image (offline: debootstrap base if needed)")
     build.add_argument("--force", action="store_true", help="rebuild even if it exists")
+    build.add_argument("--pull", action="store_true", help="build on the registry base (pulled) instead of offline")
     build.set_defaults(func=cmd_image)
 
     gc = sub.add_parser("gc", help="remove leftover codebox containers of dead runs")

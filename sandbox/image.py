@@ -248,7 +248,8 @@ def ensure_sandbox_image(
     - ``offline=True``: build the offline base (reused if present), then the sandbox on it.
     - ``offline=False``: build on the registry base (pulled if missing); fail if no pull.
     - ``offline=None``: use whichever base is already local (registry base first);
-      else try to pull the registry base, and fall back to the offline base.
+      else build the offline base. No pull is tried unless CODEBOX_PULL_BASE=1: a
+      machine without a registry should not send a single packet looking for one.
     """
     if image_exists(tag):
         return tag
@@ -258,9 +259,9 @@ def ensure_sandbox_image(
         elif image_exists(BASE_IMAGE):
             offline = True
         else:
-            offline = not _pull(REGISTRY_BASE_IMAGE, log)
+            offline = not (os.environ.get("CODEBOX_PULL_BASE") == "1" and _pull(REGISTRY_BASE_IMAGE, log))
             if offline:
-                log(f"no registry: building the offline base image {BASE_IMAGE}")
+                log(f"building the offline base image {BASE_IMAGE} (set CODEBOX_PULL_BASE=1 to pull instead)")
     elif not offline and not image_exists(REGISTRY_BASE_IMAGE) and not _pull(REGISTRY_BASE_IMAGE, log):
         raise ImageError(
             f"cannot pull {REGISTRY_BASE_IMAGE} (no registry?); build offline instead "

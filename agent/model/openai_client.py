@@ -32,6 +32,7 @@ from tenacity import (
     wait_random_exponential,
 )
 
+from agent.model.arguments import parse_arguments
 from agent.model.base import EmitFn, ModelClient, ModelError
 from agent.protocol import (
     AssistantMessage,
@@ -114,59 +115,6 @@ def resolve_api_key(config: OpenAIConfig) -> str:
 
 
 # --- arguments -----------------------------------------------------------------------------------
-
-
-def _json_kind(value: Any) -> str:
-    if isinstance(value, list):
-        return "an array"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if value is None:
-        return "null"
-    return type(value).__name__
-
-
-def parse_arguments(raw: Any, *, cut_off: bool = False) -> tuple[dict[str, Any], str | None, str | None]:
-    """Tool call arguments as the model sent them → (arguments, raw_arguments, parse_error).
-
-    Valid: a JSON object, an empty string (no arguments), a JSON string holding a JSON object
-    (double-encoded, common: decoded once more), or an object (some servers send one).
-    Anything else keeps ``raw`` and says what was wrong, so the model can resend.
-    """
-    if raw is None:
-        return {}, None, None
-    if isinstance(raw, dict):
-        return raw, None, None
-    if not isinstance(raw, str):
-        return {}, json.dumps(raw), f"arguments must be a JSON object, got {_json_kind(raw)}"
-    if not raw.strip():
-        return {}, None, None
-    hint = " (the reply was cut off at the token limit)" if cut_off else ""
-    try:
-        value = json.loads(raw)
-    except json.JSONDecodeError as e:
-        return (
-            {},
-            raw,
-            (
-                f"arguments are not valid JSON: {e.msg} at line {e.lineno} column {e.colno}{hint}; "
-                f"send the arguments as one JSON object"
-            ),
-        )
-    if isinstance(value, str):
-        try:
-            inner = json.loads(value)
-        except json.JSONDecodeError:
-            inner = None
-        if isinstance(inner, dict):
-            return inner, None, None
-    if not isinstance(value, dict):
-        return {}, raw, f"arguments must be a JSON object, got {_json_kind(value)}{hint}"
-    return value, None, None
 
 
 def arguments_to_wire(call: ToolCall) -> str:
@@ -374,6 +322,44 @@ class _OpenAIClientBase:
             ) from None
 
 
+
+    # What each adapter supplies: the body, the SDK call, the reply's reading.
+    def request_body(self, instructions: str, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def create(self, body: dict[str, Any], timeout: float) -> Any:
+        raise NotImplementedError
+
+    def parse(self, data: Any) -> ModelOutput:
+        raise NotImplementedError
+
+    def complete(
+        self,
+        instructions: str,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        emit: EmitFn,
+    ) -> ModelOutput:
+        body = self.request_body(instructions, messages, tools)
+
+        def request(timeout: float) -> Any:
+            raw = self.create(body, timeout)
+            try:
+                return raw.http_response.json()
+            except ValueError:
+                raise ModelError(
+                    f"the server at {self.config.display_base_url} answered with something that is "
+                    f"not JSON: {_short(raw.http_response.text, 200)}"
+                ) from None
+
+        data = self._call_with_retries(emit, request)
+        try:
+            return self.parse(data)
+        except ModelError:
+            raise
+        except Exception as e:
+            raise ModelError(f"could not read the server's reply: {type(e).__name__}: {e}") from None
+
 # --- Chat Completions ----------------------------------------------------------------------------
 
 
@@ -500,32 +486,11 @@ class OpenAIChatClient(_OpenAIClientBase):
             body[key] = cfg.max_tokens
         return body
 
-    def complete(
-        self,
-        instructions: str,
-        messages: Sequence[Message],
-        tools: Sequence[ToolSpec],
-        emit: EmitFn,
-    ) -> ModelOutput:
-        body = self.request_body(instructions, messages, tools)
+    def create(self, body: dict[str, Any], timeout: float) -> Any:
+        return self._client.chat.completions.with_raw_response.create(**body, timeout=timeout)
 
-        def request(timeout: float) -> Any:
-            raw = self._client.chat.completions.with_raw_response.create(**body, timeout=timeout)
-            try:
-                return raw.http_response.json()
-            except ValueError:
-                raise ModelError(
-                    f"the server at {self.config.display_base_url} answered with something that is "
-                    f"not JSON: {_short(raw.http_response.text, 200)}"
-                ) from None
-
-        data = self._call_with_retries(emit, request)
-        try:
-            return parse_chat_completion(data)
-        except ModelError:
-            raise
-        except Exception as e:
-            raise ModelError(f"could not read the server's reply: {type(e).__name__}: {e}") from None
+    def parse(self, data: Any) -> ModelOutput:
+        return parse_chat_completion(data)
 
 
 def make_client(config: OpenAIConfig) -> ModelClient:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from agent.model.base import EmitFn, ModelError
+from agent.model.base import ModelError
 from agent.model.openai_client import (
     _OpenAIClientBase,
     _short,
@@ -122,29 +122,8 @@ class OpenAIResponsesClient(_OpenAIClientBase):
             body["max_output_tokens"] = cfg.max_tokens
         return body
 
-    def complete(
-        self,
-        instructions: str,
-        messages: Sequence[Message],
-        tools: Sequence[ToolSpec],
-        emit: EmitFn,
-    ) -> ModelOutput:
-        body = self.request_body(instructions, messages, tools)
+    def create(self, body: dict[str, Any], timeout: float) -> Any:
+        return self._client.responses.with_raw_response.create(**body, timeout=timeout)
 
-        def request(timeout: float) -> Any:
-            raw = self._client.responses.with_raw_response.create(**body, timeout=timeout)
-            try:
-                return raw.http_response.json()
-            except ValueError:
-                raise ModelError(
-                    f"the server at {self.config.display_base_url} answered with something that is "
-                    f"not JSON: {_short(raw.http_response.text, 200)}"
-                ) from None
-
-        data = self._call_with_retries(emit, request)
-        try:
-            return parse_response(data)
-        except ModelError:
-            raise
-        except Exception as e:
-            raise ModelError(f"could not read the server's reply: {type(e).__name__}: {e}") from None
+    def parse(self, data: Any) -> ModelOutput:
+        return parse_response(data)

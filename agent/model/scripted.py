@@ -18,13 +18,13 @@ ids are generated when absent. When the script runs out, complete() raises Model
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agent.model.arguments import parse_arguments
 from agent.model.base import EmitFn, ModelError
 from agent.protocol import Message, ModelOutput, ToolCall, ToolResultMessage, ToolSpec, Usage, new_id
 
@@ -61,26 +61,10 @@ class Script(BaseModel):
     turns: list[ScriptedTurn]
 
 
-def parse_arguments(raw: str) -> tuple[dict[str, Any], str | None]:
-    """Raw JSON text from a model -> (arguments, parse_error)."""
-    try:
-        value = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        return {}, f"arguments are not valid JSON ({exc.msg} at position {exc.pos})"
-    if isinstance(value, str):  # double-encoded: common enough to accept
-        try:
-            value = json.loads(value)
-        except json.JSONDecodeError:
-            return {}, "arguments are a JSON string, not a JSON object"
-    if not isinstance(value, dict):
-        return {}, f"arguments must be a JSON object, got {type(value).__name__}"
-    return value, None
-
-
 def _to_call(call: ScriptedCall) -> ToolCall:
     call_id = call.id or new_id("call")
     if isinstance(call.arguments, str):
-        args, error = parse_arguments(call.arguments)
+        args, _, error = parse_arguments(call.arguments)
         return ToolCall(id=call_id, name=call.name, arguments=args, raw_arguments=call.arguments, parse_error=error)
     return ToolCall(id=call_id, name=call.name, arguments=call.arguments)
 
