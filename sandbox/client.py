@@ -563,7 +563,7 @@ class Sandbox:
         st = self.repo.stat()
         return f"{st.st_uid}:{st.st_gid}"
 
-    def _command(self) -> list[str]:
+    def _command(self, role: str) -> list[str]:
         cfg = self.config
         server = [
             "python3",
@@ -577,6 +577,8 @@ class Sandbox:
             str(cfg.output_limit),
             "--reap-all",
         ]
+        if role == ROLE_WRITE:  # the write container runs nothing but the patch engine
+            server += ["--tools", "apply_patch"]
         if cfg.allow_shell:
             server.append("--allow-shell")
         alarm_s = max(1, math.ceil(cfg.lifetime_s)) + ALARM_MARGIN_S
@@ -626,7 +628,7 @@ class Sandbox:
         try:
             container = client.containers.create(
                 cfg.image,
-                command=self._command(),
+                command=self._command(role),
                 name=name,
                 labels=labels,
                 # docker-py has no stdin_once argument: create() with detach=False and

@@ -34,7 +34,7 @@ import signal
 import sys
 import threading
 import traceback
-from typing import Any, BinaryIO, Callable, Mapping, Optional
+from typing import Any, BinaryIO, Callable, Mapping, Optional, Sequence
 
 from sandbox import wire
 from sandbox.tools import Context, ToolError, ToolResult, check_names
@@ -71,6 +71,7 @@ class Server:
         max_request_bytes: int = wire.MAX_REQUEST_BYTES,
         subreaper: bool = False,
         undumpable: bool = False,
+        tools: Optional[Sequence[str]] = None,
     ) -> None:
         self.ctx = ctx
         self.reader = reader
@@ -88,6 +89,8 @@ class Server:
             "apply_patch": apply_patch,
             "run_test": run_test,
         }
+        if tools is not None:  # e.g. the write container serves only ping and apply_patch
+            self.handlers = {name: h for name, h in self.handlers.items() if name in tools or name == "ping"}
 
     # -- tools of the server itself -------------------------------------------------------
     def ping(self, ctx: Context, args: Mapping[str, Any], timeout_s: Optional[float]) -> ToolResult:
@@ -142,7 +145,7 @@ class Server:
         tool = req.get("tool")
         if not isinstance(tool, str) or tool not in self.handlers:
             shown = repr(tool) if isinstance(tool, str) else "missing"
-            return _error_response(rid, f"unknown tool {shown[:100]}; known tools: {', '.join(wire.TOOLS)}")
+            return _error_response(rid, f"unknown tool {shown[:100]}; this server runs: {', '.join(self.handlers)}")
         args = req.get("args")
         if args is None:
             args = {}
@@ -296,6 +299,11 @@ def _parse_args(argv: Optional[list[str]]) -> argparse.Namespace:
         help=f"longest request line accepted (default {wire.MAX_REQUEST_BYTES})",
     )
     p.add_argument(
+        "--tools",
+        default=None,
+        help="comma-separated tools this server runs (default: all); the write container: apply_patch",
+    )
+    p.add_argument(
         "--search-engine",
         choices=("auto", "rg", "python"),
         default="auto",
@@ -341,6 +349,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         max_request_bytes=ns.max_request_bytes,
         subreaper=become_subreaper(),
         undumpable=set_undumpable(),
+        tools=ns.tools.split(",") if ns.tools else None,
     )
 
     def on_signal(signum: int, frame: Any) -> None:

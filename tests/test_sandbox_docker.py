@@ -292,6 +292,9 @@ def test_repo_is_read_only_for_tests_and_writable_by_apply_patch(image: str, rep
         git_patch = "*** Begin Patch\n*** Add File: .git/hooks/post-checkout\n+evil\n*** End Patch\n"
         assert not sandbox.apply_patch(git_patch).ok
         assert not (repo / ".git" / "hooks").exists()
+        # The write container runs nothing but the patch engine: no repository code with write access.
+        refused = sandbox._request("write", "run_test", {"argv": ["python3", "-c", "print(1)"]}, 10)
+        assert not refused.ok and "unknown tool 'run_test'" in (refused.error or "") + refused.output
         ids = sandbox.container_ids
         assert len(ids) == 2
         write = docker_client.api.inspect_container(ids[1])
