@@ -8,7 +8,10 @@ export TESTCONTAINERS_RYUK_DISABLED=true  # its reaper image cannot be pulled wi
 
 python=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
-  "$python" -m venv .venv
+  "$python" -c 'import sys; sys.exit(sys.version_info < (3, 11))' ||
+    { echo "codebox needs Python >= 3.11 (set PYTHON=/path/to/python3.11)" >&2; exit 1; }
+  "$python" -m venv .venv ||
+    { rm -rf .venv; echo "cannot create a venv: on Debian/Ubuntu, apt-get install python3-venv" >&2; exit 1; }
 fi
 stamp=.venv/.codebox-installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then

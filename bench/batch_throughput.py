@@ -20,11 +20,14 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+import agent.batch  # noqa: E402
 from agent.batch import run_batch  # noqa: E402
 from agent.model.scripted import ScriptedModel  # noqa: E402
 from agent.protocol import Report, TaskSpec  # noqa: E402
@@ -89,8 +92,25 @@ def median(values: list[float]) -> float:
     return statistics.median(values) if values else float("nan")
 
 
+def timed_run_task(durations: dict[str, float]) -> Callable[..., Report]:
+    """run_task, timed whole: sandbox start, the loop, the tools, sandbox removal."""
+    original = agent.batch.run_task
+
+    def run(task: TaskSpec, *args: Any, **kwargs: Any) -> Report:
+        started = time.monotonic()
+        try:
+            return original(task, *args, **kwargs)
+        finally:
+            durations[task.id] = time.monotonic() - started
+
+    return run
+
+
 def run_one(jobs: int, count: int, image: str) -> dict[str, float]:
     workdir = Path(tempfile.mkdtemp(prefix=f"codebox-bench-j{jobs}-"))
+    durations: dict[str, float] = {}
+    original = agent.batch.run_task
+    agent.batch.run_task = timed_run_task(durations)  # type: ignore[assignment]
     try:
         tasks = make_tasks(workdir, count)
         with MemorySampler() as sampler:
@@ -106,7 +126,8 @@ def run_one(jobs: int, count: int, image: str) -> dict[str, float]:
             wall = time.monotonic() - started
         ok = sum(1 for r in reports if r.status == "completed")
         in_tools = [sum(c.duration_s for c in r.tool_calls) for r in reports]
-        overhead = [r.duration_s - t for r, t in zip(reports, in_tools, strict=True)]
+        whole = [durations[r.task_id] for r in reports]
+        overhead = [w - t for w, t in zip(whole, in_tools, strict=True)]
         peaks = sorted(sampler.peaks.values())
         return {
             "jobs": jobs,
@@ -114,7 +135,7 @@ def run_one(jobs: int, count: int, image: str) -> dict[str, float]:
             "tasks": len(reports),
             "wall_s": wall,
             "tasks_per_min": 60 * len(reports) / wall,
-            "task_s": median([r.duration_s for r in reports]),
+            "task_s": median(whole),
             "tools_s": median(in_tools),
             "overhead_s": median(overhead),
             "ctr_peak_mib": (peaks[len(peaks) // 2] / 2**20) if peaks else float("nan"),
@@ -123,6 +144,7 @@ def run_one(jobs: int, count: int, image: str) -> dict[str, float]:
             "max_running": sampler.max_running,
         }
     finally:
+        agent.batch.run_task = original  # type: ignore[assignment]
         shutil.rmtree(workdir, ignore_errors=True)
 
 
@@ -153,7 +175,9 @@ def main() -> None:
         )
     print(f"\nrunner process peak RSS: {rss_mib:.0f} MiB (whole bench)")
     print("ctr MiB = median per-container peak (cgroup max_usage); a task runs a tool and a write container")
-    print("ovh = task wall time not spent inside tool calls: container start/stop, loop, events, report")
+    print("task s = run_task whole (tool container start .. removal); tools s = inside tool calls,")
+    print("  which includes starting the write container on the first apply_patch")
+    print("ovh = task s - tools s: tool container start and removal, the loop, events, report")
 
 
 if __name__ == "__main__":
