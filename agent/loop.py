@@ -352,6 +352,9 @@ class _Run:
         )
         if prepared is not None:
             self._note_effects(prepared, result)
+            if prepared.handler.mutates and not result.is_error:
+                # The tree changed: running the same failing test again is a fair retry now.
+                self.failing_calls.clear()
         if result.is_error:
             key = call.name + json.dumps(call.arguments, sort_keys=True, default=str) + (call.raw_arguments or "")
             self.failing_calls[key] += 1

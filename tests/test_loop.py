@@ -209,6 +209,29 @@ def test_stop_loop_guard_on_identical_failing_calls() -> None:
     assert "3 times" in (report.error or "")
 
 
+def test_the_same_failing_test_after_each_edit_does_not_trip_the_guard() -> None:
+    outcomes = iter(["failed", "failed", "failed", "ok"])
+
+    def run_test(args: dict[str, Any]) -> FakeReply:
+        outcome = next(outcomes)
+        return FakeReply(ok=outcome == "ok", outcome=outcome, output=outcome)
+
+    sandbox = FakeSandbox({"run_test": run_test})
+    edit = {"tool_calls": [{"name": "apply_patch", "arguments": {"patch": PATCH}}]}
+    test = {"tool_calls": [{"name": "run_test", "arguments": {}}]}
+    agent, _, _, _ = make_agent([edit, test] * 4 + [{"message": "fixed"}], sandbox, policy=WorkspaceWritePolicy())
+    report = agent.run(task())
+    assert report.stop_reason == "final_message" and report.last_test is not None
+    assert report.last_test.outcome == "ok"
+
+
+def test_the_same_failing_test_without_edits_trips_the_guard() -> None:
+    sandbox = FakeSandbox({"run_test": lambda a: FakeReply(ok=False, outcome="failed", output="1 failed")})
+    test = {"tool_calls": [{"name": "run_test", "arguments": {}}]}
+    agent, _, _, _ = make_agent([test] * 5, sandbox)
+    assert agent.run(task()).stop_reason == "loop_guard"
+
+
 def test_different_failing_calls_do_not_trip_the_guard() -> None:
     turns: list[dict[str, Any]] = [
         {"tool_calls": [{"name": "read_file", "arguments": {"path": f"m{i}.py"}}]} for i in range(5)
