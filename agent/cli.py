@@ -123,6 +123,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         allow=args.allow,
         deny=args.deny,
         test_cmd=shlex.split(args.test_cmd) if args.test_cmd else [],
+        test_in_copy=args.test_in_copy,
         image=args.image,
         max_steps=args.max_steps,
         timeout_s=args.timeout,
@@ -282,6 +283,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--allow", action="append", default=[], metavar="GLOB", help="writable paths")
     run.add_argument("--deny", action="append", default=[], metavar="GLOB", help="paths never written")
     run.add_argument("--test-cmd", help='the test command run_test runs, e.g. "python3 -m pytest -q"')
+    run.add_argument(
+        "--test-in-copy",
+        action="store_true",
+        help="run the tests in a throwaway copy of the repo inside the sandbox (for suites that write files)",
+    )
     run.add_argument("--events", help="write every event to this JSONL file")
     run.add_argument("--report", help="write the report to this JSON file")
     run.add_argument("--json", action="store_true", help="events as JSON lines on stdout (progress goes to stderr)")

@@ -26,12 +26,14 @@ class ContextStore:
         self.budget_chars = budget_chars
         self.messages: list[Message] = [UserMessage(content=goal)]
         self.trimmed_results = 0
+        self._size = len(goal)  # kept up to date: summing a long history every step is O(n^2)
 
     def append(self, msg: Message) -> None:
         self.messages.append(msg)
+        self._size += message_size(msg)
 
     def size(self) -> int:
-        return sum(message_size(m) for m in self.messages)
+        return self._size
 
     def _latest_turn_start(self) -> int:
         for i in range(len(self.messages) - 1, -1, -1):
@@ -55,6 +57,7 @@ class ContextStore:
             note = f"\n[codebox: {cut} characters of this old tool result were cut to fit the context budget]"
             new = msg.model_copy(update={"content": msg.content[:KEEP_CHARS] + note})
             over -= len(msg.content) - len(new.content)
+            self._size -= len(msg.content) - len(new.content)
             self.messages[i] = new
             shortened += 1
         self.trimmed_results += shortened

@@ -142,6 +142,9 @@ class TaskSpec(BaseModel):
     allow: list[str] = Field(default_factory=list)
     deny: list[str] = Field(default_factory=list)
     test_cmd: list[str] = Field(default_factory=list)
+    # Run the tests in a throwaway copy of the repo inside the container, for suites that
+    # write next to their files (the repository itself is always mounted read-only).
+    test_in_copy: bool = False
     image: str | None = None
     max_steps: int = Field(default=30, ge=1)
     timeout_s: float = Field(default=900.0, gt=0)

@@ -96,7 +96,7 @@ def run_task(
             sandbox.start()
         except SandboxError as exc:
             return failed_report(task, model.name, "sandbox_error", str(exc), sink)
-        ctx = ToolContext(sandbox=sandbox, repo=repo, test_cmd=list(task.test_cmd))
+        ctx = ToolContext(sandbox=sandbox, repo=repo, test_cmd=list(task.test_cmd), test_in_copy=task.test_in_copy)
         agent = CodingAgent(model, ToolRegistry(), policy, sink, ctx, limits=limits)
         return agent.run(task, cancel)
     finally:

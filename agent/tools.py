@@ -52,6 +52,7 @@ class ToolContext:
     sandbox: SandboxPort
     repo: Path
     test_cmd: list[str] = field(default_factory=list)
+    test_in_copy: bool = False
     max_test_timeout_s: float = 600.0
     default_test_timeout_s: float = 300.0
 
@@ -197,7 +198,10 @@ class RunTestTool(ToolHandler):
             )
         timeout = min(args.timeout_s or ctx.default_test_timeout_s, ctx.max_test_timeout_s)
         argv = [*ctx.test_cmd, *args.args]
-        reply = ctx.sandbox.call("run_test", {"argv": argv, "timeout_s": timeout}, timeout_s=timeout)
+        request: dict[str, Any] = {"argv": argv, "timeout_s": timeout}
+        if ctx.test_in_copy:
+            request["copy_repo"] = True
+        reply = ctx.sandbox.call("run_test", request, timeout_s=timeout)
         result = _from_reply(reply)
         result.data.setdefault("argv", argv)
         return result
@@ -223,6 +227,7 @@ class PreparedCall:
 class ToolRegistry:
     def __init__(self, handlers: list[ToolHandler] | None = None) -> None:
         self._handlers: dict[str, ToolHandler] = {}
+        self._specs: list[ToolSpec] | None = None  # built once: a JSON schema costs ~1 ms each
         for handler in handlers if handlers is not None else default_tools():
             self.register(handler)
 
@@ -230,12 +235,15 @@ class ToolRegistry:
         if handler.name in self._handlers:
             raise ValueError(f"a tool named {handler.name!r} is already registered")
         self._handlers[handler.name] = handler
+        self._specs = None
 
     def names(self) -> list[str]:
         return list(self._handlers)
 
     def specs(self) -> list[ToolSpec]:
-        return [h.spec() for h in self._handlers.values()]
+        if self._specs is None:
+            self._specs = [h.spec() for h in self._handlers.values()]
+        return list(self._specs)
 
     def prepare(self, call: ToolCall) -> PreparedCall:
         """Validate a model's call. Raises ToolInputError with a message for the model."""

@@ -181,3 +181,14 @@ def test_scripted_model_bad_file_is_a_clear_error(tmp_path: Path) -> None:
         ScriptedModel.from_file(path)
     with pytest.raises(ModelError, match="cannot read"):
         ScriptedModel.from_file(tmp_path / "missing.json")
+
+
+def test_context_size_is_kept_in_step_with_the_messages() -> None:
+    from agent.context import message_size
+
+    store = ContextStore("goal", budget_chars=1000)
+    for i in range(5):
+        store.append(AssistantMessage(content="x" * 10, tool_calls=[ToolCall(name="search", arguments={"q": i})]))
+        store.append(ToolResultMessage(call_id="c", name="search", content="y" * 700))
+    store.fit()
+    assert store.size() == sum(message_size(m) for m in store.messages)

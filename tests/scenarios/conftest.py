@@ -47,6 +47,7 @@ def run_scenario(sandbox_image: str) -> Callable[..., Run]:
         on_event: Callable[[AgentEvent], None] | None = None,
         config: SandboxConfig | None = None,
         task_id: str | None = None,
+        test_in_copy: bool = False,
     ) -> Run:
         from agent.runner import run_task
 
@@ -61,6 +62,7 @@ def run_scenario(sandbox_image: str) -> Callable[..., Run]:
             policy=policy,  # type: ignore[arg-type]
             allow=allow or [],
             test_cmd=test_cmd if test_cmd is not None else TEST_CMD,
+            test_in_copy=test_in_copy,
             max_steps=20,
             timeout_s=120,
             **({"id": task_id} if task_id else {}),

@@ -271,3 +271,19 @@ def test_8_hostile_repository_cannot_break_out(run_scenario: Scenario, demo_repo
     assert decisions.count("deny") == 5
     assert json.loads(run.report.model_dump_json())["stop_reason"] == "final_message"
     assert os.path.exists(demo_repo / "backoff.py")
+
+
+def test_suite_that_writes_next_to_its_files_runs_in_a_throwaway_copy(
+    run_scenario: Scenario, demo_repo: Path
+) -> None:
+    (demo_repo / "tests" / "test_writes.py").write_text(
+        "from pathlib import Path\n\ndef test_writes_a_file():\n"
+        "    Path(__file__).with_name('output.txt').write_text('x')\n"
+    )
+    before = tree_digest(demo_repo)
+    test = {"tool_calls": [{"name": "run_test", "arguments": {"args": ["tests/test_writes.py"]}}]}
+    in_place = run_scenario(demo_repo, [test, {"message": "k"}])
+    assert in_place.results()[0].is_error and "Read-only file system" in in_place.results()[0].content
+    copied = run_scenario(demo_repo, [test, {"message": "k"}], test_in_copy=True)
+    assert not copied.results()[0].is_error and "1 passed" in copied.results()[0].content
+    assert tree_digest(demo_repo) == before  # the copy was thrown away; the repo is untouched
