@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 import threading
 import time
@@ -22,6 +23,7 @@ from agent.runner import failed_report, run_task
 from sandbox.client import SandboxConfig
 
 ModelFactory = Callable[[TaskSpec], ModelClient]
+_TASK_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
 
 @dataclass
@@ -40,8 +42,8 @@ def load_tasks(path: Path) -> tuple[list[TaskSpec], list[TaskFileError]]:
     seen: dict[str, int] = {}
     try:
         text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        return [], [TaskFileError(0, f"cannot read {path}: {exc}")]
+    except (OSError, UnicodeDecodeError) as exc:
+        return [], [TaskFileError(0, f"cannot read {path} as UTF-8 text: {exc}")]
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip() or line.lstrip().startswith("#"):
             continue
@@ -59,8 +61,10 @@ def load_tasks(path: Path) -> tuple[list[TaskSpec], list[TaskFileError]]:
         if not Path(task.repo).expanduser().is_dir():
             errors.append(TaskFileError(number, f"repo {task.repo!r} is not a directory"))
             continue
-        if "/" in task.id or task.id.startswith("."):
-            errors.append(TaskFileError(number, f"task id {task.id!r} cannot be used as a folder name"))
+        if not _TASK_ID.fullmatch(task.id):
+            errors.append(
+                TaskFileError(number, f"task id {task.id!r} must be letters, digits, '.', '_' or '-' (a folder name)")
+            )
             continue
         seen[task.id] = number
         tasks.append(task)
@@ -133,6 +137,7 @@ def run_batch(
     out_dir.mkdir(parents=True, exist_ok=True)
     progress = Progress(total=len(tasks), stream=progress_stream or sys.stderr)
     reports: dict[str, Report] = {}
+    started: set[str] = set()
 
     def one(task: TaskSpec) -> None:
         task_dir = out_dir / task.id
@@ -146,6 +151,7 @@ def run_batch(
         task_dir.mkdir(parents=True, exist_ok=True)
         (task_dir / "events.jsonl").unlink(missing_ok=True)
         sink = FanoutSink(JsonlSink(task_dir / "events.jsonl"))
+        started.add(task.id)
         progress.update(started=1)
         try:
             try:
@@ -162,8 +168,18 @@ def run_batch(
         reports[task.id] = report
         progress.update(finished=report)
 
+    def guarded(task: TaskSpec) -> None:
+        try:
+            one(task)
+        except Exception as exc:  # the task folder or its files could not be written
+            report = failed_report(task, task.model or "?", "sandbox_error", f"{type(exc).__name__}: {exc}",
+                                   FanoutSink())
+            reports[task.id] = report
+            print(f"codebox: task {task.id}: {report.error}", file=sys.stderr)
+            progress.update(finished=report, started=0 if task.id in started else 1)
+
     with ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="codebox-task") as pool:
-        futures = [pool.submit(one, task) for task in tasks]
+        futures = [pool.submit(guarded, task) for task in tasks]
         for future in futures:
             while not future.done():
                 time.sleep(0.05)  # keeps the main thread free for signal handlers

@@ -45,10 +45,12 @@ def cancel_on_signals(cancel: CancelToken, stream: TextIO = sys.stderr) -> Itera
 def terminal_ask(call: PreparedCall) -> Answer:
     """The `ask` policy's question, on the terminal (not stdin: that may be a pipe)."""
     with open("/dev/tty", encoding="utf-8") as tty_in, open("/dev/tty", "w", encoding="utf-8") as tty:
-        tty.write(f"\ncodebox: the model wants to write: {', '.join(call.write_paths)}\n")
+        # Paths and patch lines come from the model: no terminal escape may redraw the question.
+        paths = ", ".join(_printable(p) for p in call.write_paths)
+        tty.write(f"\ncodebox: the model wants to write: {paths}\n")
         patch = str(getattr(call.args, "patch", ""))
         for line in patch.splitlines()[:40]:
-            tty.write(f"  {line}\n")
+            tty.write(f"  {_printable(line)}\n")
         while True:
             tty.write("Allow? [y]es / [n]o / [a]lways for these paths: ")
             tty.flush()
@@ -62,6 +64,11 @@ def terminal_ask(call: PreparedCall) -> Answer:
                 return "always"
             if answer in ("n", "no", ""):
                 return "no"
+
+
+def _printable(text: str) -> str:
+    """Control characters shown as escapes (\\x1b ...), the rest as it is."""
+    return "".join(c if c.isprintable() or c == "\t" else repr(c)[1:-1] for c in text)
 
 
 def _has_terminal() -> bool:
@@ -116,18 +123,21 @@ def _exit_code(report: Report) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     from agent.runner import failed_report, run_task
 
-    task = TaskSpec(
-        repo=str(Path(args.repo).expanduser().resolve()),
-        goal=args.goal,
-        policy=args.policy,
-        allow=args.allow,
-        deny=args.deny,
-        test_cmd=shlex.split(args.test_cmd) if args.test_cmd else [],
-        test_in_copy=args.test_in_copy,
-        image=args.image,
-        max_steps=args.max_steps,
-        timeout_s=args.timeout,
-    )
+    try:
+        task = TaskSpec(
+            repo=str(Path(args.repo).expanduser().resolve()),
+            goal=args.goal,
+            policy=args.policy,
+            allow=args.allow,
+            deny=args.deny,
+            test_cmd=shlex.split(args.test_cmd) if args.test_cmd else [],
+            test_in_copy=args.test_in_copy,
+            image=args.image,
+            max_steps=args.max_steps,
+            timeout_s=args.timeout,
+        )
+    except ValueError as exc:  # shlex's unbalanced quote, or a ValidationError (--max-steps 0 ...)
+        return _usage_error(f"bad arguments: {exc}")
     if task.policy == "ask" and not _has_terminal():
         print("codebox: --policy ask needs a terminal to ask on; use workspace-write with --allow", file=sys.stderr)
         return EXIT_USAGE
@@ -138,7 +148,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.json:
         sinks.append(JsonlSink.to_stream(sys.stdout))
     if args.events:
-        sinks.append(JsonlSink(args.events))
+        try:
+            sinks.append(JsonlSink(args.events))
+        except OSError as exc:
+            return _usage_error(f"cannot write the events file {args.events}: {exc}")
     sink = FanoutSink(*sinks)
     cancel = CancelToken()
     try:
@@ -161,6 +174,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         sink.close()
     _finish_report(report, args.report, console_stream)
     return _exit_code(report)
+
+
+def _usage_error(message: str) -> int:
+    print(f"codebox: {message}", file=sys.stderr)
+    return EXIT_USAGE
 
 
 def _finish_report(report: Report, path: str | None, stream: TextIO) -> None:
@@ -194,7 +212,11 @@ def cmd_batch(args: argparse.Namespace) -> int:
             lambda task: _make_model(args, task),
             jobs=args.jobs,
             sandbox_config=_sandbox_config(args),
-            limits=Limits(max_steps=args.max_steps, timeout_s=args.timeout),
+            # Each task's own max_steps / timeout_s apply; the flags, when given, cap them all.
+            limits=Limits(
+                max_steps=args.max_steps if args.max_steps is not None else 10**9,
+                timeout_s=args.timeout if args.timeout is not None else float("inf"),
+            ),
             cancel=cancel,
         )
     print(render_table(reports))
@@ -237,9 +259,13 @@ def cmd_image(args: argparse.Namespace) -> int:
 
 
 def cmd_gc(args: argparse.Namespace) -> int:
-    from sandbox.client import reap_leftovers
+    from sandbox.client import SandboxError, reap_leftovers
 
-    removed = reap_leftovers(log=print)
+    try:
+        removed = reap_leftovers(log=print)
+    except SandboxError as exc:
+        print(f"codebox: {exc}", file=sys.stderr)
+        return EXIT_STOPPED
     print(f"codebox: removed {len(removed)} leftover container(s)")
     return EXIT_OK
 
@@ -265,9 +291,9 @@ def _add_sandbox_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--cpus", type=float, help="container CPU limit")
 
 
-def _add_limits(p: argparse.ArgumentParser, timeout: float) -> None:
-    p.add_argument("--max-steps", type=int, default=30, help="model steps before the run stops")
-    p.add_argument("--timeout", type=float, default=timeout, help="wall-clock budget per task, seconds")
+def _add_limits(p: argparse.ArgumentParser, max_steps: int | None, timeout: float | None, what: str) -> None:
+    p.add_argument("--max-steps", type=int, default=max_steps, help=f"model steps before the run stops{what}")
+    p.add_argument("--timeout", type=float, default=timeout, help=f"wall-clock budget per task, seconds{what}")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -292,7 +318,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--report", help="write the report to this JSON file")
     run.add_argument("--json", action="store_true", help="events as JSON lines on stdout (progress goes to stderr)")
     run.add_argument("--quiet", action="store_true", help="no live progress")
-    _add_limits(run, 900.0)
+    _add_limits(run, 30, 900.0, "")
     _add_model_options(run)
     _add_sandbox_options(run)
     run.set_defaults(func=cmd_run)
@@ -301,7 +327,7 @@ def build_parser() -> argparse.ArgumentParser:
     batch.add_argument("tasks", help="JSONL: one task a line (id, repo, goal, policy, test_cmd, ...)")
     batch.add_argument("--jobs", type=int, default=2, help="tasks at once")
     batch.add_argument("--out", default="codebox-out", help="folder for reports, event logs and the summary")
-    _add_limits(batch, 900.0)
+    _add_limits(batch, None, None, " (caps every task's own value; default: the task's)")
     _add_model_options(batch)
     _add_sandbox_options(batch)
     batch.set_defaults(func=cmd_batch)

@@ -75,6 +75,8 @@ class JsonlSink:
 def _short(value: Any, limit: int = 100) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
     text = " ".join(text.split())
+    # What the model or the repository wrote reaches a terminal: no escape sequence gets through.
+    text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 from agent.context import ContextStore
 from agent.events import EventSink
 from agent.model.base import ModelClient, ModelError
-from agent.policy import Policy
+from agent.policy import Policy, Verdict
 from agent.protocol import (
     STATUS_FOR_REASON,
     AgentEvent,
@@ -271,11 +271,15 @@ class _Run:
             base["usage"] = _dump(usage)
         try:
             prepared = self.agent.registry.prepare(call)
-        except ToolInputError as exc:
-            self.emit("tool.start", **base, decision="invalid", reason=str(exc))
-            self._finish(call, "invalid", ToolResult(content=str(exc), is_error=True, outcome="error"), 0.0)
+        except Exception as exc:  # ToolInputError, or anything a hostile argument provokes
+            reason = str(exc) if isinstance(exc, ToolInputError) else f"the call could not be checked: {_exc(exc)}"
+            self.emit("tool.start", **base, decision="invalid", reason=reason)
+            self._finish(call, "invalid", ToolResult(content=reason, is_error=True, outcome="error"), 0.0)
             return
-        verdict = self.agent.policy.decide(prepared)
+        try:
+            verdict = self.agent.policy.decide(prepared)
+        except Exception as exc:  # a policy that cannot decide (e.g. the terminal went away) denies
+            verdict = Verdict("deny", f"the policy could not decide: {_exc(exc)}")
         self.emit(
             "tool.start",
             **base,
@@ -398,6 +402,10 @@ class _Run:
             started_at=self.started,
             duration_s=round(time.time() - self.started, 3),
         )
+
+
+def _exc(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {str(exc)[:300]}"
 
 
 def _dump(usage: Usage | None) -> dict[str, int] | None:

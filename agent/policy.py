@@ -66,6 +66,10 @@ def path_problem(path: str) -> str | None:
         return "empty path or NUL byte"
     if "\\" in path:
         return "backslash in path"
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return "not valid UTF-8 text"
     if path.startswith("/") or re.match(r"^[A-Za-z]:", path):
         return "absolute path"
     parts = [p for p in path.split("/") if p not in ("", ".")]

@@ -655,7 +655,9 @@ class Sandbox:
                     "PYTHONDONTWRITEBYTECODE": "1",
                 },
                 volumes=self._volumes(role),
-                working_dir=REPO_MOUNT,
+                # NOT the repo: `python3 -m` puts the working directory first on sys.path, and a
+                # repository with its own `sandbox/` package would replace the server (and the init).
+                working_dir=CODE_ROOT,
                 hostname="codebox",
                 # The responses go to us over the attach stream; the daemon need not keep a copy.
                 log_config=docker.types.LogConfig(type="none"),

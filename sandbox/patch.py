@@ -264,14 +264,20 @@ def _unwrap(lines: List[str]) -> Optional[List[str]]:
     return inner
 
 
+_MAX_WRAPPERS = 4  # a heredoc in a fence in a heredoc is sloppy; deeper is not a patch
+
+
 def _body(lines: List[str]) -> List[str]:
-    try:
-        return _check_boundaries(lines)
-    except PatchError:
-        inner = _unwrap(lines)
-        if inner is None:
-            raise
-        return _body(inner)
+    """The lines between the markers, after peeling off heredoc / code-fence wrappers."""
+    for _ in range(_MAX_WRAPPERS):
+        try:
+            return _check_boundaries(lines)
+        except PatchError:
+            inner = _unwrap(lines)
+            if inner is None:
+                raise
+            lines = inner
+    return _check_boundaries(lines)
 
 
 def parse_patch(text: str) -> Patch:
@@ -468,6 +474,10 @@ def normalize_path(path: str) -> str:
         raise _rejected("patch rejected: a file path is empty.")
     if "\x00" in path:
         raise _rejected("patch rejected: the path %r contains a NUL character." % path)
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        raise _rejected("patch rejected: the path %r is not valid UTF-8 text." % path) from None
     if path.startswith(("/", "\\")) or _WINDOWS_ABSOLUTE.match(path):
         raise _rejected("%s. '%s' is an absolute path; use a path relative to the repository root." % (_OUTSIDE, path))
     parts = [part for part in path.split("/") if part not in ("", ".")]
@@ -903,6 +913,13 @@ class PatchResult:
         return out
 
 
+def _readlink(path: str) -> str:
+    try:
+        return os.readlink(path)
+    except OSError:
+        return "?"
+
+
 class _Planner:
     def __init__(self, root: str, max_file_bytes: int) -> None:
         if not os.path.isdir(root):
@@ -931,10 +948,25 @@ class _Planner:
                 "never writes." % (shown, rel)
             )
 
-    def locate(self, raw: str) -> Tuple[str, str, str, bool]:
-        """(relative path, directory entry, real file path, entry is a symlink) of a patch path."""
+    def locate(self, raw: str, link_entry_ok: bool = False) -> Tuple[str, str, str, bool]:
+        """(relative path, directory entry, real file path, entry is a symlink) of a patch path.
+
+        Nothing is written THROUGH a symbolic link: the policy judges the paths as the patch
+        names them, so a link (``src/alias -> secrets``) would carry a write past it. A link
+        as the entry itself may only be removed (Delete, or the source of a Move):
+        ``link_entry_ok``; writing to the file it points to needs the real path.
+        """
         rel = normalize_path(raw)
         parts = rel.split("/")
+        here = self.root
+        for i, part in enumerate(parts[:-1]):
+            here = os.path.join(here, part)
+            if os.path.islink(here):
+                link = "/".join(parts[: i + 1])
+                raise _rejected(
+                    "patch rejected: '%s' goes through the symbolic link '%s' (-> %s); apply_patch "
+                    "does not write through links: use the real path." % (raw, link, _readlink(here))
+                )
         parent = os.path.realpath(os.path.join(self.root, *parts[:-1])) if len(parts) > 1 else self.root
         self._check_real(parent, raw, via_link=True)
         entry = os.path.join(parent, parts[-1])
@@ -943,6 +975,12 @@ class _Planner:
             self._check_real(real, raw, via_link=True)
             if real == self.root:
                 raise _rejected("patch rejected: '%s' is a symlink to the repository root." % raw)
+            if not link_entry_ok:
+                real_rel = os.path.relpath(real, self.root)
+                raise _rejected(
+                    "patch rejected: '%s' is a symbolic link (-> %s); apply_patch does not write "
+                    "through links: patch the real path '%s'." % (raw, _readlink(entry), real_rel)
+                )
             return rel, entry, real, True
         return rel, entry, entry, False
 
@@ -1003,7 +1041,7 @@ class _Planner:
         self.summary.append("A %s%s" % (rel, " (replaced the existing file)" if replaced else ""))
 
     def delete(self, op: FileOp) -> None:
-        rel, entry, real, is_link = self.locate(op.path)
+        rel, entry, real, is_link = self.locate(op.path, link_entry_ok=True)
         if is_link and entry not in self.link_removals:
             # Deleting a symlink removes the link, not what it points to.
             try:
@@ -1027,7 +1065,8 @@ class _Planner:
         self.summary.append("D %s" % rel)
 
     def update(self, op: FileOp) -> None:
-        rel, entry, real, is_link = self.locate(op.path)
+        # A link may be the source of a move (the link goes away), never updated in place.
+        rel, entry, real, is_link = self.locate(op.path, link_entry_ok=op.move_to is not None)
         slot = self.slot(rel, real)
         if slot.is_dir:
             raise _verification("Failed to read file to update %s: Is a directory" % rel)
@@ -1048,6 +1087,11 @@ class _Planner:
             slot.data = data
             return
         dest_rel, _dest_entry, dest_real, _dest_link = self.locate(op.move_to)
+        if dest_real == real and is_link:
+            raise _rejected(
+                "patch rejected: '%s' is a symbolic link; apply_patch does not write through links: "
+                "patch the real path '%s'." % (op.path, os.path.relpath(real, self.root))
+            )
         if dest_real == real:
             self._diff(slot.data, data, rel, rel)
             self.summary.append("M %s" % rel)

@@ -37,13 +37,15 @@ def test_load_tasks_reports_every_bad_line_with_its_number(tmp_path: Path) -> No
             {"id": "norepo", "repo": str(tmp_path / "missing"), "goal": "g"},
             {"id": "badpolicy", "repo": repo, "goal": "g", "policy": "yolo"},
             {"id": "../escape", "repo": repo, "goal": "g"},
+            {"id": "", "repo": repo, "goal": "g"},
             {"id": "ok2", "repo": repo, "goal": "g", "policy": "workspace-write", "test_cmd": ["pytest"]},
         ],
     )
     tasks, errors = batch.load_tasks(path)
     assert [t.id for t in tasks] == ["ok1", "ok2"]
     by_line = {e.line: e.message for e in errors}
-    assert set(by_line) == {2, 3, 4, 7, 8, 9, 10}
+    assert "folder name" in by_line[11]
+    assert set(by_line) == {2, 3, 4, 7, 8, 9, 10, 11}
     assert "goal" in by_line[3] and "colour" in by_line[4] and "duplicate" in by_line[7]
     assert "not a directory" in by_line[8] and "policy" in by_line[9] and "folder name" in by_line[10]
 
@@ -129,3 +131,35 @@ def test_cli_ask_policy_needs_a_terminal(tmp_path: Path, monkeypatch: pytest.Mon
 
     monkeypatch.setattr(cli, "_has_terminal", lambda: False)
     assert main(["run", "--repo", str(tmp_path), "--policy", "ask", "--model", "scripted:x", "g"]) == 2
+
+
+def test_a_task_whose_folder_cannot_be_written_still_gets_a_report(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(batch, "run_task", lambda task, *a, **k: fake_report(task))
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "blocked").write_text("a file where the task folder should be")
+    tasks = [TaskSpec(id=i, repo=str(tmp_path), goal="g") for i in ("ok", "blocked")]
+    progress = io.StringIO()
+    reports = batch.run_batch(tasks, out, lambda t: ScriptedModel([]), progress_stream=progress)
+    by_id = {r.task_id: r for r in reports}
+    assert by_id["ok"].status == "completed" and by_id["blocked"].status == "error"
+    assert "2/2 done · 1 failed · 0 running" in progress.getvalue()
+
+
+def test_task_limits_above_the_defaults_are_honoured_in_batch(tmp_path: Path) -> None:
+    from agent.cli import build_parser
+
+    args = build_parser().parse_args(["batch", "t.jsonl"])
+    assert args.max_steps is None and args.timeout is None  # the task's own values apply
+
+
+def test_cli_run_usage_errors_are_clear(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    base = ["run", "--repo", str(tmp_path), "--model", "scripted:x", "--quiet"]
+    assert main([*base, "--test-cmd", "pytest 'unbalanced", "g"]) == 2
+    assert "No closing quotation" in capsys.readouterr().err
+    assert main([*base, "--max-steps", "0", "g"]) == 2
+    assert "max_steps" in capsys.readouterr().err
+    assert main([*base, "--events", "/proc/nope/e.jsonl", "g"]) == 2
+    assert "cannot write the events file" in capsys.readouterr().err

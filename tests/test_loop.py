@@ -366,3 +366,31 @@ def test_run_test_composes_argv_and_records_last_test() -> None:
     assert args["timeout_s"] == agent.ctx.max_test_timeout_s  # clamped
     assert report.last_test is not None and report.last_test.outcome == "failed"
     assert report.last_test.exit_code == 1
+
+
+def test_a_call_that_breaks_the_checks_is_an_error_result_not_a_crash() -> None:
+    nested = "*** Begin Patch\n*** Add File: a.py\n+x\n*** End Patch\n"
+    for _ in range(1200):  # deeper than Python's recursion limit
+        nested = f"```\n{nested}\n```"
+    agent, _, model, sandbox = make_agent(
+        [{"tool_calls": [{"name": "apply_patch", "arguments": {"patch": nested}}]}, {"message": "ok"}],
+        policy=WorkspaceWritePolicy(),
+    )
+    report = agent.run(task())
+    assert report.stop_reason == "final_message" and sandbox.calls == []
+    assert first_result(model).is_error
+
+
+def test_a_policy_that_fails_denies() -> None:
+    from agent.policy import ApproveOncePolicy
+
+    def ask(call: Any) -> Any:
+        raise OSError("the terminal went away")
+
+    agent, _, model, sandbox = make_agent(
+        [{"tool_calls": [{"name": "apply_patch", "arguments": {"patch": PATCH}}]}, {"message": "ok"}],
+        policy=ApproveOncePolicy(ask),
+    )
+    report = agent.run(task())
+    assert report.stop_reason == "final_message" and report.tool_calls[0].decision == "deny"
+    assert "terminal went away" in first_result(model).content and sandbox.calls == []

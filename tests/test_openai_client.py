@@ -628,3 +628,21 @@ def test_fake_server_records_and_runs_out_clearly(server: FakeOpenAIServer) -> N
     assert [r.path for r in server.posts] == ["/v1/chat/completions"] * 2
     assert isinstance(server.requests[0], RecordedRequest)
     assert chat_completion("x")["choices"][0]["finish_reason"] == "stop"
+
+
+def test_display_url_hides_credentials_and_query() -> None:
+    config = OpenAIConfig(model="m", base_url="http://user:pw@127.0.0.1:9/v1?api-key=SECRET")
+    assert config.display_base_url == "http://127.0.0.1:9/v1"
+
+
+def test_a_non_json_page_echoing_the_key_does_not_leak_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CODEBOX_TEST_KEY", "sk-echoed-secret-123456")
+
+    def echo(request: Any) -> Reply:
+        return Reply(body=f"<html>proxy debug: {request.header('Authorization')}</html>")
+
+    with FakeOpenAIServer([echo]) as server:
+        client = OpenAIChatClient(OpenAIConfig(model="m", base_url=server.url, api_key_env="CODEBOX_TEST_KEY"))
+        with pytest.raises(ModelError) as info:
+            client.complete("i", [UserMessage(content="hi")], [], lambda t, d: None)
+    assert "not JSON" in str(info.value) and "sk-echoed-secret-123456" not in str(info.value)

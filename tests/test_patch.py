@@ -890,7 +890,7 @@ def test_symlinked_directory_leaving_the_root_is_refused(root: Path, outside: Pa
         "*** Delete File: link/secret.txt",
     ]:
         error = fails(root, wrap(body))
-        assert "outside the repository root" in str(error)
+        assert "symbolic link 'link'" in str(error) or "outside the repository root" in str(error)
     assert (outside / "secret.txt").read_text() == "secret\n"
     assert sorted(p.name for p in outside.iterdir()) == ["secret.txt"]
 
@@ -918,15 +918,24 @@ def test_symlink_into_git_is_refused(root: Path) -> None:
     assert read(root, ".git/config") == b"[core]\n"
 
 
-def test_symlink_inside_the_root_is_followed(root: Path) -> None:
+def test_no_write_goes_through_a_symlink_inside_the_root(root: Path) -> None:
+    # The policy judges paths as the patch names them: a link would carry a write past it
+    # (src/alias -> secrets). So the engine never writes through one and names the real path.
     write(root, "real/f.txt", "a\n")
     (root / "alias").symlink_to("real")
     (root / "f-link.txt").symlink_to("real/f.txt")
-    apply(root, "*** Update File: alias/f.txt\n@@\n-a\n+b")
-    assert read(root, "real/f.txt") == b"b\n"
-    apply(root, "*** Update File: f-link.txt\n@@\n-b\n+c")
-    assert read(root, "real/f.txt") == b"c\n"
-    assert (root / "f-link.txt").is_symlink(), "updating through a symlink keeps the link"
+    for body, real in [
+        ("*** Update File: alias/f.txt\n@@\n-a\n+b", "use the real path"),
+        ("*** Add File: alias/new.txt\n+x", "use the real path"),
+        ("*** Update File: f-link.txt\n@@\n-a\n+b", "patch the real path 'real/f.txt'"),
+        ("*** Add File: f-link.txt\n+x", "patch the real path 'real/f.txt'"),
+        ("*** Update File: real/f.txt\n*** Move to: f-link.txt\n@@\n-a\n+b", "patch the real path"),
+    ]:
+        error = fails(root, wrap(body))
+        assert "symbolic link" in str(error) and real in str(error), str(error)
+    assert read(root, "real/f.txt") == b"a\n"
+    apply(root, "*** Update File: real/f.txt\n@@\n-a\n+b")  # the real path works
+    assert read(root, "real/f.txt") == b"b\n" and (root / "f-link.txt").is_symlink()
 
 
 def test_deleting_a_symlink_removes_only_the_link(root: Path) -> None:
@@ -1221,3 +1230,8 @@ def test_cli_runs_on_python_3_9(root: Path) -> None:
     )
     assert bad.returncode == 1
     assert b"Failed to find expected lines in n.txt" in bad.stderr
+
+
+def test_a_path_that_is_not_utf8_text_is_a_patch_error(root: Path) -> None:
+    error = fails(root, wrap("*** Add File: a\ud800.py\n+x"))
+    assert "not valid UTF-8" in str(error)

@@ -158,7 +158,7 @@ def test_tool_container_is_hardened(sb: Sandbox, docker_client: Any, shared_repo
     assert not host["Init"] and host["AutoRemove"] is True  # PID 1 is sandbox.container_init
     assert cfg["User"] == f"{OWNER_UID}:{OWNER_GID}"
     assert cfg["OpenStdin"] is True and cfg["StdinOnce"] is True and cfg["Tty"] is False
-    assert cfg["WorkingDir"] == "/repo"
+    assert cfg["WorkingDir"] == "/opt/codebox"  # never the repo: see test_a_repository_cannot_replace_the_server
     assert {"HOME=/tmp", "PYTHONPATH=/opt/codebox", "PYTHONDONTWRITEBYTECODE=1"} <= set(cfg["Env"])
     labels = cfg["Labels"]
     assert labels["codebox.role"] == "tools" and labels["codebox.owner"] == str(os.getpid())
@@ -709,3 +709,27 @@ def test_attach_stream_demultiplexes_and_caps() -> None:
     with pytest.raises(StreamClosed):
         quiet.read_line(time.monotonic() + 5)
     b.close()
+
+
+def test_a_repository_cannot_replace_the_server_with_its_own_sandbox_package(image: str, repo: Path) -> None:
+    # `python3 -m sandbox.server` with the repo as working directory would import the repo's
+    # `sandbox/` first: in the write container that is repository code with write access.
+    evil = repo / "sandbox"
+    evil.mkdir()
+    (evil / "__init__.py").write_text(
+        "import os\n"
+        "for d in ('/repo', '/tmp'):\n"
+        "    try:\n"
+        "        open(os.path.join(d, f'PWNED-{os.getpid()}'), 'w').close()\n"
+        "    except OSError:\n"
+        "        pass\n"
+        "raise SystemExit('the repository ran its own sandbox package')\n"
+    )
+    with Sandbox(repo, SandboxConfig(image=image), task_id="shadow") as sandbox:
+        read = sandbox.call("read_file", {"path": "sandbox/__init__.py"})
+        assert read.ok, read.output
+        patch = "*** Begin Patch\n*** Add File: notes.txt\n+ok\n*** End Patch\n"
+        assert sandbox.apply_patch(patch).ok
+        listing = sandbox.call("run_test", {"argv": ["ls", "/tmp"], "timeout_s": 10})
+        assert "PWNED" not in listing.output
+    assert not list(repo.glob("PWNED-*"))

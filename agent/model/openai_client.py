@@ -98,7 +98,12 @@ class OpenAIConfig(BaseModel):
 
     @property
     def display_base_url(self) -> str:
-        return (self.base_url or OPENAI_DEFAULT_BASE_URL).rstrip("/")
+        """The base URL for messages: without user:password and without a query (keys hide there)."""
+        parts = urlparse((self.base_url or OPENAI_DEFAULT_BASE_URL).rstrip("/"))
+        host = parts.hostname or ""
+        if parts.port:
+            host = f"{host}:{parts.port}"
+        return parts._replace(netloc=host, query="", fragment="").geturl()
 
 
 def resolve_api_key(config: OpenAIConfig) -> str:
@@ -349,7 +354,7 @@ class _OpenAIClientBase:
             except ValueError:
                 raise ModelError(
                     f"the server at {self.config.display_base_url} answered with something that is "
-                    f"not JSON: {_short(raw.http_response.text, 200)}"
+                    f"not JSON: {self._scrub(_short(raw.http_response.text, 200))}"
                 ) from None
 
         data = self._call_with_retries(emit, request)
