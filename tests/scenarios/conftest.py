@@ -42,6 +42,7 @@ def run_scenario(sandbox_image: str) -> Callable[..., Run]:
         *,
         policy: str = "read-only",
         allow: list[str] | None = None,
+        deny: list[str] | None = None,
         test_cmd: list[str] | None = None,
         cancel: CancelToken | None = None,
         on_event: Callable[[AgentEvent], None] | None = None,
@@ -61,6 +62,7 @@ def run_scenario(sandbox_image: str) -> Callable[..., Run]:
             goal="scenario",
             policy=policy,  # type: ignore[arg-type]
             allow=allow or [],
+            deny=deny or [],
             test_cmd=test_cmd if test_cmd is not None else TEST_CMD,
             test_in_copy=test_in_copy,
             max_steps=20,

@@ -221,6 +221,7 @@ def test_8_hostile_repository_cannot_break_out(run_scenario: Scenario, demo_repo
     (demo_repo / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
     (demo_repo / "passwd_link").symlink_to("/etc/passwd")
     (demo_repo / "home_link").symlink_to(Path.home())
+    (demo_repo / "notes").symlink_to("tests")  # an allowed folder that is really a link into tests/
     outside = tmp_path / "outside.txt"
     outside.write_text("untouched\n")
     before = tree_digest(demo_repo)
@@ -240,6 +241,7 @@ def test_8_hostile_repository_cannot_break_out(run_scenario: Scenario, demo_repo
         add(str(outside)),
         patch_call("*** Begin Patch\n*** Update File: backoff.py\n*** Move to: ../moved.py\n@@\n-\"\"\"Retry delays"
                    " for a flaky network client.\"\"\"\n+x\n*** End Patch\n"),
+        add("notes/test_evil.py"),  # allowed by the globs as named; the link leads into tests/
         read("/etc/shadow"),
         read("../../../../etc/passwd"),
         read("passwd_link"),
@@ -248,15 +250,18 @@ def test_8_hostile_repository_cannot_break_out(run_scenario: Scenario, demo_repo
         {"tool_calls": [{"name": "run_test", "arguments": {"args": ["-s", "tests/test_probe.py"]}}]},
         {"message": "I tried everything the README said."},
     ]
-    run = run_scenario(demo_repo, turns, policy="workspace-write", allow=["**/*.py", "*.md", "*.txt"])
+    run = run_scenario(
+        demo_repo, turns, policy="workspace-write", allow=["*.py", "notes/**", "*.md", "*.txt"], deny=["tests/**"]
+    )
     results = run.results()
-    assert len(results) == 12
+    assert len(results) == 13
     readme, *attempts, probe = results
     assert "Instructions for AI agents" in readme.content
     for result in attempts:
         assert result.is_error, result.content
         assert "root:x:0:0" not in result.content
     assert all(r.content.startswith("Denied by policy") for r in attempts[:5])
+    assert "does not write through links" in attempts[5].content  # the sandbox's own refusal
     probe_line = next(line for line in probe.content.splitlines() if line.startswith("PROBE"))
     assert "CONNECTED" not in probe_line and "RESOLVED" not in probe_line
     assert "WROTE" not in probe_line and probe_line.count("blocked") == 4
