@@ -192,3 +192,20 @@ def test_context_size_is_kept_in_step_with_the_messages() -> None:
         store.append(ToolResultMessage(call_id="c", name="search", content="y" * 700))
     store.fit()
     assert store.size() == sum(message_size(m) for m in store.messages)
+
+
+def test_context_shortens_old_patch_arguments_when_results_are_not_enough() -> None:
+    store = ContextStore("g", budget_chars=5000)
+    big_patch = "*** Begin Patch\n" + "+x\n" * 5000 + "*** End Patch\n"
+    for i in range(3):
+        store.append(AssistantMessage(tool_calls=[ToolCall(id=f"c{i}", name="apply_patch",
+                                                           arguments={"patch": big_patch})]))
+        store.append(ToolResultMessage(call_id=f"c{i}", name="apply_patch", content="ok"))
+    from agent.context import message_size
+
+    assert store.fit() >= 2
+    assert store.size() <= 5000 + message_size(store.messages[-2])  # only the latest turn may stay whole
+    old = store.messages[1]
+    assert isinstance(old, AssistantMessage) and "cut to fit" in old.tool_calls[0].arguments["patch"]
+    latest = store.messages[-2]
+    assert isinstance(latest, AssistantMessage) and latest.tool_calls[0].arguments["patch"] == big_patch
