@@ -149,7 +149,9 @@ class WorkspaceWritePolicy(Policy):
         problem = path_problem(path)
         if problem:
             return problem
-        if any(glob_match(path, d) for d in self.deny):
+        # Deny rules ignore letter case (the repo may live on a case-insensitive filesystem:
+        # SRC/Secrets is src/secrets there); allow rules do not, which errs on the safe side.
+        if any(glob_match(path.lower(), d.lower()) for d in self.deny):
             return "matches a deny rule"
         if not any(glob_match(path, a) for a in self.allow):
             return f"matches no allow rule ({', '.join(self.allow)})"

@@ -56,6 +56,8 @@ def test_workspace_write_allow_and_deny_globs() -> None:
     assert policy.decide(prepared(add("tests/test_a.py"))).allowed
     assert not policy.decide(prepared(add("tests/sub/test_a.py"))).allowed  # * stays in one segment
     assert not policy.decide(prepared(add("src/secrets/key.py"))).allowed
+    assert not policy.decide(prepared(add("src/SECRETS/key.py"))).allowed  # deny ignores case
+    assert not policy.decide(prepared(add("SRC/a.py"))).allowed  # allow does not
     assert not policy.decide(prepared(add("src/poetry.lock"))).allowed
     assert not policy.decide(prepared(add("setup.py"))).allowed
 
