@@ -733,3 +733,17 @@ def test_a_repository_cannot_replace_the_server_with_its_own_sandbox_package(ima
         listing = sandbox.call("run_test", {"argv": ["ls", "/tmp"], "timeout_s": 10})
         assert "PWNED" not in listing.output
     assert not list(repo.glob("PWNED-*"))
+
+
+def test_any_image_with_python3_serves_as_the_sandbox(repo: Path) -> None:
+    # The offline base has python3 but none of Dockerfile.sandbox's settings (no /opt/codebox,
+    # no HOME, no WORKDIR): the mounted stdlib server must work there as it is.
+    from sandbox.image import BASE_IMAGE, image_exists
+
+    if not image_exists(BASE_IMAGE):
+        pytest.skip(f"{BASE_IMAGE} is not on this machine (the registry path was used)")
+    with Sandbox(repo, SandboxConfig(image=BASE_IMAGE), task_id="other-image") as sandbox:
+        read = sandbox.call("read_file", {"path": "src/calc.py"})
+        assert read.ok and "NEEDLE" in read.output
+        test = sandbox.call("run_test", {"argv": ["python3", "-c", "import os; print(os.getcwd())"], "timeout_s": 10})
+        assert test.ok and "/repo" in test.output
