@@ -125,7 +125,14 @@ def _from_reply(reply: SandboxReplyLike) -> ToolResult:
     return ToolResult(content=content, is_error=not reply.ok, outcome=reply.outcome, data=dict(reply.data))
 
 
-class ReadFileTool(ToolHandler):
+class _ReadOnlyTool(ToolHandler):
+    """A read: the validated arguments go to the tool of the same name in the tool container."""
+
+    def execute(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
+        return _from_reply(ctx.sandbox.call(self.name, args.model_dump(exclude_none=True)))
+
+
+class ReadFileTool(_ReadOnlyTool):
     name = "read_file"
     description = (
         "Read a text file of the repository, with line numbers. "
@@ -133,20 +140,14 @@ class ReadFileTool(ToolHandler):
     )
     args_model = ReadFileArgs
 
-    def execute(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
-        return _from_reply(ctx.sandbox.call(self.name, args.model_dump(exclude_none=True)))
 
-
-class SearchTool(ToolHandler):
+class SearchTool(_ReadOnlyTool):
     name = "search"
     description = (
         "Search the repository's files for text (literal by default). "
         "Returns 'path:line: text' for each match."
     )
     args_model = SearchArgs
-
-    def execute(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
-        return _from_reply(ctx.sandbox.call(self.name, args.model_dump(exclude_none=True)))
 
 
 class ApplyPatchTool(ToolHandler):
