@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
@@ -298,9 +299,10 @@ class _Run:
                 lambda: self._execute(prepared), on_interrupt=self.agent.ctx.sandbox.close
             )
         except _Stop as stop:
-            content = f"The call was interrupted: the run was {stop.reason}."
+            content = f"The call was interrupted: the run stopped ({stop.reason})."
             result = ToolResult(content=content, is_error=True, outcome=stop.reason)
-            self._finish(call, "allow", result, time.monotonic() - started)
+            with contextlib.suppress(_Stop):  # the loop guard must not replace the reason
+                self._finish(call, "allow", result, time.monotonic() - started)
             raise
         except SandboxError as exc:
             result = ToolResult(content=f"Sandbox failure: {exc}", is_error=True, outcome="sandbox_error")
