@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -16,6 +18,7 @@ from agent.policy import ApproveOncePolicy, AskFn, Policy, ReadOnlyPolicy, Works
 from agent.protocol import STATUS_FOR_REASON, AgentEvent, Report, StopReason, TaskSpec
 from agent.tools import ToolContext, ToolRegistry
 from sandbox.client import Sandbox, SandboxConfig, SandboxError
+from sandbox.image import ImageError, image_exists
 
 
 def build_policy(task: TaskSpec, ask: AskFn | None = None) -> Policy:
@@ -88,16 +91,29 @@ def run_task(
     config = sandbox_config or SandboxConfig()
     if task.image:
         config = config.model_copy(update={"image": task.image})
+    if cancel.cancelled:
+        return failed_report(task, model.name, "cancelled", cancel.reason or "cancelled before start", sink)
+    try:  # fail fast, before any model token is spent, on the one common start failure
+        if not image_exists(config.image):
+            return failed_report(task, model.name, "sandbox_error", f"the sandbox image {config.image!r} is "
+                                 "not there; build it with `codebox image build` (or pass --image)", sink)
+    except ImageError as exc:
+        return failed_report(task, model.name, "sandbox_error", str(exc), sink)
     sandbox = Sandbox(repo, config, task_id=task.id)
+    # The container starts (~0.35 s) while the model thinks about its first reply. The first
+    # tool call waits for it; if the start failed, that call retries it and a second failure
+    # ends the run with sandbox_error.
+    starter = threading.Thread(target=_start_quietly, args=(sandbox,), name="codebox-sandbox-start", daemon=True)
+    starter.start()
     try:
-        if cancel.cancelled:
-            return failed_report(task, model.name, "cancelled", cancel.reason or "cancelled before start", sink)
-        try:
-            sandbox.start()
-        except SandboxError as exc:
-            return failed_report(task, model.name, "sandbox_error", str(exc), sink)
         ctx = ToolContext(sandbox=sandbox, repo=repo, test_cmd=list(task.test_cmd), test_in_copy=task.test_in_copy)
         agent = CodingAgent(model, ToolRegistry(), policy, sink, ctx, limits=limits)
         return agent.run(task, cancel)
     finally:
+        starter.join()  # a container being started now must be registered before close() removes it
         sandbox.close()
+
+
+def _start_quietly(sandbox: Sandbox) -> None:
+    with contextlib.suppress(SandboxError):  # the first tool call tries again and reports it
+        sandbox.start()

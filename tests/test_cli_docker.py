@@ -187,3 +187,17 @@ def test_ask_policy_prompts_on_the_terminal(tmp_path: Path) -> None:
     assert [c["decision"] for c in report["tool_calls"]] == ["deny", "allow", "allow"]
     assert (repo / "notes.py").read_text() == "x = 1\n"
     assert os.waitstatus_to_exitcode(status) == 0
+
+
+def test_a_missing_image_fails_fast_before_the_model_is_asked(tmp_path: Path) -> None:
+    from agent.events import MemorySink
+    from agent.model.scripted import ScriptedModel
+    from agent.protocol import TaskSpec
+    from agent.runner import run_task
+    from sandbox.client import SandboxConfig
+
+    model = ScriptedModel([{"message": "never asked"}])
+    report = run_task(TaskSpec(repo=str(tmp_path), goal="g"), model, MemorySink(),
+                      sandbox_config=SandboxConfig(image="codebox-no-such-image:none"))
+    assert report.stop_reason == "sandbox_error" and "codebox image build" in (report.error or "")
+    assert model.requests == []
