@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import threading
 import time
 from pathlib import Path
@@ -17,7 +16,7 @@ from agent.model.scripted import ScriptedModel
 from agent.policy import ApproveOncePolicy, AskFn, Policy, ReadOnlyPolicy, WorkspaceWritePolicy
 from agent.protocol import STATUS_FOR_REASON, AgentEvent, Report, StopReason, TaskSpec
 from agent.tools import ToolContext, ToolRegistry
-from sandbox.client import Sandbox, SandboxConfig, SandboxError
+from sandbox.client import Sandbox, SandboxConfig, SandboxError, SandboxReply
 from sandbox.image import ImageError, image_exists
 
 
@@ -100,20 +99,49 @@ def run_task(
     except ImageError as exc:
         return failed_report(task, model.name, "sandbox_error", str(exc), sink)
     sandbox = Sandbox(repo, config, task_id=task.id)
-    # The container starts (~0.35 s) while the model thinks about its first reply. The first
-    # tool call waits for it; if the start failed, that call retries it and a second failure
-    # ends the run with sandbox_error.
-    starter = threading.Thread(target=_start_quietly, args=(sandbox,), name="codebox-sandbox-start", daemon=True)
-    starter.start()
+    # The container starts (~0.35 s) while the model thinks about its first reply.
+    early = _EarlyStart(sandbox)
     try:
-        ctx = ToolContext(sandbox=sandbox, repo=repo, test_cmd=list(task.test_cmd), test_in_copy=task.test_in_copy)
+        ctx = ToolContext(sandbox=early, repo=repo, test_cmd=list(task.test_cmd), test_in_copy=task.test_in_copy)
         agent = CodingAgent(model, ToolRegistry(), policy, sink, ctx, limits=limits)
         return agent.run(task, cancel)
     finally:
-        starter.join()  # a container being started now must be registered before close() removes it
+        # Closing first is safe: a start still under way sees the sandbox closed and removes
+        # its container itself; so a slow start never holds up a finished or cancelled run.
         sandbox.close()
+        early.thread.join(timeout=10)
 
 
-def _start_quietly(sandbox: Sandbox) -> None:
-    with contextlib.suppress(SandboxError):  # the first tool call tries again and reports it
-        sandbox.start()
+class _EarlyStart:
+    """The sandbox, started in the background; the first call waits for the start.
+
+    If the start failed, every call raises SandboxError with the start's own message (the
+    run ends with sandbox_error): no second start, no retries the model would see.
+    """
+
+    def __init__(self, sandbox: Sandbox) -> None:
+        self.sandbox = sandbox
+        self.error: str | None = None
+        self.thread = threading.Thread(target=self._start, name="codebox-sandbox-start", daemon=True)
+        self.thread.start()
+
+    def _start(self) -> None:
+        try:
+            self.sandbox.start()
+        except Exception as exc:  # docker-py raises more than SandboxError (bad limits, daemon gone)
+            self.error = str(exc) if isinstance(exc, SandboxError) else f"{type(exc).__name__}: {exc}"
+
+    def _ready(self) -> Sandbox:
+        self.thread.join()
+        if self.error is not None:
+            raise SandboxError(f"the sandbox could not start: {self.error}")
+        return self.sandbox
+
+    def call(self, tool: str, args: dict[str, Any], timeout_s: float | None = None) -> SandboxReply:
+        return self._ready().call(tool, args, timeout_s)
+
+    def apply_patch(self, patch: str, timeout_s: float | None = None) -> SandboxReply:
+        return self._ready().apply_patch(patch, timeout_s)
+
+    def close(self) -> None:
+        self.sandbox.close()

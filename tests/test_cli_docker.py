@@ -201,3 +201,20 @@ def test_a_missing_image_fails_fast_before_the_model_is_asked(tmp_path: Path) ->
                       sandbox_config=SandboxConfig(image="codebox-no-such-image:none"))
     assert report.stop_reason == "sandbox_error" and "codebox image build" in (report.error or "")
     assert model.requests == []
+
+
+def test_a_sandbox_that_cannot_start_ends_the_run_once_with_its_own_message(tmp_path: Path) -> None:
+    from agent.events import MemorySink
+    from agent.model.scripted import ScriptedModel
+    from agent.protocol import TaskSpec
+    from agent.runner import run_task
+    from sandbox.client import SandboxConfig
+
+    read = {"tool_calls": [{"name": "read_file", "arguments": {"path": "a.py"}}]}
+    model = ScriptedModel([read] * 5)
+    started = time.monotonic()
+    report = run_task(TaskSpec(repo=str(tmp_path), goal="g"), model, MemorySink(),
+                      sandbox_config=SandboxConfig(memory="1x"))  # docker-py refuses the unit
+    assert report.stop_reason == "sandbox_error", report.render()
+    assert "could not start" in (report.error or "") and "memory" in (report.error or "")
+    assert len(model.requests) == 1 and time.monotonic() - started < 10
