@@ -136,6 +136,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             max_steps=args.max_steps,
             timeout_s=args.timeout,
         )
+        sandbox_config = _sandbox_config(args)
     except ValueError as exc:  # shlex's unbalanced quote, or a ValidationError (--max-steps 0 ...)
         return _usage_error(f"bad arguments: {exc}")
     if task.policy == "ask" and not _has_terminal():
@@ -165,7 +166,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                     task,
                     model,
                     sink,
-                    sandbox_config=_sandbox_config(args),
+                    sandbox_config=sandbox_config,
                     cancel=cancel,
                     limits=Limits(max_steps=args.max_steps, timeout_s=args.timeout),
                     ask=terminal_ask if task.policy == "ask" else None,
@@ -203,6 +204,10 @@ def cmd_batch(args: argparse.Namespace) -> int:
     if not tasks:
         print(f"codebox: {args.tasks} has no tasks", file=sys.stderr)
         return EXIT_USAGE
+    try:
+        sandbox_config = _sandbox_config(args)
+    except ValueError as exc:
+        return _usage_error(f"bad arguments: {exc}")
     out = Path(args.out)
     cancel = CancelToken()
     with cancel_on_signals(cancel):
@@ -211,7 +216,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
             out,
             lambda task: _make_model(args, task),
             jobs=args.jobs,
-            sandbox_config=_sandbox_config(args),
+            sandbox_config=sandbox_config,
             # Each task's own max_steps / timeout_s apply; the flags, when given, cap them all.
             limits=Limits(
                 max_steps=args.max_steps if args.max_steps is not None else 10**9,
