@@ -128,7 +128,7 @@ class _EarlyStart:
     def _start(self) -> None:
         try:
             self.sandbox.start()
-        except Exception as exc:  # docker-py raises more than SandboxError (bad limits, daemon gone)
+        except Exception as exc:  # SandboxError, or anything else: never a traceback in a thread
             self.error = str(exc) if isinstance(exc, SandboxError) else f"{type(exc).__name__}: {exc}"
 
     def _ready(self) -> Sandbox:

@@ -482,10 +482,7 @@ class Sandbox:
 
     def _died(self, box: _Box, message: str, duration_s: float, oom: bool) -> SandboxReply:
         """Kill and forget a container that failed a call; the next call starts a fresh one."""
-        with self._state_lock:
-            if self._boxes.get(box.role) is box:
-                del self._boxes[box.role]
-        self._discard(box)
+        self._drop(box)
         return SandboxReply(
             ok=False,
             output=message,
@@ -539,10 +536,7 @@ class Sandbox:
         if box is not None and not box.dead and not (box.stream is not None and box.stream.idle_ok()):
             # It died while idle (killed from outside, reached its lifetime) or its stream is out of step.
             _log.info("sandbox %s container %s is gone or out of step: replacing it", role, box.name)
-            with self._state_lock:
-                if self._boxes.get(role) is box:
-                    del self._boxes[role]
-            self._discard(box)
+            self._drop(box)
             box = None
         if box is not None and not box.dead:
             # Replace a container that would reach its lifetime during this call, unless even
@@ -551,10 +545,7 @@ class Sandbox:
             if remaining >= min(needed_s, self.config.lifetime_s / 2):
                 return box
             _log.info("sandbox %s container %s reaches its lifetime: replacing it", role, box.name)
-            with self._state_lock:
-                if self._boxes.get(role) is box:
-                    del self._boxes[role]
-            self._discard(box)
+            self._drop(box)
         return self._launch(role)
 
     def _user(self) -> str:
@@ -666,6 +657,8 @@ class Sandbox:
             raise SandboxError(f"the sandbox image {cfg.image!r} is not there; {_IMAGE_HELP}") from exc
         except docker.errors.APIError as exc:
             raise SandboxError(f"cannot create the sandbox container: {exc.explanation or exc}") from exc
+        except (docker.errors.DockerException, OSError) as exc:  # e.g. a limit docker-py refuses ("1x")
+            raise SandboxError(f"cannot create the sandbox container: {exc}") from exc
         box = _Box(role, str(container.id), name, expires)
         with self._state_lock:
             closed = self._closed
@@ -699,10 +692,7 @@ class Sandbox:
             if box.stream is not None:
                 box.stream.drain_stderr()
                 detail = box.stream.stderr_tail(1500)
-            with self._state_lock:
-                if self._boxes.get(role) is box:
-                    del self._boxes[role]
-            self._discard(box)
+            self._drop(box)
             if self._closed:
                 raise SandboxError("the sandbox was closed while a container started") from exc
             if isinstance(exc, SandboxError):
@@ -714,6 +704,13 @@ class Sandbox:
         self.startup_s = time.monotonic() - t0
         _log.debug("sandbox %s container %s ready in %.3f s", role, name, self.startup_s)
         return box
+
+    def _drop(self, box: _Box) -> None:
+        """Forget a container (if it is still the one for its role) and remove it."""
+        with self._state_lock:
+            if self._boxes.get(box.role) is box:
+                del self._boxes[box.role]
+        self._discard(box)
 
     def _discard(self, box: _Box, release: bool = True) -> None:
         """Close the stream (the server gets EOF) and force-remove the container. Idempotent."""

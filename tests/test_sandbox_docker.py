@@ -747,3 +747,12 @@ def test_any_image_with_python3_serves_as_the_sandbox(repo: Path) -> None:
         assert read.ok and "NEEDLE" in read.output
         test = sandbox.call("run_test", {"argv": ["python3", "-c", "import os; print(os.getcwd())"], "timeout_s": 10})
         assert test.ok and "/repo" in test.output
+
+
+def test_a_limit_docker_refuses_is_a_sandbox_error(image: str, repo: Path) -> None:
+    sandbox = Sandbox(repo, SandboxConfig(image=image, memory="1x"), task_id="bad-limit")
+    try:
+        with pytest.raises(SandboxError, match="cannot create the sandbox container"):
+            sandbox.start()
+    finally:
+        sandbox.close()
