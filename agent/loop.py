@@ -31,7 +31,8 @@ from agent.protocol import (
     UserMessage,
 )
 from agent.tools import PreparedCall, ToolContext, ToolInputError, ToolRegistry, ToolResult
-from sandbox.client import SandboxError  # the sandbox itself cannot go on: ends the run
+from sandbox.client import SandboxError
+from sandbox.patch import PatchError, patch_paths  # the sandbox itself cannot go on: ends the run
 
 DEFAULT_INSTRUCTIONS = """\
 You are codebox, a coding agent working on a repository you did not write.
@@ -424,7 +425,9 @@ def _summary(call: ToolCall) -> str:
     if call.name == "run_test":
         return " ".join(str(a) for a in args.get("args", []))
     if call.name == "apply_patch":
-        text = str(args.get("patch") or args.get("input") or "")
-        files = [ln.split(":", 1)[1].strip() for ln in text.splitlines() if ln.strip().startswith("*** ") and ":" in ln]
-        return ", ".join(files[:3])
+        try:
+            paths = [path for _op, path in patch_paths(str(args.get("patch") or args.get("input") or ""))]
+        except PatchError:
+            return "(unparsable patch)"
+        return ", ".join(paths[:3]) + (f" +{len(paths) - 3}" if len(paths) > 3 else "")
     return ""
