@@ -15,12 +15,12 @@ from typing import TextIO
 
 from pydantic import ValidationError
 
+from agent.containers.sandbox import SandboxConfig
 from agent.events import FanoutSink, JsonlSink
 from agent.loop import CancelToken, Limits
 from agent.model.base import ModelClient, ModelError
 from agent.protocol import Report, TaskSpec
 from agent.runner import failed_report, run_task
-from sandbox.client import SandboxConfig
 
 ModelFactory = Callable[[TaskSpec], ModelClient]
 _TASK_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")

@@ -103,7 +103,7 @@ def _make_model(args: argparse.Namespace, task: TaskSpec | None = None) -> Model
 
 
 def _sandbox_config(args: argparse.Namespace) -> Any:
-    from sandbox.client import SandboxConfig
+    from agent.containers.sandbox import SandboxConfig
 
     options: dict[str, Any] = {"memory": args.memory, "pids_limit": args.pids, "cpus": args.cpus}
     if args.image:
@@ -238,7 +238,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_image(args: argparse.Namespace) -> int:
-    from sandbox.image import (
+    from agent.containers.image import (
         BASE_IMAGE,
         REGISTRY_BASE_IMAGE,
         ImageError,
@@ -264,7 +264,7 @@ def cmd_image(args: argparse.Namespace) -> int:
 
 
 def cmd_gc(args: argparse.Namespace) -> int:
-    from sandbox.client import SandboxError, reap_leftovers
+    from agent.containers.sandbox import SandboxError, reap_leftovers
 
     try:
         removed = reap_leftovers(log=print)

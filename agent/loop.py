@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from agent.containers.sandbox import SandboxError  # the sandbox itself cannot go on: ends the run
 from agent.context import ContextStore
 from agent.events import EventSink
 from agent.model.base import ModelClient, ModelError
@@ -23,16 +24,13 @@ from agent.protocol import (
     Report,
     StopReason,
     TaskSpec,
-    TestRun,
     ToolCall,
     ToolCallRecord,
     ToolResultMessage,
     Usage,
     UserMessage,
 )
-from agent.tools import PreparedCall, ToolContext, ToolInputError, ToolRegistry, ToolResult
-from sandbox.client import SandboxError
-from sandbox.patch import PatchError, patch_paths  # the sandbox itself cannot go on: ends the run
+from agent.tools import PreparedCall, RunEffects, ToolContext, ToolInputError, ToolRegistry, ToolResult
 
 DEFAULT_INSTRUCTIONS = """\
 You are codebox, a coding agent working on a repository you did not write.
@@ -122,8 +120,7 @@ class _Run:
         self.started = time.time()
         self.deadline = time.monotonic() + min(task.timeout_s, agent.limits.timeout_s)
         self.records: list[ToolCallRecord] = []
-        self.files_changed: list[str] = []
-        self.last_test: TestRun | None = None
+        self.effects = RunEffects()
         self.usage: Usage | None = None
         self.failing_calls: Counter[str] = Counter()
         self.empty_replies = 0
@@ -343,7 +340,7 @@ class _Run:
             outcome=result.outcome,
             duration_s=round(duration, 4),
             content=result.content,
-            summary=_summary(call),
+            summary=self.agent.registry.summary(call),
             data=result.data,
         )
         error = result.content.splitlines()[0][:300] if result.is_error and result.content else None
@@ -358,8 +355,8 @@ class _Run:
             )
         )
         if prepared is not None:
-            self._note_effects(prepared, result)
-            if prepared.handler.mutates and not result.is_error:
+            prepared.handler.note_effects(prepared.write_paths, result, self.effects)
+            if prepared.handler.writes and not result.is_error:
                 # The tree changed: running the same failing test again is a fair retry now.
                 self.failing_calls.clear()
         if result.is_error:
@@ -370,20 +367,6 @@ class _Run:
                     "loop_guard",
                     f"the same failing {call.name} call was made {self.failing_calls[key]} times",
                 )
-
-    def _note_effects(self, prepared: PreparedCall, result: ToolResult) -> None:
-        if prepared.handler.name == "apply_patch" and not result.is_error:
-            changed = result.data.get("changed_paths") or prepared.write_paths
-            for path in changed:
-                if path not in self.files_changed:
-                    self.files_changed.append(path)
-        if prepared.handler.name == "run_test" and result.outcome != "denied":
-            self.last_test = TestRun(
-                command=[str(a) for a in result.data.get("argv", [])],
-                outcome=result.outcome,
-                exit_code=result.data.get("exit_code"),
-                duration_s=float(result.data.get("duration_s") or 0.0),
-            )
 
     # --- report ----------------------------------------------------------------------------------
 
@@ -399,8 +382,8 @@ class _Run:
             error=error,
             steps=self.step,
             tool_calls=self.records,
-            files_changed=self.files_changed,
-            last_test=self.last_test,
+            files_changed=self.effects.files_changed,
+            last_test=self.effects.last_test,
             usage=self.usage,
             started_at=self.started,
             duration_s=round(time.time() - self.started, 3),
@@ -413,21 +396,3 @@ def _exc(exc: BaseException) -> str:
 
 def _dump(usage: Usage | None) -> dict[str, int] | None:
     return usage.model_dump() if usage else None
-
-
-def _summary(call: ToolCall) -> str:
-    args = call.arguments
-    if call.name == "read_file":
-        rng = f":{args.get('start_line', '')}-{args.get('end_line', '')}" if "start_line" in args else ""
-        return f"{args.get('path', '')}{rng}"
-    if call.name == "search":
-        return repr(args.get("query", ""))
-    if call.name == "run_test":
-        return " ".join(str(a) for a in args.get("args", []))
-    if call.name == "apply_patch":
-        try:
-            paths = [path for _op, path in patch_paths(str(args.get("patch") or args.get("input") or ""))]
-        except PatchError:
-            return "(unparsable patch)"
-        return ", ".join(paths[:3]) + (f" +{len(paths) - 3}" if len(paths) > 3 else "")
-    return ""

@@ -37,7 +37,7 @@ class Policy(ABC):
     allows_writes: bool
 
     def decide(self, call: PreparedCall) -> Verdict:
-        if not call.handler.mutates:
+        if not call.handler.writes:
             return Verdict("allow", "reads are always allowed")
         return self.decide_write(call)
 

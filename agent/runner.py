@@ -9,6 +9,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from agent.containers.image import ImageError, image_exists
+from agent.containers.sandbox import Sandbox, SandboxConfig, SandboxError, SandboxReply
 from agent.events import EventSink
 from agent.loop import CancelToken, CodingAgent, Limits
 from agent.model.base import ModelClient, ModelError
@@ -16,8 +18,6 @@ from agent.model.scripted import ScriptedModel
 from agent.policy import ApproveOncePolicy, AskFn, Policy, ReadOnlyPolicy, WorkspaceWritePolicy
 from agent.protocol import STATUS_FOR_REASON, AgentEvent, Report, StopReason, TaskSpec
 from agent.tools import ToolContext, ToolRegistry
-from sandbox.client import Sandbox, SandboxConfig, SandboxError, SandboxReply
-from sandbox.image import ImageError, image_exists
 
 
 def build_policy(task: TaskSpec, ask: AskFn | None = None) -> Policy:
@@ -139,9 +139,6 @@ class _EarlyStart:
 
     def call(self, tool: str, args: dict[str, Any], timeout_s: float | None = None) -> SandboxReply:
         return self._ready().call(tool, args, timeout_s)
-
-    def apply_patch(self, patch: str, timeout_s: float | None = None) -> SandboxReply:
-        return self._ready().apply_patch(patch, timeout_s)
 
     def close(self) -> None:
         self.sandbox.close()

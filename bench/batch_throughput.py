@@ -31,8 +31,8 @@ import agent.batch  # noqa: E402
 from agent.batch import run_batch  # noqa: E402
 from agent.model.scripted import ScriptedModel  # noqa: E402
 from agent.protocol import Report, TaskSpec  # noqa: E402
-from sandbox.client import SandboxConfig  # noqa: E402
-from sandbox.image import ensure_sandbox_image  # noqa: E402
+from agent.containers.sandbox import SandboxConfig  # noqa: E402
+from agent.containers.image import ensure_sandbox_image  # noqa: E402
 
 DEMO = ROOT / "agent" / "demo"
 CGROUP = Path("/sys/fs/cgroup/memory/docker")

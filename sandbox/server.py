@@ -34,16 +34,12 @@ import signal
 import sys
 import threading
 import traceback
-from typing import Any, BinaryIO, Callable, Mapping, Optional, Sequence
+from typing import Any, BinaryIO, Mapping, Optional, Sequence
 
 from sandbox import wire
-from sandbox.tools import Context, ToolError, ToolResult, check_names
-from sandbox.tools.apply_patch import apply_patch
-from sandbox.tools.read_file import read_file
-from sandbox.tools.run_test import become_subreaper, in_host_pid_namespace, run_test, set_undumpable, shutdown
-from sandbox.tools.search import search
-
-Handler = Callable[[Context, Mapping[str, Any], Optional[float]], ToolResult]
+from sandbox.tools import Context, ToolError, ToolResult, catalog, check_names
+from sandbox.tools.catalog import Handler
+from sandbox.tools.run_test import become_subreaper, in_host_pid_namespace, set_undumpable, shutdown
 
 DEFAULT_ROOT = "/repo"
 DEFAULT_OUTPUT_LIMIT = 32000
@@ -82,15 +78,10 @@ class Server:
         self.lock = threading.Lock()
         self.inflight: Optional[tuple[Any]] = None  # (id,) of the request being handled
         self.closed = False  # set once the lifetime ended: nothing more is written
-        self.handlers: dict[str, Handler] = {
-            "ping": self.ping,
-            "read_file": read_file,
-            "search": search,
-            "apply_patch": apply_patch,
-            "run_test": run_test,
-        }
-        if tools is not None:  # e.g. the write container serves only ping and apply_patch
-            self.handlers = {name: h for name, h in self.handlers.items() if name in tools or name == "ping"}
+        # e.g. the write container serves only ping and apply_patch
+        served = [name for name in catalog.NAMES if tools is None or name in tools]
+        self.handlers: dict[str, Handler] = {"ping": self.ping}
+        self.handlers.update((name, catalog.load(name)) for name in served)
 
     # -- tools of the server itself -------------------------------------------------------
     def ping(self, ctx: Context, args: Mapping[str, Any], timeout_s: Optional[float]) -> ToolResult:

@@ -3,7 +3,7 @@
 # container registry: debootstrap a minimal Debian bookworm with python3, git,
 # ripgrep and pytest from Debian's own packages, strip it, and `docker import` it.
 #
-# Usage: bash sandbox/build_base.sh [--force] [--tag TAG]
+# Usage: bash agent/containers/build_base.sh [--force] [--tag TAG]
 #   --force     rebuild even if the image already exists (default: reuse it)
 #   --tag TAG   image tag (default: codebox-base:bookworm)
 #

@@ -23,7 +23,7 @@ from sandbox.patch import (
     patch_paths,
 )
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[3]
 
 
 def wrap(body: str) -> str:

@@ -16,14 +16,14 @@ import pytest
 
 pytestmark = pytest.mark.docker
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DEMO_REPO = ROOT / "agent" / "demo" / "repo"
 SLOW_SCRIPT = {"turns": [{"tool_calls": [{"name": "run_test", "arguments": {}}]}, {"message": "never"}]}
 
 
 @pytest.fixture(scope="module", autouse=True)
 def _image() -> None:
-    from sandbox.image import ensure_sandbox_image
+    from agent.containers.image import ensure_sandbox_image
 
     ensure_sandbox_image()
 
@@ -194,7 +194,7 @@ def test_a_missing_image_fails_fast_before_the_model_is_asked(tmp_path: Path) ->
     from agent.model.scripted import ScriptedModel
     from agent.protocol import TaskSpec
     from agent.runner import run_task
-    from sandbox.client import SandboxConfig
+    from agent.containers.sandbox import SandboxConfig
 
     model = ScriptedModel([{"message": "never asked"}])
     report = run_task(TaskSpec(repo=str(tmp_path), goal="g"), model, MemorySink(),
@@ -208,7 +208,7 @@ def test_a_sandbox_that_cannot_start_ends_the_run_once_with_its_own_message(tmp_
     from agent.model.scripted import ScriptedModel
     from agent.protocol import TaskSpec
     from agent.runner import run_task
-    from sandbox.client import SandboxConfig
+    from agent.containers.sandbox import SandboxConfig
 
     read = {"tool_calls": [{"name": "read_file", "arguments": {"path": "a.py"}}]}
     model = ScriptedModel([read] * 5)

@@ -1,7 +1,7 @@
-"""The container boundary against real containers (sandbox.client + the in-container server).
+"""The container boundary against real containers (agent.containers.sandbox + the in-container server).
 
 Every test needs a Docker daemon and the sandbox image (built on demand by
-``sandbox.image.ensure_sandbox_image``); they skip only when ``docker info`` does
+``agent.containers.image.ensure_sandbox_image``); they skip only when ``docker info`` does
 not answer. No test sends traffic to any address from the host: the network
 checks run inside ``--network none`` containers, where a connect fails at once.
 """
@@ -30,8 +30,8 @@ os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
 docker = pytest.importorskip("docker")
 
 from sandbox import wire  # noqa: E402
-from sandbox.client import (  # noqa: E402
-    LABEL_TASK,
+from agent.containers.leftovers import LABEL_TASK  # noqa: E402
+from agent.containers.sandbox import (  # noqa: E402
     Sandbox,
     SandboxConfig,
     SandboxError,
@@ -40,7 +40,7 @@ from sandbox.client import (  # noqa: E402
 
 pytestmark = pytest.mark.docker
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 # Every container these tests start carries a task label with this prefix.
 TASK = f"pytest-{os.getpid()}"
 OWNER_UID, OWNER_GID = 1000, 1000
@@ -82,7 +82,7 @@ def docker_client() -> Iterator[Any]:
 
 @pytest.fixture(scope="session")
 def image(docker_client: Any) -> str:
-    from sandbox.image import ensure_sandbox_image
+    from agent.containers.image import ensure_sandbox_image
 
     return ensure_sandbox_image(log=lambda _msg: None)
 
@@ -571,7 +571,7 @@ def test_sigkill_of_the_owner_process_removes_the_container(
         f"""
         import sys, time
         from pathlib import Path
-        from sandbox.client import Sandbox, SandboxConfig
+        from agent.containers.sandbox import Sandbox, SandboxConfig
         cfg = SandboxConfig(image={image!r})
         sb = Sandbox(Path({str(repo)!r}), cfg, task_id={TASK + "-orphan-" + str(frozen_server)!r})
         sb.start()
@@ -664,7 +664,7 @@ def _frame(stream: int, data: bytes) -> bytes:
 def test_attach_stream_demultiplexes_and_caps() -> None:
     import random
 
-    from sandbox.docker_stream import AttachStream, LineTooLong, StreamClosed, StreamDeadline
+    from agent.containers.attach_stream import AttachStream, LineTooLong, StreamClosed, StreamDeadline
 
     rnd = random.Random(7)
     lines = [b"L%d-" % i + b"x" * rnd.randint(0, 3000) for i in range(40)]
@@ -738,7 +738,7 @@ def test_a_repository_cannot_replace_the_server_with_its_own_sandbox_package(ima
 def test_any_image_with_python3_serves_as_the_sandbox(repo: Path) -> None:
     # The offline base has python3 but none of Dockerfile.sandbox's settings (no /opt/codebox,
     # no HOME, no WORKDIR): the mounted stdlib server must work there as it is.
-    from sandbox.image import BASE_IMAGE, image_exists
+    from agent.containers.image import BASE_IMAGE, image_exists
 
     if not image_exists(BASE_IMAGE):
         pytest.skip(f"{BASE_IMAGE} is not on this machine (the registry path was used)")

@@ -12,7 +12,7 @@ Each container's main process is ``python3 -m sandbox.server`` (the stdlib serve
 bind-mounted read-only from this package at /opt/codebox/sandbox) under a small
 init (``sandbox.container_init``). The host talks to it over ONE persistent attach socket: JSON lines (see
 ``sandbox.wire``) on stdin, responses on stdout, multiplexed by docker with stderr
-(``sandbox.docker_stream``). No ``docker exec`` per call: a call costs a socket round
+(``agent.containers.attach_stream``). No ``docker exec`` per call: a call costs a socket round
 trip (well under a millisecond for a small read) instead of ~60-90 ms.
 
 Why a container cannot leak, even if the host process is SIGKILLed:
@@ -49,16 +49,11 @@ import atexit
 import contextlib
 import json
 import logging
-import math
-import os
-import re
 import secrets
-import socket
 import threading
 import time
 import uuid
 import weakref
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -68,8 +63,22 @@ import docker.errors
 import docker.types
 from pydantic import BaseModel, Field
 
+from agent.containers.attach_stream import AttachStream, LineTooLong, StreamClosed, StreamDeadline, StreamError
+from agent.containers.docker_client import connect
+from agent.containers.leftovers import (
+    LABEL_EXPIRES,
+    reap_leftovers,
+    remove_container,
+)
+from agent.containers.spec import (
+    ROLE_TOOLS,
+    ROLE_WRITE,
+    SandboxConfig,
+    container_options,
+)
+from agent.errors import CodeboxError
 from sandbox import wire
-from sandbox.docker_stream import AttachStream, LineTooLong, StreamClosed, StreamDeadline, StreamError
+from sandbox.tools.catalog import WRITE_TOOLS
 
 __all__ = [
     "Sandbox",
@@ -81,49 +90,15 @@ __all__ = [
 
 _log = logging.getLogger("codebox.sandbox")
 
-LABEL_TASK = "codebox.task"
-LABEL_OWNER = "codebox.owner"
-LABEL_OWNER_START = "codebox.owner_start"
-LABEL_HOST = "codebox.host"
-LABEL_ROLE = "codebox.role"
-LABEL_EXPIRES = "codebox.expires"
-
-ROLE_TOOLS = "tools"
-ROLE_WRITE = "write"
-
-REPO_MOUNT = "/repo"
-CODE_ROOT = "/opt/codebox"
-SANDBOX_PACKAGE_DIR = Path(__file__).resolve().parent
 
 # How long a fresh container may take to answer its first ping.
 STARTUP_TIMEOUT_S = 30.0
-# The container's init ends it this long after the lifetime (the server exits at the lifetime).
-ALARM_MARGIN_S = 30
-# After the host hung up, init waits this long for the server to exit by itself.
-HUP_GRACE_S = 2.0
-# reap_leftovers leaves an expired container alone for this long (its server exits by itself first).
-EXPIRY_GRACE_S = 5.0
-
 _IMAGE_HELP = "build it with: codebox image build"
 _REPLACED = "the container was killed and will be replaced"
 
 
-class SandboxError(Exception):
+class SandboxError(CodeboxError):
     """The sandbox cannot be started or is unusable; the message says why and what to do."""
-
-
-class SandboxConfig(BaseModel):
-    image: str = "codebox-sandbox:latest"
-    memory: str = "1g"
-    pids_limit: int = Field(default=256, ge=16)
-    cpus: float = Field(default=1.0, gt=0)
-    tmpfs_size: str = "512m"  # /tmp is rw,exec,nosuid,size=...
-    lifetime_s: float = Field(default=3600, gt=0)  # cap on a container's life
-    output_limit: int = Field(default=32_000, gt=0)  # bytes per stream kept by the server
-    call_grace_s: float = Field(default=5.0, ge=0)  # host deadline = request timeout + grace
-    default_timeout_s: float = Field(default=60.0, gt=0)
-    user: str | None = None  # default: "uid:gid" owning the repo dir on the host
-    allow_shell: bool = False
 
 
 class SandboxReply(BaseModel):
@@ -137,108 +112,6 @@ class SandboxReply(BaseModel):
 
 # --------------------------------------------------------------------------------------------------
 # helpers
-
-
-def _docker_client() -> docker.DockerClient:
-    try:
-        client = docker.from_env()
-        client.ping()
-    except docker.errors.DockerException as exc:
-        raise SandboxError(f"Docker is not answering ({exc}); start the daemon or set DOCKER_HOST") from exc
-    except OSError as exc:
-        raise SandboxError(f"Docker is not answering ({exc}); start the daemon or set DOCKER_HOST") from exc
-    return client
-
-
-def _process_start_ticks(pid: int) -> str | None:
-    """The start time of a process (clock ticks since boot), to tell a reused pid apart."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    # The command name (field 2) may hold spaces and parentheses: split after the last ')'.
-    fields = stat[stat.rfind(")") + 2 :].split()
-    return fields[19] if len(fields) > 19 else None
-
-
-def _pid_alive(pid: int, start_ticks: str | None) -> bool:
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass  # exists, owned by someone else
-    except OSError:
-        return False
-    if start_ticks:
-        now = _process_start_ticks(pid)
-        if now is not None and now != start_ticks:
-            return False  # the pid was reused by another process
-    return True
-
-
-def _safe_name(text: str, limit: int = 40) -> str:
-    cleaned = re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-.") or "task"
-    return cleaned[:limit]
-
-
-def _remove_container(client: docker.DockerClient, container_id: str) -> None:
-    """Kill and remove a container; a container that is already gone (or going) is fine."""
-    try:
-        client.api.remove_container(container_id, force=True)
-    except docker.errors.NotFound:
-        pass
-    except docker.errors.APIError as exc:
-        # 409: "removal of container ... is already in progress" (auto_remove raced us).
-        if exc.status_code != 409:
-            _log.warning("could not remove sandbox container %s: %s", container_id[:12], exc)
-
-
-def reap_leftovers(
-    client: docker.DockerClient | None = None,
-    log: Callable[[str], None] = _log.info,
-) -> list[str]:
-    """Remove codebox containers left by dead runs; return their ids.
-
-    A container is removed when its owner process (labels codebox.owner,
-    codebox.owner_start, codebox.host) is dead on this host, or when its
-    lifetime (label codebox.expires) has passed, whoever owns it.
-    """
-    client = client or _docker_client()
-    hostname = socket.gethostname()
-    now = time.time()
-    removed: list[str] = []
-    try:
-        containers = client.api.containers(all=True, filters={"label": LABEL_TASK})
-    except docker.errors.APIError as exc:
-        log(f"cannot list sandbox containers to reap: {exc}")
-        return removed
-    for info in containers:
-        labels: dict[str, str] = info.get("Labels") or {}
-        cid: str = info["Id"]
-        reason = None
-        try:
-            expires = float(labels.get(LABEL_EXPIRES, "inf"))
-        except ValueError:
-            expires = math.inf
-        if now > expires + EXPIRY_GRACE_S:
-            reason = "its lifetime has passed"
-        elif labels.get(LABEL_HOST) == hostname:
-            try:
-                pid = int(labels.get(LABEL_OWNER, ""))
-            except ValueError:
-                pid = -1
-            if pid <= 0 or not _pid_alive(pid, labels.get(LABEL_OWNER_START)):
-                reason = f"its owner process {labels.get(LABEL_OWNER)} is gone"
-        if reason is None:
-            continue
-        names = info.get("Names") or [cid[:12]]
-        log(f"removing leftover sandbox container {names[0].lstrip('/')}: {reason}")
-        _remove_container(client, cid)
-        removed.append(cid)
-    return removed
 
 
 # Every live Sandbox; one atexit hook closes them all (a WeakSet does not keep them alive).
@@ -326,16 +199,14 @@ class Sandbox:
     def call(self, tool: str, args: dict[str, Any], timeout_s: float | None = None) -> SandboxReply:
         """Run read_file / search / run_test (ping too) in the read-only tool container.
 
-        ``apply_patch`` is routed to the write container (see ``apply_patch``).
+        A tool that writes (``sandbox.tools.catalog.WRITE_TOOLS``: apply_patch) is routed to
+        the write container.
         A hang, a crash or a garbled answer gives ``ok=False, outcome="container_died"``
         and the next call runs in a fresh container. Raises SandboxError only when no
         container can be started (or the sandbox is closed).
         """
-        if tool == "apply_patch":
-            patch = args.get("patch", args.get("input"))
-            if not isinstance(patch, str):
-                return self._local_error("apply_patch needs a 'patch' string argument")
-            return self.apply_patch(patch, timeout_s)
+        if tool in WRITE_TOOLS:
+            return self._request(ROLE_WRITE, tool, dict(args), self._timeout(timeout_s))
         args = dict(args)
         timeout = self._timeout(timeout_s)
         if tool == "run_test":
@@ -351,7 +222,7 @@ class Sandbox:
 
     def apply_patch(self, patch: str, timeout_s: float | None = None) -> SandboxReply:
         """Apply a patch in the write container (repo rw, .git ro); started on first use and reused."""
-        return self._request(ROLE_WRITE, "apply_patch", {"patch": patch}, self._timeout(timeout_s))
+        return self.call("apply_patch", {"patch": patch}, timeout_s)
 
     def close(self) -> None:
         """Remove both containers. Idempotent; safe from any thread (and from a signal handler)."""
@@ -388,10 +259,6 @@ class Sandbox:
         if timeout_s is None or timeout_s <= 0:
             return self.config.default_timeout_s
         return float(timeout_s)
-
-    @staticmethod
-    def _local_error(message: str) -> SandboxReply:
-        return SandboxReply(ok=False, output=message, error=message, outcome="error", duration_s=0.0)
 
     def _request(self, role: str, tool: str, args: dict[str, Any], timeout_s: float) -> SandboxReply:
         with self._call_lock:
@@ -524,7 +391,7 @@ class Sandbox:
     # -- containers ----------------------------------------------------------------------------
     def _docker(self) -> docker.DockerClient:
         if self._client is None:
-            self._client = _docker_client()
+            self._client = connect(SandboxError)
         return self._client
 
     def _ensure(self, role: str, needed_s: float) -> _Box:
@@ -548,47 +415,6 @@ class Sandbox:
             self._drop(box)
         return self._launch(role)
 
-    def _user(self) -> str:
-        if self.config.user:
-            return self.config.user
-        st = self.repo.stat()
-        return f"{st.st_uid}:{st.st_gid}"
-
-    def _command(self, role: str) -> list[str]:
-        cfg = self.config
-        server = [
-            "python3",
-            "-m",
-            "sandbox.server",
-            "--root",
-            REPO_MOUNT,
-            "--lifetime-s",
-            str(max(1, math.ceil(cfg.lifetime_s))),
-            "--output-limit",
-            str(cfg.output_limit),
-            "--reap-all",
-        ]
-        if role == ROLE_WRITE:  # the write container runs nothing but the patch engine
-            server += ["--tools", "apply_patch"]
-        if cfg.allow_shell:
-            server.append("--allow-shell")
-        alarm_s = max(1, math.ceil(cfg.lifetime_s)) + ALARM_MARGIN_S
-        init = ["python3", "-m", "sandbox.container_init", "--alarm-s", str(alarm_s)]
-        return [*init, "--hup-grace-s", f"{HUP_GRACE_S:g}", "--", *server]
-
-    def _volumes(self, role: str) -> dict[str, dict[str, str]]:
-        volumes = {
-            str(SANDBOX_PACKAGE_DIR): {"bind": f"{CODE_ROOT}/sandbox", "mode": "ro"},
-        }
-        if role == ROLE_WRITE:
-            volumes[str(self.repo)] = {"bind": REPO_MOUNT, "mode": "rw"}
-            git = self.repo / ".git"
-            if git.exists():
-                volumes[str(git.resolve())] = {"bind": f"{REPO_MOUNT}/.git", "mode": "ro"}
-        else:
-            volumes[str(self.repo)] = {"bind": REPO_MOUNT, "mode": "ro"}
-        return volumes
-
     def _launch(self, role: str) -> _Box:
         if not self.repo.is_dir():
             raise SandboxError(f"the repository {self.repo} is not a directory")
@@ -605,54 +431,11 @@ class Sandbox:
         except docker.errors.APIError as exc:
             raise SandboxError(f"cannot look up the sandbox image {cfg.image!r}: {exc}") from exc
 
-        name = f"codebox-{_safe_name(self.task_id)}-{role}-{secrets.token_hex(3)}"
-        expires = time.time() + cfg.lifetime_s
-        labels = {
-            LABEL_TASK: self.task_id,
-            LABEL_OWNER: str(os.getpid()),
-            LABEL_OWNER_START: _process_start_ticks(os.getpid()) or "",
-            LABEL_HOST: socket.gethostname(),
-            LABEL_ROLE: role,
-            LABEL_EXPIRES: str(int(expires)),
-        }
+        name, options = container_options(cfg, self.repo, role, self.task_id, time.time())
+        expires = float(options["labels"][LABEL_EXPIRES])
         t0 = time.monotonic()
         try:
-            container = client.containers.create(
-                cfg.image,
-                command=self._command(role),
-                name=name,
-                labels=labels,
-                # docker-py has no stdin_once argument: create() with detach=False and
-                # stdin_open=True sets Config.StdinOnce (and the Attach* flags). It does not block.
-                detach=False,
-                stdin_open=True,
-                tty=False,
-                # Our own init is PID 1 (see the module docstring): not docker's --init.
-                init=False,
-                auto_remove=True,
-                network_mode="none",
-                cap_drop=["ALL"],
-                security_opt=["no-new-privileges"],
-                read_only=True,
-                tmpfs={"/tmp": f"rw,exec,nosuid,size={cfg.tmpfs_size}"},
-                pids_limit=cfg.pids_limit,
-                mem_limit=cfg.memory,
-                memswap_limit=cfg.memory,
-                nano_cpus=int(cfg.cpus * 1e9),
-                user=self._user(),
-                environment={
-                    "HOME": "/tmp",
-                    "PYTHONPATH": CODE_ROOT,
-                    "PYTHONDONTWRITEBYTECODE": "1",
-                },
-                volumes=self._volumes(role),
-                # NOT the repo: `python3 -m` puts the working directory first on sys.path, and a
-                # repository with its own `sandbox/` package would replace the server (and the init).
-                working_dir=CODE_ROOT,
-                hostname="codebox",
-                # The responses go to us over the attach stream; the daemon need not keep a copy.
-                log_config=docker.types.LogConfig(type="none"),
-            )
+            container = client.containers.create(cfg.image, name=name, **options)
         except docker.errors.ImageNotFound as exc:
             raise SandboxError(f"the sandbox image {cfg.image!r} is not there; {_IMAGE_HELP}") from exc
         except docker.errors.APIError as exc:
@@ -665,7 +448,7 @@ class Sandbox:
             if not closed:
                 self._boxes[role] = box
         if closed:
-            _remove_container(client, box.id)
+            remove_container(client, box.id)
             raise SandboxError("the sandbox is closed")
         try:
             # Attach BEFORE start: nothing the server writes can be lost, and we are the
@@ -720,7 +503,7 @@ class Sandbox:
             stream.shutdown()
         client = self._client
         if client is not None:
-            _remove_container(client, box.id)
+            remove_container(client, box.id)
         if stream is not None and release:
             stream.close()
 
@@ -742,9 +525,3 @@ def _check_response(response: Any, request_id: int) -> str | None:
     if response.get("data") is not None and not isinstance(response.get("data"), dict):
         return "'data' is not an object"
     return None
-
-
-def iter_codebox_containers(client: docker.DockerClient | None = None) -> Iterator[dict[str, Any]]:
-    """Summaries (docker API dicts) of every container that carries a codebox.task label."""
-    client = client or _docker_client()
-    yield from client.api.containers(all=True, filters={"label": LABEL_TASK})

@@ -16,7 +16,7 @@ import pytest
 
 from agent.loop import CancelToken
 from agent.protocol import AgentEvent
-from tests.scenarios.support import Run, tree_digest
+from tests.e2e.scenarios.support import Run, tree_digest
 
 pytestmark = pytest.mark.docker
 

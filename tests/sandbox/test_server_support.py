@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 # The server must run on python3 >= 3.9: set this to run these tests against another python.
 SERVER_PYTHON = os.environ.get("CODEBOX_TEST_SERVER_PYTHON", sys.executable)
 if str(REPO) not in sys.path:

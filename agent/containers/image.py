@@ -3,7 +3,7 @@
 Two images:
 
 - ``BASE_IMAGE`` (``codebox-base:bookworm``): an offline base made by
-  ``sandbox/build_base.sh`` (debootstrap of Debian with python3, git, ripgrep and
+  ``agent/containers/build_base.sh`` (debootstrap of Debian with python3, git, ripgrep and
   pytest, then ``docker import``) for hosts that reach no container registry.
 - ``SANDBOX_IMAGE`` (``codebox-sandbox:latest``): ``Dockerfile.sandbox`` built on a
   base, always with ``network_mode="none"``.
@@ -31,38 +31,27 @@ from typing import Any
 import docker
 import docker.errors
 
+from agent.containers.docker_client import connect
+from agent.errors import CodeboxError
+
 BASE_IMAGE = "codebox-base:bookworm"
 SANDBOX_IMAGE = "codebox-sandbox:latest"
 # The Dockerfile's default base when a registry can be reached.
 REGISTRY_BASE_IMAGE = "python:3.11-slim-bookworm"
 
 PACKAGE_DIR = Path(__file__).resolve().parent
-PROJECT_ROOT = PACKAGE_DIR.parent
+PROJECT_ROOT = PACKAGE_DIR.parents[1]
 BUILD_BASE_SCRIPT = PACKAGE_DIR / "build_base.sh"
 DOCKERFILE_NAME = "Dockerfile.sandbox"
 
 Log = Callable[[str], None]
 
-_DOCKER_DOWN = (
-    "Docker is not answering ({detail}). Start the daemon (e.g. `systemctl start docker` "
-    "or `service docker start`) and check that this user can reach its socket "
-    "(DOCKER_HOST, or membership in the `docker` group)."
-)
-
-
-class ImageError(Exception):
+class ImageError(CodeboxError):
     """An image could not be found or built; the message says why and what to do."""
 
 
 def _client() -> docker.DockerClient:
-    try:
-        client = docker.from_env()
-        client.ping()
-    except docker.errors.DockerException as exc:
-        raise ImageError(_DOCKER_DOWN.format(detail=exc)) from exc
-    except OSError as exc:  # e.g. a socket path that exists but refuses
-        raise ImageError(_DOCKER_DOWN.format(detail=exc)) from exc
-    return client
+    return connect(ImageError)
 
 
 def image_exists(tag: str) -> bool:
@@ -265,7 +254,7 @@ def ensure_sandbox_image(
     elif not offline and not image_exists(REGISTRY_BASE_IMAGE) and not _pull(REGISTRY_BASE_IMAGE, log):
         raise ImageError(
             f"cannot pull {REGISTRY_BASE_IMAGE} (no registry?); build offline instead "
-            "(offline=True, or `bash sandbox/build_base.sh`)"
+            "(offline=True, or `bash agent/containers/build_base.sh`)"
         )
     if offline:
         build_base(log=log)

@@ -7,13 +7,13 @@ import shutil
 from pathlib import Path
 
 import pytest
-from fake_openai_server import FakeOpenAIServer, chat_reply, error_reply
+from tests.fake_openai_server import FakeOpenAIServer, chat_reply, error_reply
 
 from agent.cli import main
 
 pytestmark = pytest.mark.docker
 
-DEMO_REPO = Path(__file__).resolve().parents[1] / "agent" / "demo" / "repo"
+DEMO_REPO = Path(__file__).resolve().parents[2] / "agent" / "demo" / "repo"
 FIX = (
     "*** Begin Patch\n*** Update File: backoff.py\n@@\n-    for n in range(1, attempts):\n"
     "+    for n in range(attempts):\n*** End Patch\n"
@@ -22,7 +22,7 @@ FIX = (
 
 @pytest.fixture(scope="module", autouse=True)
 def _image() -> None:
-    from sandbox.image import ensure_sandbox_image
+    from agent.containers.image import ensure_sandbox_image
 
     ensure_sandbox_image()
 

@@ -23,7 +23,7 @@ import pytest
 
 from sandbox.patch import PatchError, apply_patch
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[3]
 SHARED = REPO.parent / "shared" / "codex-apply-patch"
 SCENARIOS = SHARED / "scenarios"
 CASES = SHARED / "cases.json"

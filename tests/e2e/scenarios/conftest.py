@@ -13,16 +13,16 @@ from agent.events import CallbackSink, FanoutSink, MemorySink
 from agent.loop import CancelToken
 from agent.model.scripted import ScriptedModel
 from agent.protocol import AgentEvent, TaskSpec
-from sandbox.client import SandboxConfig
-from tests.scenarios.support import Run
+from agent.containers.sandbox import SandboxConfig
+from tests.e2e.scenarios.support import Run
 
-DEMO_REPO = Path(__file__).resolve().parents[2] / "agent" / "demo" / "repo"
+DEMO_REPO = Path(__file__).resolve().parents[3] / "agent" / "demo" / "repo"
 TEST_CMD = ["python3", "-m", "pytest", "-q"]
 
 
 @pytest.fixture(scope="session")
 def sandbox_image() -> str:
-    from sandbox.image import ensure_sandbox_image
+    from agent.containers.image import ensure_sandbox_image
 
     return ensure_sandbox_image()
 

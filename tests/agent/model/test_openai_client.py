@@ -11,7 +11,7 @@ from email.utils import format_datetime
 from typing import Any
 
 import pytest
-from fake_openai_server import (
+from tests.fake_openai_server import (
     FakeOpenAIServer,
     RecordedRequest,
     Reply,

@@ -14,7 +14,7 @@ import docker
 import docker.errors
 import pytest
 
-from sandbox import image
+from agent.containers import image
 
 pytestmark = pytest.mark.docker
 

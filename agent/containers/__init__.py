@@ -1,0 +1,1 @@
+"""The Docker driver: sandbox containers, their attach stream, images, leftovers."""

@@ -1,0 +1,24 @@
+"""The one way codebox connects to the Docker engine."""
+
+from __future__ import annotations
+
+import docker
+import docker.errors
+
+from agent.errors import CodeboxError
+
+DOCKER_DOWN = (
+    "Docker is not answering ({detail}). Start the daemon (e.g. `systemctl start docker` "
+    "or `service docker start`) and check that this user can reach its socket "
+    "(DOCKER_HOST, or membership in the `docker` group)."
+)
+
+
+def connect(error: type[CodeboxError] = CodeboxError) -> docker.DockerClient:
+    """A client that has answered a ping; otherwise ``error`` with what to do."""
+    try:
+        client = docker.from_env()
+        client.ping()
+    except (docker.errors.DockerException, OSError) as exc:  # OSError: a socket that refuses
+        raise error(DOCKER_DOWN.format(detail=exc)) from exc
+    return client

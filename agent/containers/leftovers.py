@@ -1,0 +1,124 @@
+"""Leftover sandbox containers: the labels that name a container's owner, and the reaper that
+removes containers whose owner process is dead or whose lifetime has passed."""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import socket
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import docker
+import docker.errors
+
+from agent.containers.docker_client import connect
+from agent.errors import CodeboxError
+
+_log = logging.getLogger("codebox.sandbox")
+
+LABEL_TASK = "codebox.task"
+LABEL_OWNER = "codebox.owner"
+LABEL_OWNER_START = "codebox.owner_start"
+LABEL_HOST = "codebox.host"
+LABEL_ROLE = "codebox.role"
+LABEL_EXPIRES = "codebox.expires"
+
+# reap_leftovers leaves an expired container alone for this long (its server exits by itself first).
+EXPIRY_GRACE_S = 5.0
+
+
+def process_start_ticks(pid: int) -> str | None:
+    """The start time of a process (clock ticks since boot), to tell a reused pid apart."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    # The command name (field 2) may hold spaces and parentheses: split after the last ')'.
+    fields = stat[stat.rfind(")") + 2 :].split()
+    return fields[19] if len(fields) > 19 else None
+
+
+def _pid_alive(pid: int, start_ticks: str | None) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass  # exists, owned by someone else
+    except OSError:
+        return False
+    if start_ticks:
+        now = process_start_ticks(pid)
+        if now is not None and now != start_ticks:
+            return False  # the pid was reused by another process
+    return True
+
+
+def remove_container(client: docker.DockerClient, container_id: str) -> None:
+    """Kill and remove a container; a container that is already gone (or going) is fine."""
+    try:
+        client.api.remove_container(container_id, force=True)
+    except docker.errors.NotFound:
+        pass
+    except docker.errors.APIError as exc:
+        # 409: "removal of container ... is already in progress" (auto_remove raced us).
+        if exc.status_code != 409:
+            _log.warning("could not remove sandbox container %s: %s", container_id[:12], exc)
+
+
+def reap_leftovers(
+    client: docker.DockerClient | None = None,
+    log: Callable[[str], None] = _log.info,
+) -> list[str]:
+    """Remove codebox containers left by dead runs; return their ids.
+
+    A container is removed when its owner process (labels codebox.owner,
+    codebox.owner_start, codebox.host) is dead on this host, or when its
+    lifetime (label codebox.expires) has passed, whoever owns it.
+    """
+    client = client or connect(CodeboxError)
+    hostname = socket.gethostname()
+    now = time.time()
+    removed: list[str] = []
+    try:
+        containers = client.api.containers(all=True, filters={"label": LABEL_TASK})
+    except docker.errors.APIError as exc:
+        log(f"cannot list sandbox containers to reap: {exc}")
+        return removed
+    for info in containers:
+        labels: dict[str, str] = info.get("Labels") or {}
+        cid: str = info["Id"]
+        reason = None
+        try:
+            expires = float(labels.get(LABEL_EXPIRES, "inf"))
+        except ValueError:
+            expires = math.inf
+        if now > expires + EXPIRY_GRACE_S:
+            reason = "its lifetime has passed"
+        elif labels.get(LABEL_HOST) == hostname:
+            try:
+                pid = int(labels.get(LABEL_OWNER, ""))
+            except ValueError:
+                pid = -1
+            if pid <= 0 or not _pid_alive(pid, labels.get(LABEL_OWNER_START)):
+                reason = f"its owner process {labels.get(LABEL_OWNER)} is gone"
+        if reason is None:
+            continue
+        names = info.get("Names") or [cid[:12]]
+        log(f"removing leftover sandbox container {names[0].lstrip('/')}: {reason}")
+        remove_container(client, cid)
+        removed.append(cid)
+    return removed
+
+
+
+def iter_codebox_containers(client: docker.DockerClient | None = None) -> Iterator[dict[str, Any]]:
+    """Summaries (docker API dicts) of every container that carries a codebox.task label."""
+    client = client or connect(CodeboxError)
+    yield from client.api.containers(all=True, filters={"label": LABEL_TASK})

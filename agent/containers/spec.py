@@ -1,0 +1,150 @@
+"""What a sandbox container looks like: its limits (SandboxConfig), its command, its mounts,
+its labels and every hardening option, in one place."""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import secrets
+import socket
+from pathlib import Path
+from typing import Any
+
+import docker.types
+from pydantic import BaseModel, Field
+
+from agent.containers.leftovers import (
+    LABEL_EXPIRES,
+    LABEL_HOST,
+    LABEL_OWNER,
+    LABEL_OWNER_START,
+    LABEL_ROLE,
+    LABEL_TASK,
+    process_start_ticks,
+)
+from sandbox import wire
+
+ROLE_TOOLS = "tools"
+ROLE_WRITE = "write"
+
+REPO_MOUNT = "/repo"
+CODE_ROOT = "/opt/codebox"
+# The only folder mounted into a container: the in-container package, read-only.
+SANDBOX_PACKAGE_DIR = Path(wire.__file__).resolve().parent
+
+# The container's init ends it this long after the lifetime (the server exits at the lifetime).
+ALARM_MARGIN_S = 30
+# After the host hung up, init waits this long for the server to exit by itself.
+HUP_GRACE_S = 2.0
+
+
+class SandboxConfig(BaseModel):
+    image: str = "codebox-sandbox:latest"
+    memory: str = "1g"
+    pids_limit: int = Field(default=256, ge=16)
+    cpus: float = Field(default=1.0, gt=0)
+    tmpfs_size: str = "512m"  # /tmp is rw,exec,nosuid,size=...
+    lifetime_s: float = Field(default=3600, gt=0)  # cap on a container's life
+    output_limit: int = Field(default=32_000, gt=0)  # bytes per stream kept by the server
+    call_grace_s: float = Field(default=5.0, ge=0)  # host deadline = request timeout + grace
+    default_timeout_s: float = Field(default=60.0, gt=0)
+    user: str | None = None  # default: "uid:gid" owning the repo dir on the host
+    allow_shell: bool = False
+
+
+def _safe_name(text: str, limit: int = 40) -> str:
+    cleaned = re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-.") or "task"
+    return cleaned[:limit]
+
+
+def _repo_owner(repo: Path) -> str:
+    st = repo.stat()
+    return f"{st.st_uid}:{st.st_gid}"
+
+
+def _command(config: SandboxConfig, role: str) -> list[str]:
+    cfg = config
+    server = [
+        "python3",
+        "-m",
+        "sandbox.server",
+        "--root",
+        REPO_MOUNT,
+        "--lifetime-s",
+        str(max(1, math.ceil(cfg.lifetime_s))),
+        "--output-limit",
+        str(cfg.output_limit),
+        "--reap-all",
+    ]
+    if role == ROLE_WRITE:  # the write container runs nothing but the patch engine
+        server += ["--tools", "apply_patch"]
+    if cfg.allow_shell:
+        server.append("--allow-shell")
+    alarm_s = max(1, math.ceil(cfg.lifetime_s)) + ALARM_MARGIN_S
+    init = ["python3", "-m", "sandbox.container_init", "--alarm-s", str(alarm_s)]
+    return [*init, "--hup-grace-s", f"{HUP_GRACE_S:g}", "--", *server]
+
+
+def _volumes(repo: Path, role: str) -> dict[str, dict[str, str]]:
+    volumes = {
+        str(SANDBOX_PACKAGE_DIR): {"bind": f"{CODE_ROOT}/sandbox", "mode": "ro"},
+    }
+    if role == ROLE_WRITE:
+        volumes[str(repo)] = {"bind": REPO_MOUNT, "mode": "rw"}
+        git = repo / ".git"
+        if git.exists():
+            volumes[str(git.resolve())] = {"bind": f"{REPO_MOUNT}/.git", "mode": "ro"}
+    else:
+        volumes[str(repo)] = {"bind": REPO_MOUNT, "mode": "ro"}
+    return volumes
+
+
+def container_options(
+    config: SandboxConfig, repo: Path, role: str, task_id: str, now: float
+) -> tuple[str, dict[str, Any]]:
+    """The container's name and the keyword arguments of docker-py's ``containers.create``."""
+    name = f"codebox-{_safe_name(task_id)}-{role}-{secrets.token_hex(3)}"
+    labels = {
+        LABEL_TASK: task_id,
+        LABEL_OWNER: str(os.getpid()),
+        LABEL_OWNER_START: process_start_ticks(os.getpid()) or "",
+        LABEL_HOST: socket.gethostname(),
+        LABEL_ROLE: role,
+        LABEL_EXPIRES: str(int(now + config.lifetime_s)),
+    }
+    options: dict[str, Any] = dict(
+        command=_command(config, role),
+        labels=labels,
+        # docker-py has no stdin_once argument: create() with detach=False and
+        # stdin_open=True sets Config.StdinOnce (and the Attach* flags). It does not block.
+        detach=False,
+        stdin_open=True,
+        tty=False,
+        # Our own init is PID 1 (agent/containers/sandbox.py says why): not docker's --init.
+        init=False,
+        auto_remove=True,
+        network_mode="none",
+        cap_drop=["ALL"],
+        security_opt=["no-new-privileges"],
+        read_only=True,
+        tmpfs={"/tmp": f"rw,exec,nosuid,size={config.tmpfs_size}"},
+        pids_limit=config.pids_limit,
+        mem_limit=config.memory,
+        memswap_limit=config.memory,
+        nano_cpus=int(config.cpus * 1e9),
+        user=config.user or _repo_owner(repo),
+        environment={
+            "HOME": "/tmp",
+            "PYTHONPATH": CODE_ROOT,
+            "PYTHONDONTWRITEBYTECODE": "1",
+        },
+        volumes=_volumes(repo, role),
+        # NOT the repo: `python3 -m` puts the working directory first on sys.path, and a
+        # repository with its own `sandbox/` package would replace the server (and the init).
+        working_dir=CODE_ROOT,
+        hostname="codebox",
+        # The responses go to us over the attach stream; the daemon need not keep a copy.
+        log_config=docker.types.LogConfig(type="none"),
+    )
+    return name, options

@@ -1,0 +1,58 @@
+"""run_test, host side: the task's test command plus the model's arguments, with a bounded timeout;
+the run becomes the report's last_test."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from agent.protocol import TestRun
+from agent.tools.base import RunEffects, ToolArgs, ToolContext, ToolHandler, ToolResult, result_from_reply
+
+
+class RunTestArgs(ToolArgs):
+    args: list[str] = Field(
+        default_factory=list,
+        description="Extra arguments appended to the task's test command, e.g. ['tests/test_x.py', '-k', 'foo'].",
+    )
+    timeout_s: float | None = Field(default=None, gt=0, description="Time limit for this run in seconds.")
+
+
+class RunTestTool(ToolHandler):
+    name = "run_test"
+    description = (
+        "Run the task's test command in the sandbox (no network, read-only repository). "
+        "args are appended to the command. Returns the exit code and the (capped) output."
+    )
+    args_model = RunTestArgs
+
+    def execute(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
+        assert isinstance(args, RunTestArgs)
+        if not ctx.test_cmd:
+            return ToolResult(
+                content="No test command is configured for this task (codebox run --test-cmd ...).",
+                is_error=True,
+                outcome="error",
+            )
+        timeout = min(args.timeout_s or ctx.default_test_timeout_s, ctx.max_test_timeout_s)
+        argv = [*ctx.test_cmd, *args.args]
+        request: dict[str, Any] = {"argv": argv, "timeout_s": timeout}
+        if ctx.test_in_copy:
+            request["copy_repo"] = True
+        result = result_from_reply(ctx.sandbox.call("run_test", request, timeout_s=timeout))
+        result.data.setdefault("argv", argv)
+        return result
+
+    def summary(self, arguments: dict[str, Any]) -> str:
+        return " ".join(str(a) for a in arguments.get("args", []))
+
+    def note_effects(self, write_paths: list[str], result: ToolResult, effects: RunEffects) -> None:
+        if result.outcome == "denied":
+            return
+        effects.last_test = TestRun(
+            command=[str(a) for a in result.data.get("argv", [])],
+            outcome=result.outcome,
+            exit_code=result.data.get("exit_code"),
+            duration_s=float(result.data.get("duration_s") or 0.0),
+        )
