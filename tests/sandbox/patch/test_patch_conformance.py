@@ -95,7 +95,7 @@ def test_conformance_data_is_present() -> None:
 
 def _run_without_data(tmp_path: Path, require: bool) -> subprocess.CompletedProcess[str]:
     """This file, copied into a checkout with no ../shared beside it, run by pytest."""
-    tests = tmp_path / "checkout" / "tests"
+    tests = tmp_path / "checkout" / Path(__file__).resolve().parent.relative_to(REPO)
     tests.mkdir(parents=True)
     shutil.copy(__file__, tests / "test_copy.py")
     env = {k: v for k, v in os.environ.items() if k not in (REQUIRE_ENV, "PYTEST_ADDOPTS")}
