@@ -1,0 +1,80 @@
+"""A unified diff split into kinds of lines (file header, hunk header, added, removed, context)
+for the page's highlighting, and its file and line counts.
+
+Hunk headers give the line counts, so a removed line that reads "-- x" (shown as "--- x") is
+never taken for a file header.
+"""
+
+from __future__ import annotations
+
+import re
+
+from pydantic import BaseModel, Field
+
+_HUNK = re.compile(r"^@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@")
+_GIT_HEADER = re.compile(r"^diff --git a/(.*) b/(.*)$")
+
+# Line kinds, also the page's CSS classes: file, meta, hunk, add, del, ctx, note.
+LineKind = str
+
+
+class DiffLines(BaseModel):
+    lines: list[tuple[LineKind, str]] = Field(default_factory=list)
+    files: list[str] = Field(default_factory=list)
+    added: int = 0
+    removed: int = 0
+
+
+class _State:
+    def __init__(self) -> None:
+        self.old_left = 0
+        self.new_left = 0
+        self.out = DiffLines()
+
+    @property
+    def in_hunk(self) -> bool:
+        return self.old_left > 0 or self.new_left > 0
+
+    def file(self, path: str) -> None:
+        if path and path != "/dev/null" and path not in self.out.files:
+            self.out.files.append(path)
+
+    def header(self, line: str) -> LineKind:
+        git = _GIT_HEADER.match(line)
+        if git:
+            self.file(git.group(2))
+            return "file"
+        if line.startswith("+++ ") or line.startswith("--- "):
+            name = line[4:].split("\t")[0]
+            self.file(name[2:] if name[:2] in ("a/", "b/") else name)
+            return "file"
+        hunk = _HUNK.match(line)
+        if hunk:
+            self.old_left = int(hunk.group(1) or "1")
+            self.new_left = int(hunk.group(2) or "1")
+            return "hunk"
+        return "meta"
+
+    def body(self, line: str) -> LineKind:
+        sign = line[:1]
+        if sign == "\\":
+            return "note"  # "\ No newline at end of file"
+        if sign == "+":
+            self.new_left -= 1
+            self.out.added += 1
+            return "add"
+        if sign == "-":
+            self.old_left -= 1
+            self.out.removed += 1
+            return "del"
+        self.old_left -= 1
+        self.new_left -= 1
+        return "ctx"
+
+
+def split_diff(text: str) -> DiffLines:
+    state = _State()
+    for line in text.splitlines():
+        kind = state.body(line) if state.in_hunk or line.startswith("\\") else state.header(line)
+        state.out.lines.append((kind, line))
+    return state.out
