@@ -74,7 +74,10 @@ class _State:
 
 def split_diff(text: str) -> DiffLines:
     state = _State()
-    for line in text.splitlines():
+    lines = text.split("\n")  # not splitlines(): a form feed or U+2028 inside a line is not a line end
+    if lines and lines[-1] == "":
+        lines.pop()
+    for line in lines:
         kind = state.body(line) if state.in_hunk or line.startswith("\\") else state.header(line)
         state.out.lines.append((kind, line))
     return state.out

@@ -68,7 +68,8 @@ def read_events(path: Path) -> tuple[list[Event], list[str]]:
         return [], [f"{path.name}: cannot be read"]
     events: list[Event] = []
     warnings: list[str] = []
-    for number, line in enumerate(content.splitlines(), start=1):
+    # "\n" only: str.splitlines() would also cut at U+2028, form feeds ... inside JSON strings
+    for number, line in enumerate(content.split("\n"), start=1):
         if not line.strip():
             continue
         try:
@@ -98,7 +99,7 @@ def read_report(path: Path) -> tuple[dict[str, Any] | None, list[str]]:
 def _jsonl_objects(path: Path) -> list[dict[str, Any]]:
     content = _read_text(path) or ""
     rows = []
-    for line in content.splitlines():
+    for line in content.split("\n"):
         try:
             row = json.loads(line)
         except ValueError:

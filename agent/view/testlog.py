@@ -15,7 +15,7 @@ MAX_FAILING = 200
 def failing_tests(output: str) -> list[str]:
     """Each failing test once, in the order the output names them."""
     found: dict[str, None] = {}
-    for line in output.splitlines():
+    for line in output.split("\n"):
         line = line.strip()
         name = _match(line)
         if name and name not in found:
