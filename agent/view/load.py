@@ -209,13 +209,14 @@ def totals(tasks: list[TaskView]) -> Totals:
     starts = [t.started_at for t in tasks if t.started_at]
     ends = [t.started_at + t.duration_s for t in tasks if t.started_at]
     costs = [t.cost for t in tasks if t.cost is not None]
+    tokens = [t.total_tokens for t in tasks if t.total_tokens is not None]
     return Totals(
         tasks=len(tasks),
         completed=sum(t.status == "completed" for t in tasks),
         failed=sum(t.status in ("stopped", "cancelled") for t in tasks),
         error=sum(t.status == "error" for t in tasks),
         tests_ok=sum(1 for t in tasks if t.test and t.test.outcome in ("ok", "passed")),
-        tokens=sum(t.total_tokens or 0 for t in tasks),
+        tokens=sum(tokens) if tokens else None,
         cost=sum(costs) if costs else None,
         task_time_s=sum(t.duration_s for t in tasks),
         wall_time_s=max(ends) - min(starts) if starts else 0.0,

@@ -106,7 +106,7 @@ class Totals(BaseModel):
     """Stopped or cancelled: ended without a final message, but not by an error."""
     error: int = 0
     tests_ok: int = 0
-    tokens: int = 0
+    tokens: int | None = None
     cost: float | None = None
     task_time_s: float = 0.0
     wall_time_s: float = 0.0

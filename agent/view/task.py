@@ -153,7 +153,7 @@ def _test(report: dict[str, Any], timeline: list[StepView]) -> TestView | None:
         command=" ".join(text(a) for a in command) if isinstance(command, list) else text(command),
         outcome=text(last.get("outcome")) or (call.outcome if call else ""),
         exit_code=last["exit_code"] if isinstance(last.get("exit_code"), int) else None,
-        duration_s=number(last.get("duration_s"), call.duration_s if call else 0.0),
+        duration_s=number(last.get("duration_s")) or (call.duration_s if call else 0.0),
         failing=failing,
         output=output,
     )

@@ -6,7 +6,7 @@ import re
 
 # pytest's short summary ("FAILED tests/t.py::test_x - AssertionError"), its -v/-rA lines
 # ("tests/t.py::test_x FAILED"), and unittest's headers ("FAIL: test_x (pkg.TestCase.test_x)").
-_PYTEST_SUMMARY = re.compile(r"^(?:FAILED|ERROR) (\S+?)(?: - .*)?$")
+_PYTEST_SUMMARY = re.compile(r"^(?:FAILED|ERROR) (.+?)(?: - .*)?$")
 _PYTEST_VERBOSE = re.compile(r"^(\S+::\S+) (?:FAILED|ERROR)\b")
 _UNITTEST = re.compile(r"^(?:FAIL|ERROR): (\S+(?: \(\S+\))?)$")
 MAX_FAILING = 200

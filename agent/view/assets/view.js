@@ -166,7 +166,7 @@
       { class: "cards", id: "summary" },
       card("tasks", count(t.tasks)),
       card("completed", count(t.completed), "ok"),
-      card("failed (stopped, cancelled)", count(t.failed), t.failed ? "warn" : ""),
+      card("failed (stopped)", count(t.failed), t.failed ? "warn" : ""),
       card("error", count(t.error), t.error ? "bad" : ""),
       card("last test passed", count(t.tests_ok)),
       card("tokens", count(t.tokens)),
@@ -394,7 +394,9 @@
         ["files changed", task.files_changed.join(", ")],
       ]),
       warnings(task.warnings),
-      task.error ? h("pre", { class: "error-box", id: "error" }, task.error) : null,
+      task.error
+        ? h("div", { class: "error-box " + (task.status === "error" ? "error" : "stopped") }, h("h4", {}, task.status === "error" ? "error" : "why it stopped"), h("pre", { id: "error" }, task.error))
+        : null,
       section("goal", "goal", h("pre", { class: "goal-text" }, task.goal)),
       section("timeline", "timeline", timelineChart(task)),
       section("steps", "steps", task.timeline.length ? stepsView(task) : h("p", { class: "muted" }, "no steps")),
