@@ -8,7 +8,10 @@ import hashlib
 import html
 import http.client
 import json
+import os
 import re
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -146,3 +149,21 @@ def test_serve_refuses_other_paths_and_foreign_hosts(server: tuple[int, Path]) -
     assert _get(port, "/../report.json").status == 404
     assert _get(port, "/", host=f"attacker.example:{port}").status == 403  # DNS rebinding
     assert _get(port, "/", host=f"localhost:{port}").status == 200
+
+
+def test_view_serve_from_the_command_line(batch_out: Path) -> None:
+    root = Path(__file__).resolve().parents[3]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "agent.cli", "view", str(batch_out), "--serve", "--port", "0"],
+        cwd=root, env={**os.environ, "PYTHONPATH": str(root)}, stdout=subprocess.PIPE, text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        match = re.search(r"http://127\.0\.0\.1:(\d+)/", line)
+        assert match, line
+        assert _get(int(match.group(1))).status == 200
+        assert not (batch_out / "view.html").exists()  # --serve alone writes no file
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
