@@ -33,7 +33,9 @@ def _asset(name: str) -> str:
 def embed_json(value: Any) -> str:
     """JSON that is safe between <script type="application/json"> and </script>."""
     text = json.dumps(value, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
-    return "".join(_JSON_ESCAPES.get(c, c) for c in text)
+    for char, escape in _JSON_ESCAPES.items():  # str.replace: a 60 MB page in well under a second
+        text = text.replace(char, escape)
+    return text
 
 
 def csp_hash(block: str) -> str:

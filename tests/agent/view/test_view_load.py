@@ -193,3 +193,15 @@ def test_failing_tests_from_pytest_and_unittest_output(output: str, expected: li
 
 def test_started_at_is_the_report_time(batch_out: Path) -> None:
     assert by_id(load(batch_out).tasks, "fix-ok").started_at == T0
+
+
+def test_without_events_the_report_call_records_are_the_steps(tmp_path: Path) -> None:
+    calls = [{"call_id": "a", "name": "search", "decision": "allow", "ok": True, "duration_s": 0.5},
+             {"call_id": "b", "name": "apply_patch", "decision": "deny", "ok": False, "error": "Denied"}]
+    (tmp_path / "report.json").write_text(json.dumps({"task_id": "t", "status": "stopped", "tool_calls": calls}))
+    task = load(tmp_path / "report.json").tasks[0]
+    assert task.tool_calls == 2
+    [step] = task.timeline
+    assert [(c.name, c.decision, c.is_error, c.content) for c in step.calls] == [
+        ("search", "allow", False, ""), ("apply_patch", "deny", True, "Denied")]
+    assert step.tool_s == 0.5
