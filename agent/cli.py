@@ -239,6 +239,8 @@ def cmd_image(args: argparse.Namespace) -> int:
 
 
 def cmd_view(args: argparse.Namespace) -> int:
+    import contextlib
+
     from agent.view import ViewError, load, render
     from agent.view.load import default_output
     from agent.view.serve import make_server
