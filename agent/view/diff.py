@@ -12,6 +12,7 @@ import re
 from pydantic import BaseModel, Field
 
 _HUNK = re.compile(r"^@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@")
+MAX_LINE = 4000
 _GIT_HEADER = re.compile(r"^diff --git a/(.*) b/(.*)$")
 
 # Line kinds, also the page's CSS classes: file, meta, hunk, add, del, ctx, note.
@@ -79,5 +80,7 @@ def split_diff(text: str) -> DiffLines:
         lines.pop()
     for line in lines:
         kind = state.body(line) if state.in_hunk or line.startswith("\\") else state.header(line)
+        if len(line) > MAX_LINE:  # a minified file's one line must not make the page unusable
+            line = line[:MAX_LINE] + f" [… {len(line) - MAX_LINE} characters cut by the viewer]"
         state.out.lines.append((kind, line))
     return state.out

@@ -48,7 +48,23 @@ def default_output(path: Path) -> Path:
 
 
 def _view(title: str, source: Path, kind: str, tasks: list[TaskView]) -> BatchView:
+    _unique_ids(tasks)
     return BatchView(title=title, source=str(source), kind=kind, tasks=tasks, generated_at=time.time())
+
+
+def _unique_ids(tasks: list[TaskView]) -> None:
+    """Each task page needs its own address: a second "t1" (a rerun appended to an events
+    file, or a report claiming another folder's id) becomes "t1 (2)"."""
+    seen: dict[str, int] = {}
+    taken = {t.id for t in tasks}
+    for task in tasks:
+        seen[task.id] = seen.get(task.id, 0) + 1
+        if seen[task.id] > 1:
+            n = seen[task.id]
+            while f"{task.id} ({n})" in taken:
+                n += 1
+            task.id = f"{task.id} ({n})"
+            taken.add(task.id)
 
 
 # --- files ---------------------------------------------------------------------------------------
@@ -176,15 +192,7 @@ def _events_file(path: Path) -> BatchView:
     runs = split_runs(events)
     if not runs:
         raise ViewError(f"{path} holds no codebox events")
-    tasks = []
-    seen: dict[str, int] = {}
-    for run in runs:
-        task_id = text(run[0].get("task_id")) or "run"
-        seen[task_id] = seen.get(task_id, 0) + 1
-        task = build_task(task_id, None, run)
-        if seen[task_id] > 1:
-            task.id = f"{task_id} ({seen[task_id]})"
-        tasks.append(task)
+    tasks = [build_task(text(run[0].get("task_id")) or "run", None, run) for run in runs]
     view = _view(path.name, path, "run" if len(tasks) == 1 else "batch", tasks)
     view.warnings = warnings
     return view

@@ -37,13 +37,13 @@ def build_task(
     timeline = build_timeline(events)
     view = TaskView(
         id=text(r.get("task_id")) or task_id,
-        goal=text(r.get("goal") or start.get("goal")),
+        goal=clip(text(r.get("goal") or start.get("goal"))),
         repo=text(r.get("repo") or start.get("repo")),
         model=text(r.get("model") or start.get("model")),
         policy=text(start.get("policy")),
         status=text(r.get("status")) or ("running" if events else "unknown"),
         stop_reason=text(r.get("stop_reason")),
-        error=text(r.get("error")) or None,
+        error=clip(text(r.get("error"))) or None,
         final_message=_final_message(r, timeline),
         steps=int(number(r.get("steps"), len(timeline))),
         tool_calls=_count_calls(r, timeline),

@@ -205,3 +205,18 @@ def test_without_events_the_report_call_records_are_the_steps(tmp_path: Path) ->
     assert [(c.name, c.decision, c.is_error, c.content) for c in step.calls] == [
         ("search", "allow", False, ""), ("apply_patch", "deny", True, "Denied")]
     assert step.tool_s == 0.5
+
+
+def test_two_tasks_claiming_one_id_get_two_pages(batch_out: Path) -> None:
+    copy = batch_out / "fix-ok-again"
+    copy.mkdir()
+    (copy / "report.json").write_text((batch_out / "fix-ok" / "report.json").read_text())
+    ids = [t.id for t in load(batch_out).tasks]
+    assert ids.count("fix-ok") == 1 and "fix-ok (2)" in ids
+
+
+def test_a_huge_diff_line_is_cut() -> None:
+    split = split_diff("--- a/min.js\n+++ b/min.js\n@@ -1 +1 @@\n-" + "x" * 10_000 + "\n+y\n")
+    kind, line = split.lines[3]
+    assert kind == "del" and len(line) < 4100 and line.endswith("characters cut by the viewer]")
+    assert (split.added, split.removed) == (1, 1)
