@@ -25,6 +25,8 @@ RUNTIME_FILES = [
     "agent/demo/script.json",
     "agent/demo/repo/backoff.py",
     "agent/demo/repo/tests/test_backoff.py",
+    "agent/view/assets/view.js",
+    "agent/view/assets/view.css",
 ]
 
 
