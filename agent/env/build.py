@@ -84,7 +84,7 @@ class EnvRequest(BaseModel):
     groups: list[str] = Field(default_factory=list)
     requirements: list[str] = Field(default_factory=list)
     apt: list[str] = Field(default_factory=list)
-    index: IndexConfig = Field(default_factory=IndexConfig)
+    index: IndexConfig = Field(default_factory=IndexConfig.from_environ)
     runner: str | None = DEFAULT_RUNNER
 
 
@@ -107,6 +107,7 @@ def ensure_env(request: EnvRequest, log: Log = _quiet) -> EnvInfo:
         with _lock_for(key):
             cached = images.find_env_image(client, key)
             if cached is not None:
+                log(f"reusing {cached.tag} ({cached.packages} packages)")
                 return _info(cached, request.base_image, declared, built=False, start=start)
             log(f"building the environment for {request.repo} on {request.base_image} "
                 f"({len(declared.requirements)} declared requirements)")
@@ -184,6 +185,7 @@ def _build(client: docker.DockerClient, request: EnvRequest, declared: Declared,
         raise EnvError(f"the build reported success but {tag} is missing")
     info = _info(env, request.base_image, declared, built=True, start=start)
     info.apt = debs or info.apt
+    log(f"built {tag} ({len(lock.pins)} packages) in {info.duration_s:.1f}s")
     return info
 
 

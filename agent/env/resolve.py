@@ -36,6 +36,12 @@ class IndexConfig(BaseModel):
     find_links: list[str] = Field(default_factory=list)
     no_index: bool = False
 
+    @classmethod
+    def from_environ(cls) -> IndexConfig:
+        """``CODEBOX_FIND_LINKS`` (folders, ``:``-separated) and ``CODEBOX_NO_INDEX=1``: offline use."""
+        links = [p for p in os.environ.get("CODEBOX_FIND_LINKS", "").split(os.pathsep) if p]
+        return cls(find_links=links, no_index=os.environ.get("CODEBOX_NO_INDEX") == "1")
+
     def uv_args(self) -> list[str]:
         args = ["--no-index"] if self.no_index else []
         for folder in self.find_links:
