@@ -18,8 +18,8 @@ for name in sys.argv[1:]:
 
 
 def make_wheel(folder: Path, name: str, version: str, files: dict[str, str], requires: tuple[str, ...] = (),
-               requires_python: str | None = None) -> Path:
-    """A pure-Python wheel holding ``files`` (path -> text)."""
+               requires_python: str | None = None, wheel_version: str = "1.0") -> Path:
+    """A pure-Python wheel holding ``files`` (path -> text); a wheel_version installers refuse makes a bad one."""
     dist = f"{name.replace('-', '_')}-{version}"
     meta = f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
     if requires_python:
@@ -27,7 +27,7 @@ def make_wheel(folder: Path, name: str, version: str, files: dict[str, str], req
     meta += "".join(f"Requires-Dist: {r}\n" for r in requires)
     entries = dict(files)
     entries[f"{dist}.dist-info/METADATA"] = meta
-    entries[f"{dist}.dist-info/WHEEL"] = "Wheel-Version: 1.0\nGenerator: codebox-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+    entries[f"{dist}.dist-info/WHEEL"] = f"Wheel-Version: {wheel_version}\nGenerator: codebox-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
     record = []
     for path, text in entries.items():
         digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=").decode()
