@@ -101,16 +101,23 @@ def _has_extensions(data: dict[str, Any], setup: SetupCall | None) -> bool:
 
 
 def _version(repo: Path, meta: dict[str, Any], cfg: Any, setup_values: dict[str, Any], project: Project) -> str:
-    """The static version; else a ``__version__`` literal in the package; else the highest git tag."""
+    """The static version; else a ``__version__`` literal in the package, or PKG-INFO's; else the highest git tag."""
     for value in (meta.get("version"), cfg.get("metadata", "version", fallback=None) if cfg else None,
                   setup_values.get("version")):
         if isinstance(value, str) and _valid(value):
             return value
     if project.name:
-        found = _version_in_sources(repo, project)
+        found = _version_in_sources(repo, project) or _version_in_pkg_info(repo)
         if found:
             return found
     return _highest_tag(repo) or FALLBACK_VERSION
+
+
+def _version_in_pkg_info(repo: Path) -> str | None:
+    """An unpacked sdist says its version in PKG-INFO."""
+    text = read_text(repo, "PKG-INFO") or ""
+    match = re.search(r"^Version:\s*(\S+)\s*$", text, re.MULTILINE)
+    return match.group(1) if match and _valid(match.group(1)) else None
 
 
 def _valid(text: str) -> bool:

@@ -1,0 +1,86 @@
+"""An environment from the real package index: resolve and download on the host, install offline,
+then `codebox run` runs the project's own suite with the pytest version it asks for.
+
+Required when CI is set; elsewhere it skips (with the reason) only when the index is unreachable.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+
+import docker
+import pytest
+
+from tests.agent.env.projects import write
+
+pytestmark = pytest.mark.docker
+ROOT = Path(__file__).resolve().parents[2]
+INDEX = os.environ.get("UV_INDEX_URL") or os.environ.get("UV_DEFAULT_INDEX") or "https://pypi.org/simple/"
+
+PROJECT = {
+    "pyproject.toml": '[project]\nname = "ini-user"\nversion = "0.3"\nrequires-python = ">=3.9"\n'
+                      'dependencies = ["iniconfig>=2"]\n'
+                      '[project.optional-dependencies]\ntest = ["pytest>=8"]\n'
+                      '[tool.setuptools.packages.find]\nwhere = ["src"]\n',
+    "src/ini_user/__init__.py": "import iniconfig\n\ndef parse(text):\n    return iniconfig.IniConfig('x', text)\n",
+    "tests/test_ini.py": "import importlib.metadata as md\nimport pytest\nfrom ini_user import parse\n\n"
+                         "def test_parse():\n    assert parse('[a]\\nb = 1\\n')['a']['b'] == '1'\n\n"
+                         "def test_versions():\n    assert md.version('ini-user') == '0.3'\n"
+                         "    assert int(pytest.__version__.split('.')[0]) >= 8\n",
+}
+
+
+def _index_problem() -> str | None:
+    try:
+        with urllib.request.urlopen(INDEX.rstrip("/") + "/iniconfig/", timeout=15):
+            return None
+    except OSError as exc:
+        return f"the package index {INDEX} is unreachable ({exc})"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _index() -> None:
+    problem = _index_problem()
+    if problem and not os.environ.get("CI"):
+        pytest.skip(problem)
+    assert problem is None, problem
+
+
+def test_codebox_run_with_env_auto_runs_the_projects_suite(tmp_path: Path) -> None:
+    from agent.containers.image import ensure_sandbox_image
+
+    ensure_sandbox_image()
+    repo = write(tmp_path / "repo", PROJECT)
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps({"turns": [{"tool_calls": [{"name": "run_test", "arguments": {}}]},
+                                            {"message": "done"}]}))
+    report_path = tmp_path / "report.json"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "CODEBOX_CACHE_DIR": str(tmp_path / "cache")}
+    proc = subprocess.run(
+        [sys.executable, "-m", "agent.cli", "run", "--repo", str(repo), "--model", f"scripted:{script}",
+         "--test-cmd", "python3 -m pytest -q", "--report", str(report_path), "check"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "codebox: env: building the environment" in proc.stderr
+    report = json.loads(report_path.read_text())
+    image = report["env"]["image"]
+    try:
+        assert report["last_test"]["outcome"] == "ok", proc.stdout
+        assert any(p.startswith("pytest==") and int(p.split("==")[1].split(".")[0]) >= 8
+                   for p in report["env"]["installed"])
+        assert "iniconfig" in report["env"]["lock"]
+        again = subprocess.run(
+            [sys.executable, "-m", "agent.cli", "env", "build", "--repo", str(repo)],
+            cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
+        )
+        assert again.returncode == 0 and again.stdout.strip() == image and "reusing" in again.stderr
+    finally:
+        client = docker.from_env()
+        client.images.remove(image)
+        client.close()
