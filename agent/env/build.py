@@ -296,9 +296,13 @@ fi
   --link-mode copy --compile-bytecode --python {VENV}/bin/python -r {build}/stage/requirements.txt
 cp -R {build}/stage/site/. {site}/
 cp {build}/stage/requirements.txt {VENV}/codebox-lock.txt
-find / -xdev \\( -path /proc -o -path /sys -o -path /dev -o -path /tmp -o -path /etc/hosts \\
-  -o -path /etc/hostname -o -path /etc/resolv.conf \\) -prune -o -cnewer /tmp/codebox-marker -print \\
-  | sed -e 's#^/##' -e '/^$/d' > /tmp/codebox-files
+if ls {build}/debs/*.deb >/dev/null 2>&1; then  # dpkg wrote all over the tree: take what changed
+  find / -xdev \\( -path /proc -o -path /sys -o -path /dev -o -path /tmp -o -path /etc/hosts \\
+    -o -path /etc/hostname -o -path /etc/resolv.conf \\) -prune -o -cnewer /tmp/codebox-marker -print \\
+    | sed -e 's#^/##' -e '/^$/d' > /tmp/codebox-files
+else  # only the venv is new (a find over the whole base costs ~1 s on fuse-overlayfs)
+  find {VENV} | sed -e 's#^/##' > /tmp/codebox-files
+fi
 tar --no-recursion -cf {LAYER_PATH} -C / -T /tmp/codebox-files
 echo "codebox: layer of $(wc -l < /tmp/codebox-files) paths"
 """

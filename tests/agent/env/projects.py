@@ -54,6 +54,7 @@ SETUP_CFG = {
 }
 
 TOX = {
-    "tox.ini": "[tox]\nenvlist = py311\n[testenv]\ndeps =\n    gamma\n    py38: delta\n    -r{toxinidir}/req-extra.txt\n",
+    "tox.ini": "[tox]\nenvlist = py311\n[testenv]\n"
+               "deps =\n    gamma\n    py38: delta\n    -r{toxinidir}/req-extra.txt\n",
     "req-extra.txt": "beta\n",
 }

@@ -3,7 +3,9 @@ the project importable from /repo as if installed editable, the env's own pytest
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -41,10 +43,8 @@ def made() -> Iterator[list[str]]:
     client = docker.from_env()
     for tag in set(tags):
         if tag.startswith(images.REPOSITORY + ":"):
-            try:
+            with contextlib.suppress(docker.errors.ImageNotFound):
                 client.images.remove(tag)
-            except docker.errors.ImageNotFound:
-                pass
     client.close()
 
 
@@ -115,7 +115,9 @@ def test_src_layout_is_importable_from_repo_with_metadata_and_wins_over_the_inde
     assert "repo /repo/src/srcproj/__init__.py" in out and "version 7.1" in out and "srcplug" in out
 
 
-def test_edits_to_the_repo_are_what_the_tests_import(tmp_path: Path, local_index: IndexConfig, made: list[str]) -> None:
+def test_edits_to_the_repo_are_what_the_tests_import(
+    tmp_path: Path, local_index: IndexConfig, made: list[str]
+) -> None:
     repo = write(tmp_path, projects.SRC)
     info = build(repo, local_index, made)
     (repo / "src" / "srcproj" / "__init__.py").write_text("WHERE = 'edited'\n")
@@ -176,7 +178,7 @@ def test_an_install_that_fails_offline_reports_the_log_tail_and_leaves_nothing(
     assert "escaper" in str(info.value)  # the tail of the build log names the bad wheel
     assert {e.id for e in images.list_env_images(client)} == before
     ids = [c for c in client.containers.list(all=True, filters={"label": "codebox.role=env-build"})
-           if c.labels.get("codebox.owner") == str(__import__("os").getpid())]
+           if c.labels.get("codebox.owner") == str(os.getpid())]
     assert ids == [] and all(c["network_mode"] == "none" for c in created)
 
 

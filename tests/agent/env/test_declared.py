@@ -36,7 +36,7 @@ def test_a_named_extra_is_added(tmp_path: Path) -> None:
 
 
 def test_an_unknown_extra_is_an_error_that_lists_the_real_ones(tmp_path: Path) -> None:
-    with pytest.raises(EnvError, match="no extra named 'nope'.*docs, test"):
+    with pytest.raises(EnvError, match=r"no extra named 'nope'.*docs, test"):
         read_declared(write(tmp_path, projects.FLAT), extras=["nope"])
 
 

@@ -27,7 +27,9 @@ def make_wheel(folder: Path, name: str, version: str, files: dict[str, str], req
     meta += "".join(f"Requires-Dist: {r}\n" for r in requires)
     entries = dict(files)
     entries[f"{dist}.dist-info/METADATA"] = meta
-    entries[f"{dist}.dist-info/WHEEL"] = f"Wheel-Version: {wheel_version}\nGenerator: codebox-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+    entries[f"{dist}.dist-info/WHEEL"] = (
+        f"Wheel-Version: {wheel_version}\nGenerator: codebox-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+    )
     record = []
     for path, text in entries.items():
         digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=").decode()
