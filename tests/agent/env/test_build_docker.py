@@ -158,7 +158,8 @@ def test_an_unresolvable_requirement_leaves_no_image(tmp_path: Path, local_index
 
 
 def test_requires_python_the_image_lacks_points_to_image(tmp_path: Path, local_index: IndexConfig) -> None:
-    repo = write(tmp_path, {"pyproject.toml": '[project]\nname = "future"\nversion = "1"\nrequires-python = ">=3.99"\n'})
+    pyproject = '[project]\nname = "future"\nversion = "1"\nrequires-python = ">=3.99"\n'
+    repo = write(tmp_path, {"pyproject.toml": pyproject})
     with pytest.raises(EnvError, match=r"requires Python >=3.99.*--image"):
         ensure_env(EnvRequest(repo=repo, base_image=BASE, index=local_index))
 
