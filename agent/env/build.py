@@ -53,7 +53,7 @@ from agent.env import apt, images
 from agent.env.declared import DEFAULT_RUNNER, Declared, read_declared
 from agent.env.errors import EnvError
 from agent.env.fetch import cache_dir, make_wheelhouse
-from agent.env.project import editable_files
+from agent.env.project import console_scripts, editable_files
 from agent.env.resolve import IndexConfig, Lock, Target, check_python, resolve, uv_binary
 from agent.protocol import EnvInfo
 
@@ -273,10 +273,13 @@ def _stage(folder: Path, declared: Declared, lock: Lock, target: Target) -> None
         path = folder / "site" / relative
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
+    (folder / "bin").mkdir(parents=True)
+    for name, text in console_scripts(declared.project, f"{VENV}/bin/python").items():
+        (folder / "bin" / name).write_text(text, encoding="utf-8")
     (folder / "requirements.txt").write_text(lock.requirements_txt(), encoding="utf-8")
     (folder / "install.sh").write_text(_install_script(target), encoding="utf-8")
     for path in [folder, *folder.rglob("*")]:
-        path.chmod(0o755 if path.is_dir() else 0o644)
+        path.chmod(0o755 if path.is_dir() or path.parent.name == "bin" else 0o644)
 
 
 def _install_script(target: Target) -> str:
@@ -295,6 +298,7 @@ fi
 {build}/uv pip install --no-config --offline --no-index --find-links {build}/wheels --no-deps \\
   --link-mode copy --compile-bytecode --python {VENV}/bin/python -r {build}/stage/requirements.txt
 cp -R {build}/stage/site/. {site}/
+cp -R {build}/stage/bin/. {VENV}/bin/
 cp {build}/stage/requirements.txt {VENV}/codebox-lock.txt
 if ls {build}/debs/*.deb >/dev/null 2>&1; then  # dpkg wrote all over the tree: take what changed
   find / -xdev \\( -path /proc -o -path /sys -o -path /dev -o -path /tmp -o -path /etc/hosts \\

@@ -127,9 +127,23 @@ def _read_pyproject(c: _Collector, data: dict[str, Any]) -> None:
     groups = data.get("dependency-groups")
     if isinstance(groups, dict):
         c.groups = groups
-    for tool in ("poetry", "pdm", "hatch"):
-        if tool in table(data, "tool"):
-            c.notes.append(f"pyproject.toml [tool.{tool}] dependency tables are not read")
+    _read_tool_tables(c, data)
+
+
+def _read_tool_tables(c: _Collector, data: dict[str, Any]) -> None:
+    """PDM's dev-dependencies and hatch's default/test environments: PEP 508 lists, read like extras."""
+    for name, texts in table(data, "tool", "pdm", "dev-dependencies").items():
+        where = f"pyproject.toml [tool.pdm.dev-dependencies] {name}"
+        c.extras.add(name, string_list(texts, where), where)
+    for env in ("default", *DEFAULT_EXTRAS):
+        hatch = table(data, "tool", "hatch", "envs", env)
+        for key in ("dependencies", "extra-dependencies"):
+            where = f"pyproject.toml [tool.hatch.envs.{env}] {key}"
+            for text in string_list(hatch.get(key), where):
+                if "{" not in text:  # hatch's context formatting ({root:uri}) is not ours to expand
+                    c.add(text, where)
+    if "poetry" in table(data, "tool"):
+        c.notes.append("pyproject.toml [tool.poetry] dependency tables are not read (use --requirements)")
 
 
 def _read_setup_cfg(c: _Collector) -> None:

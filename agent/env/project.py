@@ -164,6 +164,29 @@ def _highest_tag(repo: Path) -> str | None:
     return str(max(versions)) if versions else None
 
 
+_SCRIPT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,100}$")
+_DOTTED = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+
+
+def console_scripts(project: Project, python: str) -> dict[str, str]:
+    """bin/ scripts for the project's console scripts (what ``pip install -e`` would make), by name.
+
+    Names and targets that are not plain identifiers are skipped: they become program text.
+    """
+    scripts = {}
+    for name, target in project.entry_points.get("console_scripts", {}).items():
+        module, _, attr = target.split("[")[0].strip().partition(":")
+        module, attr = module.strip(), attr.strip()
+        if not (_SCRIPT_NAME.match(name) and _DOTTED.match(module) and (not attr or _DOTTED.match(attr))):
+            continue
+        if attr:
+            call = f"import {module}\nsys.exit({module}.{attr}())"
+        else:
+            call = f"import runpy\nrunpy.run_module({module!r}, run_name='__main__')"
+        scripts[name] = f"#!{python}\nimport sys\n{call}\n"
+    return scripts
+
+
 def editable_files(project: Project) -> dict[str, str]:
     """Files (path relative to site-packages -> text) that make /repo an editable install."""
     root = f"{REPO_MOUNT}/{project.import_root}" if project.import_root else REPO_MOUNT

@@ -15,8 +15,16 @@ def write(root: Path, files: dict[str, str]) -> Path:
 
 FLAT = {
     "pyproject.toml": '[project]\nname = "flatproj"\nversion = "1.2.3"\ndependencies = ["alpha"]\n'
-                      '[project.optional-dependencies]\ntest = ["gamma"]\ndocs = ["delta"]\n',
-    "flatproj.py": "import alpha\nVALUE = 'flat'\n",
+                      '[project.optional-dependencies]\ntest = ["gamma"]\ndocs = ["delta"]\n'
+                      '[project.scripts]\nflat-hello = "flatproj:hello"\n"bad name;x" = "os:system"\n',
+    "flatproj.py": "import alpha\nVALUE = 'flat'\n\ndef hello():\n    print('hello from', __file__)\n",
+}
+
+HATCH_PDM = {
+    "pyproject.toml": '[project]\nname = "hp"\nversion = "1"\n'
+                      '[tool.hatch.envs.default]\ndependencies = ["gamma", "x @ {root:uri}/x"]\n'
+                      '[tool.pdm.dev-dependencies]\ntest = ["delta"]\n',
+    "hp.py": "",
 }
 
 SRC = {

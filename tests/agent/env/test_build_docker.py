@@ -86,6 +86,7 @@ def test_flat_project_env_every_container_offline_and_the_envs_pytest_runs(
     out = run_in(info, repo, ["python3", "-m", "pytest", "flatproj", "gamma"])
     assert "fake pytest 99.0 from /opt/codebox-env/" in out and "imported flatproj" in out
     assert "python /opt/codebox-env/bin/python3" in out
+    assert "hello from /repo/flatproj.py" in run_in(info, repo, ["flat-hello"])  # its console script, on PATH
 
 
 def test_a_second_build_is_a_cache_hit_with_no_container(

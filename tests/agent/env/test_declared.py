@@ -8,7 +8,7 @@ import pytest
 
 from agent.env.declared import read_declared
 from agent.env.errors import EnvError
-from agent.env.project import editable_files
+from agent.env.project import console_scripts, editable_files
 from tests.agent.env import projects
 from tests.agent.env.projects import write
 
@@ -29,6 +29,20 @@ def test_flat_project_takes_dependencies_and_the_test_extra_not_docs(tmp_path: P
     declared = read_declared(tmp_path, runner=None)
     assert declared.project.name == "flatproj" and declared.project.version == "1.2.3"
     assert declared.project.import_root == ""
+
+
+def test_hatch_default_env_and_pdm_dev_dependencies(tmp_path: Path) -> None:
+    found = texts(write(tmp_path, projects.HATCH_PDM))
+    assert found == {"gamma": "pyproject.toml [tool.hatch.envs.default] dependencies",
+                     "delta": "pyproject.toml [tool.pdm.dev-dependencies] test"}
+
+
+def test_console_scripts_are_made_for_plain_targets_only(tmp_path: Path) -> None:
+    project = read_declared(write(tmp_path, projects.FLAT)).project
+    scripts = console_scripts(project, "/opt/codebox-env/bin/python")
+    assert list(scripts) == ["flat-hello"]
+    script = scripts["flat-hello"]
+    assert script.startswith("#!/opt/codebox-env/bin/python\n") and "flatproj.hello()" in script
 
 
 def test_a_named_extra_is_added(tmp_path: Path) -> None:
