@@ -84,3 +84,40 @@ def test_codebox_run_with_env_auto_runs_the_projects_suite(tmp_path: Path) -> No
         client = docker.from_env()
         client.images.remove(image)
         client.close()
+
+
+def _apt_problem() -> str | None:
+    import shutil
+
+    if shutil.which("apt-get") is None:
+        return "no apt-get on this host"
+    try:
+        subprocess.run(["apt-get", "download", "--print-uris", "less"], check=True, capture_output=True, timeout=60)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"apt cannot resolve packages here ({exc})"
+    return None
+
+
+def test_apt_packages_are_downloaded_on_the_host_and_installed_offline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agent.containers.sandbox import Sandbox, SandboxConfig
+    from agent.env.build import EnvRequest, ensure_env
+    from agent.env.resolve import IndexConfig
+    from tests.agent.env.wheels import make_wheelhouse
+
+    problem = _apt_problem()
+    if problem and not os.environ.get("CI"):
+        pytest.skip(problem)
+    assert problem is None, problem
+    wheels = make_wheelhouse(tmp_path / "wheels")
+    repo = write(tmp_path / "repo", {"requirements-test.txt": "gamma\n"})
+    monkeypatch.setenv("CODEBOX_CACHE_DIR", str(tmp_path / "cache"))
+    info = ensure_env(EnvRequest(repo=repo, apt=["less"], index=IndexConfig(find_links=[str(wheels)], no_index=True)))
+    try:
+        assert "less" in info.apt
+        with Sandbox(repo, SandboxConfig(image=info.image), task_id="env-apt") as sb:
+            reply = sb.call("run_test", {"argv": ["less", "--version"], "timeout_s": 30})
+        assert reply.ok and "less" in reply.output.lower()
+    finally:
+        docker.from_env().images.remove(info.image)
