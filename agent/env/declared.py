@@ -1,7 +1,8 @@
 """What a repository declares it needs, read statically on the host: parsed, never executed.
 
 Sources, in order: pyproject.toml (``[project]`` dependencies, the optional-dependencies
-extras asked for — test/tests/testing/dev by default — and PEP 735 ``[dependency-groups]``),
+extras asked for — test/tests/testing/dev by default — PEP 735 ``[dependency-groups]``,
+hatch's default env, PDM's dev-dependencies, poetry's dependencies and dev/test groups),
 setup.cfg (``install_requires``, ``extras_require``), setup.py (literal arguments of
 ``setup()`` only), requirements files about running or testing the project, and tox.ini's
 ``[testenv]`` deps. A requirement naming the project itself (``attrs[tests]`` inside attrs,
@@ -18,6 +19,8 @@ from packaging.utils import canonicalize_name
 from pydantic import BaseModel, Field
 
 from agent.env.errors import EnvError
+from agent.env.poetry import poetry_tables
+from agent.env.poetry import requirement as poetry_requirement
 from agent.env.project import Project, read_project
 from agent.env.reqlines import Requirement, RequirementsFile, SelfReference, parse_requirement
 from agent.env.safe_read import read_ini, read_toml, string_list, table
@@ -142,8 +145,11 @@ def _read_tool_tables(c: _Collector, data: dict[str, Any]) -> None:
             for text in string_list(hatch.get(key), where):
                 if "{" not in text:  # hatch's context formatting ({root:uri}) is not ours to expand
                     c.add(text, where)
-    if "poetry" in table(data, "tool"):
-        c.notes.append("pyproject.toml [tool.poetry] dependency tables are not read (use --requirements)")
+    for where, deps in poetry_tables(data):
+        for name, value in deps.items():
+            converted = poetry_requirement(str(name), value, where)
+            if converted is not None:
+                c.add(converted, where)
 
 
 def _read_setup_cfg(c: _Collector) -> None:

@@ -42,7 +42,9 @@ def read_project(repo: Path, pyproject: dict[str, Any] | None, setup: SetupCall 
     meta = table(data, "project")
     cfg = read_ini(repo, "setup.cfg")
     setup_values = setup.values if setup else {}
+    poetry = table(data, "tool", "poetry")
     name = meta.get("name") or (cfg.get("metadata", "name", fallback=None) if cfg else None) or setup_values.get("name")
+    name = name or poetry.get("name")
     project = Project(
         name=str(name) if isinstance(name, str) and name.strip() else None,
         requires_python=_requires_python(meta, cfg, setup_values),
@@ -51,7 +53,7 @@ def read_project(repo: Path, pyproject: dict[str, Any] | None, setup: SetupCall 
         entry_points=_entry_points(meta, cfg),
         extension_modules=_has_extensions(data, setup),
     )
-    project.version = _version(repo, meta, cfg, setup_values, project)
+    project.version = _version(repo, meta, cfg, setup_values, project, poetry.get("version"))
     return project
 
 
@@ -100,10 +102,11 @@ def _has_extensions(data: dict[str, Any], setup: SetupCall | None) -> bool:
     return bool(table(data, "tool", "setuptools").get("ext-modules")) or bool(setup and setup.has_extensions)
 
 
-def _version(repo: Path, meta: dict[str, Any], cfg: Any, setup_values: dict[str, Any], project: Project) -> str:
+def _version(repo: Path, meta: dict[str, Any], cfg: Any, setup_values: dict[str, Any], project: Project,
+             poetry_version: Any = None) -> str:
     """The static version; else a ``__version__`` literal in the package, or PKG-INFO's; else the highest git tag."""
     for value in (meta.get("version"), cfg.get("metadata", "version", fallback=None) if cfg else None,
-                  setup_values.get("version")):
+                  setup_values.get("version"), poetry_version):
         if isinstance(value, str) and _valid(value):
             return value
     if project.name:

@@ -66,3 +66,11 @@ TOX = {
                "deps =\n    gamma\n    py38: delta\n    -r{toxinidir}/req-extra.txt\n",
     "req-extra.txt": "beta\n",
 }
+
+POETRY = {
+    "pyproject.toml": '[tool.poetry]\nname = "poet"\nversion = "0.4.0"\n'
+                      '[tool.poetry.dependencies]\npython = "^3.9"\nalpha = "^1.0"\n'
+                      'gamma = {version = "~3.0", extras = ["x"]}\nopt = {version = "*", optional = true}\n'
+                      '[tool.poetry.group.dev.dependencies]\nbeta = "2.0"\ndelta = "*"\n',
+    "poet/__init__.py": "",
+}

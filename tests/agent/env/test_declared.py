@@ -8,6 +8,7 @@ import pytest
 
 from agent.env.declared import read_declared
 from agent.env.errors import EnvError
+from agent.env.poetry import constraint
 from agent.env.project import console_scripts, editable_files
 from tests.agent.env import projects
 from tests.agent.env.projects import write
@@ -35,6 +36,25 @@ def test_hatch_default_env_and_pdm_dev_dependencies(tmp_path: Path) -> None:
     found = texts(write(tmp_path, projects.HATCH_PDM))
     assert found == {"gamma": "pyproject.toml [tool.hatch.envs.default] dependencies",
                      "delta": "pyproject.toml [tool.pdm.dev-dependencies] test"}
+
+
+def test_poetry_tables_are_translated(tmp_path: Path) -> None:
+    declared = read_declared(write(tmp_path, projects.POETRY), runner=None)
+    assert {r.text for r in declared.requirements} == {"alpha<2,>=1.0", "gamma[x]<3.1,>=3.0", "beta==2.0", "delta"}
+    assert declared.project.name == "poet" and declared.project.version == "0.4.0"
+
+
+@pytest.mark.parametrize(("spec", "pep440"), [("^1.2.3", ">=1.2.3,<2"), ("^0.2.3", ">=0.2.3,<0.3"),
+                                              ("~1.2", ">=1.2,<1.3"), ("*", ""), (">=1,<3", ">=1,<3"),
+                                              ("1.2.*", "==1.2.*")])
+def test_poetry_constraints(spec: str, pep440: str) -> None:
+    assert constraint(spec, "x") == pep440
+
+
+def test_poetry_git_sources_are_refused(tmp_path: Path) -> None:
+    write(tmp_path, {"pyproject.toml": '[tool.poetry.dependencies]\nx = {git = "https://10.0.0.1/x.git"}\n'})
+    with pytest.raises(EnvError, match="git source"):
+        read_declared(tmp_path)
 
 
 def test_console_scripts_are_made_for_plain_targets_only(tmp_path: Path) -> None:
