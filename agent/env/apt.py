@@ -53,3 +53,11 @@ def download_debs(packages: list[str], installed: set[str], folder: Path) -> lis
     if wanted:
         _run(["apt-get", "download", "-q", *wanted], cwd=folder)
     return wanted
+
+
+def download_only(packages: list[str], folder: Path) -> list[str]:
+    """Download exactly ``packages`` (no dependencies), for unpacking with ``dpkg-deb -x``."""
+    check_names(packages)
+    folder.mkdir(parents=True, exist_ok=True)
+    _run(["apt-get", "download", "-q", *packages], cwd=folder)
+    return packages

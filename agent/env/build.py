@@ -49,7 +49,7 @@ from agent.containers.leftovers import (
     process_start_ticks,
     remove_container,
 )
-from agent.env import apt, images
+from agent.env import apt, extensions, images
 from agent.env.declared import DEFAULT_RUNNER, Declared, read_declared
 from agent.env.errors import EnvError
 from agent.env.fetch import cache_dir, make_wheelhouse
@@ -68,8 +68,9 @@ ROLE_BUILD = "env-build"
 Log = Callable[[str], None]
 
 _PROBE = (
-    "import platform, sys; v = sys.version_info; libc = platform.libc_ver();"
-    "print(f'{v[0]}.{v[1]}.{v[2]} {platform.machine()} {libc[0]} {libc[1]}')"
+    "import os, platform, sys, sysconfig; v = sys.version_info; libc = platform.libc_ver();"
+    "h = os.path.exists(os.path.join(sysconfig.get_paths()['include'], 'Python.h'));"
+    "print(f'{v[0]}.{v[1]}.{v[2]} {platform.machine()} {libc[0]} {libc[1]} {int(h)}')"
 )
 _key_locks: dict[str, threading.Lock] = {}
 _key_locks_guard = threading.Lock()
@@ -138,6 +139,8 @@ def inputs_key(base_id: str, declared: Declared, request: EnvRequest) -> str:
         "format": FORMAT_VERSION,
         "base": base_id,
         "requirements": [r.text for r in declared.requirements],
+        "build_requires": [r.text for r in declared.build_requires],
+        "sources": declared.sources_digest,
         "project": declared.project.model_dump(mode="json"),
         "apt": sorted(request.apt),
         "index": request.index.model_dump(mode="json"),
@@ -163,23 +166,31 @@ def _info(env: images.EnvImage, base: str, declared: Declared, built: bool, star
 
 def _build(client: docker.DockerClient, request: EnvRequest, declared: Declared, base_id: str, key: str,
            log: Log, start: float) -> EnvInfo:
-    target, installed_debs = probe(client, request.base_image, with_debs=bool(request.apt))
+    compiled = declared.project.extension_modules
+    target, installed_debs = probe(client, request.base_image, with_debs=bool(request.apt) or compiled)
     check_python(declared.project.requires_python, target, request.base_image)
     log(f"resolving {len(declared.requirements)} requirements for Python {target.python} ({target.platform})")
     lock = resolve(declared.requirements, target, request.index)
+    apt_packages = list(request.apt)
+    build_lock = Lock(pins=[])
+    if compiled:  # the compiler (and headers) come from apt, the build backend from the index
+        apt_packages += extensions.COMPILER_APT
+        build_lock = resolve(declared.build_requires, target, request.index)
     if declared.project.name:  # a dependency may pull the project from the index: /repo is the project
         own = canonicalize_name(declared.project.name)
         lock = Lock(pins=[p for p in lock.pins if canonicalize_name(p.name) != own])
     tag = f"{images.REPOSITORY}:{_tag_hash(base_id, lock, declared, request)}"
     with tempfile.TemporaryDirectory(prefix="codebox-env-") as tmp:
         folder = Path(tmp)
-        log(f"downloading {len(lock.pins)} wheels")
-        make_wheelhouse(lock, folder / "wheels")
-        debs = apt.download_debs(request.apt, installed_debs, folder / "debs") if request.apt else []
-        _stage(folder / "stage", declared, lock, target)
+        log(f"downloading {len(lock.pins) + len(build_lock.pins)} wheels")
+        make_wheelhouse(Lock(pins=[*lock.pins, *build_lock.pins]), folder / "wheels")
+        debs = apt.download_debs(apt_packages, installed_debs, folder / "debs") if apt_packages else []
+        if compiled and not target.headers:
+            apt.download_only(extensions.headers_packages(target.python), folder / "debs-x")
+        _stage(folder / "stage", declared, lock, target, build_lock)
         labels = _labels(request, declared, lock, target, base_id, key)
         log(f"installing into {VENV} (network none)")
-        _install_and_load(client, request.base_image, folder, tag, labels)
+        _install_and_load(client, request.base_image, folder, tag, labels, request.repo if compiled else None)
     env = images.get_env_image(client, tag)
     if env is None:
         raise EnvError(f"the build reported success but {tag} is missing")
@@ -194,7 +205,7 @@ def probe(client: docker.DockerClient, image: str, with_debs: bool = False) -> t
 
     Kept per image id in the cache folder: an image's Python does not change.
     """
-    saved = cache_dir() / "probe" / f"{_image_id(client, image).replace(':', '-')}.json"
+    saved = cache_dir() / "probe-v2" / f"{_image_id(client, image).replace(':', '-')}.json"
     if not with_debs and saved.is_file():
         with contextlib.suppress(ValueError, OSError):
             return Target.model_validate_json(saved.read_text(encoding="utf-8")), set()
@@ -212,7 +223,7 @@ def _probe(client: docker.DockerClient, image: str, with_debs: bool) -> tuple[Ta
     output = _run_once(client, image, ["sh", "-c", script], "probe")
     lines = output.splitlines()
     try:
-        version, machine, libc, libc_version = [*lines[0].split(), "", "", ""][:4]
+        version, machine, libc, libc_version, headers = [*lines[0].split(), "", "", "", ""][:5]
     except IndexError:
         raise EnvError(f"the image {image} has no working python3") from None
     if libc != "glibc":
@@ -220,7 +231,8 @@ def _probe(client: docker.DockerClient, image: str, with_debs: bool) -> tuple[Ta
                        "environments need a glibc (manylinux) image")
     major, _, minor = libc_version.partition(".")
     platform = f"{machine}-manylinux_{major}_{minor}"
-    return Target(python=version, platform=platform), {line.strip() for line in lines[1:] if line.strip()}
+    installed = {line.strip() for line in lines[1:] if line.strip()}
+    return Target(python=version, platform=platform, headers=headers == "1"), installed
 
 
 def _leftover_labels(purpose: str, lifetime_s: float) -> dict[str, str]:
@@ -257,6 +269,7 @@ def _tag_hash(base_id: str, lock: Lock, declared: Declared, request: EnvRequest)
         "base": base_id,
         "lock": [[p.name, p.version, p.sha256] for p in lock.pins],
         "project": declared.project.model_dump(mode="json"),
+        "sources": declared.sources_digest,
         "apt": sorted(request.apt),
     }, sort_keys=True)
     return hashlib.sha256(material.encode()).hexdigest()[:16]
@@ -267,7 +280,7 @@ def _site_packages(target: Target) -> str:
     return f"{VENV}/lib/python{major}.{minor}/site-packages"
 
 
-def _stage(folder: Path, declared: Declared, lock: Lock, target: Target) -> None:
+def _stage(folder: Path, declared: Declared, lock: Lock, target: Target, build_lock: Lock) -> None:
     """The install script, the pinned requirements and the editable-install files."""
     for relative, text in editable_files(declared.project).items():
         path = folder / "site" / relative
@@ -277,15 +290,22 @@ def _stage(folder: Path, declared: Declared, lock: Lock, target: Target) -> None
     for name, text in console_scripts(declared.project, f"{VENV}/bin/python").items():
         (folder / "bin" / name).write_text(text, encoding="utf-8")
     (folder / "requirements.txt").write_text(lock.requirements_txt(), encoding="utf-8")
-    (folder / "install.sh").write_text(_install_script(target), encoding="utf-8")
+    compiled = declared.project.extension_modules
+    if compiled:
+        (folder / "build-requirements.txt").write_text(build_lock.requirements_txt(), encoding="utf-8")
+        (folder / "collect_ext.py").write_text(extensions.collect_script(), encoding="utf-8")
+    script = _install_script(target, declared.project.import_root if compiled else None)
+    (folder / "install.sh").write_text(script, encoding="utf-8")
     for path in [folder, *folder.rglob("*")]:
         path.chmod(0o755 if path.is_dir() or path.parent.name == "bin" else 0o644)
 
 
-def _install_script(target: Target) -> str:
-    """Install offline, then tar every path the install created or changed (by ctime) into one layer."""
+def _install_script(target: Target, extension_root: str | None) -> str:
+    """Install offline (and build the project's extensions when ``extension_root`` is given, "" for
+    a flat layout), then tar every path the install created or changed into one layer."""
     site = _site_packages(target)
     build = BUILD_MOUNT
+    ext = "" if extension_root is None else extensions.shell_steps(build, "python", extension_root, site, VENV)
     return f"""set -eu
 export HOME=/tmp UV_CACHE_DIR=/tmp/codebox-uv-cache UV_NO_PROGRESS=1 NO_COLOR=1
 python=$(command -v python3)
@@ -300,7 +320,7 @@ fi
 cp -R {build}/stage/site/. {site}/
 cp -R {build}/stage/bin/. {VENV}/bin/
 cp {build}/stage/requirements.txt {VENV}/codebox-lock.txt
-if ls {build}/debs/*.deb >/dev/null 2>&1; then  # dpkg wrote all over the tree: take what changed
+{ext}if ls {build}/debs/*.deb >/dev/null 2>&1; then  # dpkg wrote all over the tree: take what changed
   find / -xdev \\( -path /proc -o -path /sys -o -path /dev -o -path /tmp -o -path /etc/hosts \\
     -o -path /etc/hostname -o -path /etc/resolv.conf \\) -prune -o -cnewer /tmp/codebox-marker -print \\
     | sed -e 's#^/##' -e '/^$/d' > /tmp/codebox-files
@@ -328,15 +348,21 @@ def _labels(request: EnvRequest, declared: Declared, lock: Lock, target: Target,
 
 
 def _install_and_load(client: docker.DockerClient, base: str, folder: Path, tag: str,
-                      labels: dict[str, str]) -> None:
-    """Run the install in a network-none container, take its one-layer diff, load it as ``tag``."""
+                      labels: dict[str, str], repo: Path | None) -> None:
+    """Run the install in a network-none container, take its one-layer diff, load it as ``tag``.
+
+    ``repo`` (read-only) only when the project's extensions are built from it.
+    """
     mounts = {
         str(folder / "stage"): {"bind": f"{BUILD_MOUNT}/stage", "mode": "ro"},
         str(folder / "wheels"): {"bind": f"{BUILD_MOUNT}/wheels", "mode": "ro"},
         uv_binary(): {"bind": f"{BUILD_MOUNT}/uv", "mode": "ro"},
     }
-    if (folder / "debs").is_dir():
-        mounts[str(folder / "debs")] = {"bind": f"{BUILD_MOUNT}/debs", "mode": "ro"}
+    for debs in ("debs", "debs-x"):
+        if (folder / debs).is_dir():
+            mounts[str(folder / debs)] = {"bind": f"{BUILD_MOUNT}/{debs}", "mode": "ro"}
+    if repo is not None:
+        mounts[str(repo)] = {"bind": f"{BUILD_MOUNT}/repo", "mode": "ro"}
     container = client.containers.create(
         base, ["sh", f"{BUILD_MOUNT}/stage/install.sh"], network_mode="none", user="0:0",
         volumes=mounts, labels=_leftover_labels("env-build", BUILD_TIMEOUT_S), working_dir="/",

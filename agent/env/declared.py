@@ -19,6 +19,7 @@ from packaging.utils import canonicalize_name
 from pydantic import BaseModel, Field
 
 from agent.env.errors import EnvError
+from agent.env.extensions import build_requires, source_digest
 from agent.env.poetry import poetry_tables
 from agent.env.poetry import requirement as poetry_requirement
 from agent.env.project import Project, read_project
@@ -40,6 +41,9 @@ class Declared(BaseModel):
     project: Project
     files: list[str] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
+    # Only for a project with compiled extensions: what building them needs, and their sources' digest.
+    build_requires: list[Requirement] = Field(default_factory=list)
+    sources_digest: str = ""
 
     @property
     def needs_env(self) -> bool:
@@ -289,9 +293,12 @@ def read_declared(
         c.expand_group(name, "--group")
     _read_requirement_files(c, [*requirement_files(repo), *(requirements or [])])
     _read_tox(c)
-    if project.extension_modules:
-        c.notes.append("the project declares compiled extensions: they are not built in the environment")
     declared = Declared(requirements=_dedupe(c.requirements), project=project, files=c.files, notes=c.notes)
+    if project.extension_modules:
+        declared.build_requires = build_requires(pyproject)
+        declared.sources_digest = source_digest(repo)
+        declared.notes.append("the project's compiled extensions are built at env time; "
+                              "edits to their C/Cython sources need a new `codebox env build`")
     if runner and declared.needs_env and _norm(runner) not in {r.name for r in declared.requirements}:
         declared.requirements.append(parse_requirement(runner, "codebox default (the test runner)"))
     return declared

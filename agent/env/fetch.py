@@ -75,6 +75,8 @@ def make_wheelhouse(lock: Lock, folder: Path) -> Path:
         paths = list(pool.map(lambda pin: _fetch(pin, store), lock.pins))
     for path in paths:
         link = folder / path.name
+        if link.exists():  # the same wheel in the runtime and the build lock
+            continue
         try:
             os.link(path, link)
         except OSError:

@@ -28,6 +28,7 @@ class Target(BaseModel):
 
     python: str  # full version, e.g. "3.11.2"
     platform: str  # uv's --python-platform, e.g. "x86_64-manylinux_2_36"
+    headers: bool = True  # Python.h is there (building C extensions needs it)
 
 
 class IndexConfig(BaseModel):
