@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import secrets
 import shutil
 import urllib.parse
 import urllib.request
@@ -47,7 +48,7 @@ def _fetch(pin: Pin, store: Path) -> Path:
     if target.is_file():
         return target  # stored under its own hash: checked when it was stored
     target.parent.mkdir(parents=True, exist_ok=True)
-    partial = target.with_name(target.name + f".part{os.getpid()}")
+    partial = target.with_name(f"{target.name}.part-{os.getpid()}-{secrets.token_hex(4)}")
     url = urllib.parse.urlsplit(pin.url)
     try:
         if url.scheme == "file" or not url.scheme:
@@ -71,12 +72,11 @@ def make_wheelhouse(lock: Lock, folder: Path) -> Path:
     """``folder`` holding the lock's wheels (downloaded once, then linked from the cache)."""
     store = cache_dir() / "wheels"
     folder.mkdir(parents=True, exist_ok=True)
+    unique = list({pin.sha256: pin for pin in lock.pins}.values())  # a wheel in both the runtime and build lock
     with ThreadPoolExecutor(max_workers=PARALLEL_DOWNLOADS) as pool:
-        paths = list(pool.map(lambda pin: _fetch(pin, store), lock.pins))
+        paths = list(pool.map(lambda pin: _fetch(pin, store), unique))
     for path in paths:
         link = folder / path.name
-        if link.exists():  # the same wheel in the runtime and the build lock
-            continue
         try:
             os.link(path, link)
         except OSError:

@@ -121,3 +121,48 @@ def test_apt_packages_are_downloaded_on_the_host_and_installed_offline(
         assert reply.ok and "less" in reply.output.lower()
     finally:
         docker.from_env().images.remove(info.image)
+
+
+C_PROJECT = {
+    "setup.py": "from setuptools import Extension, setup\n\n"
+                "setup(name='cfast', version='1.0', packages=['cfast'], package_dir={'': 'src'},\n"
+                "      ext_modules=[Extension('cfast._speed', ['src/cfast/_speed.c'])])\n",
+    "src/cfast/__init__.py": "try:\n    from cfast._speed import add\n    COMPILED = True\nexcept ImportError:\n"
+                             "    def add(a, b):\n        return a + b\n    COMPILED = False\n",
+    "src/cfast/_speed.c": "#define PY_SSIZE_T_CLEAN\n#include <Python.h>\n\n"
+                          "static PyObject *add(PyObject *self, PyObject *args) {\n    long a, b;\n"
+                          "    if (!PyArg_ParseTuple(args, \"ll\", &a, &b)) return NULL;\n"
+                          "    return PyLong_FromLong(a + b);\n}\n\n"
+                          "static PyMethodDef methods[] = {\n"
+                          "    {\"add\", add, METH_VARARGS, \"add\"}, {NULL, NULL, 0, NULL}};\n"
+                          "static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, \"_speed\", NULL, -1, methods};\n"
+                          "PyMODINIT_FUNC PyInit__speed(void) { return PyModule_Create(&module); }\n",
+    "tests/test_c.py": "import cfast\nfrom cfast import _speed\n\n\ndef test_the_compiled_module_is_used():\n"
+                       "    assert cfast.COMPILED and cfast.add(2, 3) == 5\n"
+                       "    assert _speed.__file__.startswith('/opt/codebox-env/codebox-ext/')\n",
+}
+
+
+def test_the_projects_c_extension_is_built_offline_and_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from agent.containers.sandbox import Sandbox, SandboxConfig
+    from agent.env.build import EnvRequest, ensure_env
+    from agent.env.errors import EnvError
+
+    problem = _apt_problem()
+    if problem and not os.environ.get("CI"):
+        pytest.skip(problem)
+    assert problem is None, problem
+    monkeypatch.setenv("CODEBOX_CACHE_DIR", str(tmp_path / "cache"))
+    repo = write(tmp_path / "repo", {**C_PROJECT, "src/cfast/_speed.c": "this is not C;\n"})
+    with pytest.raises(EnvError, match=r"(?s)failed offline.*extensions failed.*_speed\.c") as failed:
+        ensure_env(EnvRequest(repo=repo))
+    assert "error" in str(failed.value).lower()
+    write(repo, {"src/cfast/_speed.c": C_PROJECT["src/cfast/_speed.c"]})  # fixed: a new environment
+    info = ensure_env(EnvRequest(repo=repo))
+    try:
+        assert any("compiled extensions are built" in note for note in info.notes)
+        with Sandbox(repo, SandboxConfig(image=info.image), task_id="env-cext") as sb:
+            reply = sb.call("run_test", {"argv": ["python3", "-m", "pytest", "-q"], "timeout_s": 60})
+        assert reply.ok and "1 passed" in reply.output, reply.output
+    finally:
+        docker.from_env().images.remove(info.image)
