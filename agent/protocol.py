@@ -246,6 +246,9 @@ class Report(BaseModel):
         if self.last_test:
             t = self.last_test
             lines.append(f"last test: {' '.join(t.command)} -> {t.outcome} (exit {t.exit_code})")
+        if self.env and self.env.image != self.env.base_image:
+            how = "built" if self.env.built else "reused"
+            lines.append(f"env: {self.env.image} ({len(self.env.installed)} packages, {how})")
         if self.usage:
             u = self.usage
             lines.append(f"tokens: {u.input_tokens} in, {u.output_tokens} out")
