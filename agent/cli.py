@@ -112,6 +112,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             test_cmd=shlex.split(args.test_cmd) if args.test_cmd else [],
             test_in_copy=args.test_in_copy,
             image=args.image,
+            env=args.env or "auto",
             max_steps=args.max_steps,
             timeout_s=args.timeout,
         )
@@ -132,6 +133,11 @@ def cmd_run(args: argparse.Namespace) -> int:
             sinks.append(JsonlSink(args.events))
         except OSError as exc:
             return _usage_error(f"cannot write the events file {args.events}: {exc}")
+    prepared = _prepare_env(task, sandbox_config.image)
+    if isinstance(prepared, int):
+        for s in sinks:
+            s.close()
+        return prepared
     sink = FanoutSink(*sinks)
     cancel = CancelToken()
     try:
@@ -145,11 +151,35 @@ def cmd_run(args: argparse.Namespace) -> int:
                 cancel=cancel,
                 limits=Limits(max_steps=args.max_steps, timeout_s=args.timeout),
                 ask=terminal_ask if task.policy == "ask" else None,
+                prepared_env=prepared,
             )
     finally:
         sink.close()
     _finish_report(report, args.report, console_stream)
     return _exit_code(report)
+
+
+def _prepare_env(task: TaskSpec, base_image: str) -> Any:
+    """The task's environment, chosen before the run (EnvInfo or None), or the exit code of a failure."""
+    from agent.env.choose import choose_env
+    from agent.env.errors import EnvError
+    from agent.errors import CodeboxError
+
+    try:
+        return choose_env(task.env, Path(task.repo), base_image, _env_progress)
+    except KeyboardInterrupt:
+        print("codebox: cancelled while preparing the environment", file=sys.stderr)
+        return EXIT_CANCELLED
+    except EnvError as exc:
+        print(f"codebox: {exc}", file=sys.stderr)
+        return EXIT_USAGE if exc.usage else EXIT_STOPPED
+    except CodeboxError as exc:
+        print(f"codebox: {exc}", file=sys.stderr)
+        return EXIT_STOPPED
+
+
+def _env_progress(line: str) -> None:
+    print(f"codebox: env: {line}", file=sys.stderr, flush=True)
 
 
 def _usage_error(message: str) -> int:
@@ -183,6 +213,8 @@ def cmd_batch(args: argparse.Namespace) -> int:
         sandbox_config = _sandbox_config(args)
     except ValueError as exc:
         return _usage_error(f"bad arguments: {exc}")
+    if args.env:  # the flag, when given, sets every task's environment
+        tasks = [task.model_copy(update={"env": args.env}) for task in tasks]
     out = Path(args.out)
     cancel = CancelToken()
     with cancel_on_signals(cancel):
@@ -279,6 +311,94 @@ def cmd_gc(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_env_build(args: argparse.Namespace) -> int:
+    from agent.env.build import EnvRequest, ensure_env
+    from agent.env.errors import EnvError
+    from agent.env.resolve import IndexConfig
+    from agent.errors import CodeboxError
+
+    repo = Path(args.repo).expanduser().resolve()
+    if not repo.is_dir():
+        return _usage_error(f"the repository {args.repo} is not a directory")
+    index = IndexConfig.from_environ()
+    index = IndexConfig(find_links=[*index.find_links, *args.find_links], no_index=index.no_index or args.no_index)
+    request = EnvRequest(repo=repo, base_image=args.image or "codebox-sandbox:latest", extras=args.extra,
+                         groups=args.group, requirements=args.requirements, apt=args.apt, index=index)
+    try:
+        info = ensure_env(request, _env_progress)
+    except EnvError as exc:
+        print(f"codebox: {exc}", file=sys.stderr)
+        return EXIT_USAGE if exc.usage else EXIT_STOPPED
+    except CodeboxError as exc:
+        print(f"codebox: {exc}", file=sys.stderr)
+        return EXIT_STOPPED
+    for note in info.notes:
+        print(f"codebox: env: note: {note}", file=sys.stderr)
+    print(info.image)
+    return EXIT_OK
+
+
+def cmd_env_ls(args: argparse.Namespace) -> int:
+    from agent.containers.docker_client import connect
+    from agent.env.errors import EnvError
+    from agent.env.images import list_env_images
+
+    try:
+        client = connect(EnvError)
+        found = list_env_images(client)
+        client.close()
+    except EnvError as exc:
+        print(f"codebox: {exc}", file=sys.stderr)
+        return EXIT_STOPPED
+    print(f"{'IMAGE':<30} {'PYTHON':<8} {'PKGS':>5} {'SIZE':>8}  {'CREATED':<19}  REPO")
+    for env in found:
+        size = f"{env.size / 1e6:.0f}MB"
+        print(f"{env.tag:<30} {env.python:<8} {env.packages:>5} {size:>8}  {env.created:<19}  {env.repo}")
+    return EXIT_OK
+
+
+def cmd_env_rm(args: argparse.Namespace) -> int:
+    from agent.containers.docker_client import connect
+    from agent.env.errors import EnvError
+    from agent.env.images import remove_env_images
+
+    if not args.images and not args.all:
+        return _usage_error("name the images to remove (see `codebox env ls`), or pass --all")
+    try:
+        client = connect(EnvError)
+        removed = remove_env_images(client, args.images)
+        client.close()
+    except EnvError as exc:
+        print(f"codebox: {exc}", file=sys.stderr)
+        return EXIT_USAGE if exc.usage else EXIT_STOPPED
+    for tag in removed:
+        print(f"removed {tag}")
+    return EXIT_OK
+
+
+def _add_env_parser(sub: Any) -> None:
+    env = sub.add_parser("env", help="dependency environments (images with the repo's declared dependencies)")
+    env_sub = env.add_subparsers(dest="env_command", required=True)
+    build = env_sub.add_parser("build", help="build or reuse the environment of a repository; prints the image")
+    build.add_argument("--repo", required=True, help="the repository whose declared dependencies to install")
+    build.add_argument("--extra", action="append", default=[], metavar="NAME",
+                       help="an optional-dependencies extra to add (test, tests, testing, dev are taken by default)")
+    build.add_argument("--group", action="append", default=[], metavar="NAME", help="a [dependency-groups] group")
+    build.add_argument("--requirements", action="append", default=[], metavar="FILE",
+                       help="a requirements file inside the repo")
+    build.add_argument("--apt", action="append", default=[], metavar="PKG", help="a Debian package the tests need")
+    build.add_argument("--image", help="the base image (default codebox-sandbox:latest)")
+    build.add_argument("--find-links", action="append", default=[], metavar="DIR", help="a local folder of wheels")
+    build.add_argument("--no-index", action="store_true", help="only --find-links folders, no package index")
+    build.set_defaults(func=cmd_env_build)
+    ls = env_sub.add_parser("ls", help="list environment images")
+    ls.set_defaults(func=cmd_env_ls)
+    rm = env_sub.add_parser("rm", help="remove environment images")
+    rm.add_argument("images", nargs="*", help="images to remove (codebox-env:... only)")
+    rm.add_argument("--all", action="store_true", help="remove every environment image")
+    rm.set_defaults(func=cmd_env_rm)
+
+
 # --- parser --------------------------------------------------------------------------------------
 
 
@@ -295,6 +415,9 @@ def _add_model_options(p: argparse.ArgumentParser) -> None:
 def _add_sandbox_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("sandbox")
     g.add_argument("--image", help="sandbox image (any image with python3; default codebox-sandbox:latest)")
+    g.add_argument("--env", default=None, metavar="auto|none|IMAGE",
+                   help="dependency environment: auto builds or reuses one from what the repo declares (default "
+                        "for run; for batch, the task's own `env`), none uses the image as it is")
     g.add_argument("--memory", help="container memory limit, e.g. 1g")
     g.add_argument("--pids", type=int, help="container process limit")
     g.add_argument("--cpus", type=float, help="container CPU limit")
@@ -372,6 +495,8 @@ def build_parser() -> argparse.ArgumentParser:
     build.add_argument("--force", action="store_true", help="rebuild even if it exists")
     build.add_argument("--pull", action="store_true", help="build on the registry base (pulled) instead of offline")
     build.set_defaults(func=cmd_image)
+
+    _add_env_parser(sub)
 
     view = sub.add_parser("view", help="runs and batches as one HTML page (a batch --out folder, events or report)")
     view.add_argument("path", help="a batch --out folder, a task folder, an events .jsonl or a report .json")

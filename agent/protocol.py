@@ -146,6 +146,9 @@ class TaskSpec(BaseModel):
     # write next to their files (the repository itself is always mounted read-only).
     test_in_copy: bool = False
     image: str | None = None
+    # The dependency environment: "auto" (build or reuse one from what the repo declares),
+    # "none" (the image as it is), or an image name (an environment made before).
+    env: str = Field(default="auto", min_length=1)
     max_steps: int = Field(default=30, ge=1)
     timeout_s: float = Field(default=900.0, gt=0)
     model: str | None = None
@@ -196,6 +199,20 @@ class TestRun(BaseModel):
     duration_s: float = 0.0
 
 
+class EnvInfo(BaseModel):
+    """The dependency environment a run used: enough to reproduce it."""
+
+    image: str
+    base_image: str
+    built: bool = False  # False: reused from the cache, or none was needed
+    lock: str = ""  # the pinned packages, name==version one a line
+    installed: list[str] = Field(default_factory=list)
+    apt: list[str] = Field(default_factory=list)
+    python: str = ""
+    notes: list[str] = Field(default_factory=list)
+    duration_s: float = 0.0
+
+
 class Report(BaseModel):
     """What a run did. The key names are stable: scripts read them."""
 
@@ -212,6 +229,7 @@ class Report(BaseModel):
     files_changed: list[str] = Field(default_factory=list)
     last_test: TestRun | None = None
     usage: Usage | None = None
+    env: EnvInfo | None = None
     started_at: float
     duration_s: float
 
@@ -228,6 +246,9 @@ class Report(BaseModel):
         if self.last_test:
             t = self.last_test
             lines.append(f"last test: {' '.join(t.command)} -> {t.outcome} (exit {t.exit_code})")
+        if self.env and self.env.image != self.env.base_image:
+            how = "built" if self.env.built else "reused"
+            lines.append(f"env: {self.env.image} ({len(self.env.installed)} packages, {how})")
         if self.usage:
             u = self.usage
             lines.append(f"tokens: {u.input_tokens} in, {u.output_tokens} out")

@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from agent.containers.image import ImageError, image_problem
 from agent.containers.sandbox import Sandbox, SandboxConfig, SandboxError, SandboxReply
+from agent.env.choose import choose_env
+from agent.errors import CodeboxError
 from agent.events import EventSink
 from agent.loop import CancelToken, CodingAgent, Limits
 from agent.model.base import ModelClient, ModelError
 from agent.model.factory import build_model
 from agent.policy import ApproveOncePolicy, AskFn, Policy, ReadOnlyPolicy, WorkspaceWritePolicy
-from agent.protocol import STATUS_FOR_REASON, AgentEvent, Report, StopReason, TaskSpec
+from agent.protocol import STATUS_FOR_REASON, AgentEvent, EnvInfo, Report, StopReason, TaskSpec
 from agent.tools import ToolContext, ToolRegistry
 
 
@@ -82,8 +86,13 @@ def run_task(
     cancel: CancelToken | None = None,
     limits: Limits | None = None,
     ask: AskFn | None = None,
+    env_log: Callable[[str], None] | None = None,
+    prepared_env: EnvInfo | None = None,
 ) -> Report:
-    """Run one task and always return a report; the sandbox is removed whatever happens."""
+    """Run one task and always return a report; the sandbox is removed whatever happens.
+
+    ``prepared_env``: the environment the caller already chose (else ``task.env`` is chosen here).
+    """
     cancel = cancel or CancelToken()
     try:
         policy = build_policy(task, ask)
@@ -103,18 +112,35 @@ def run_task(
             return failed_report(task, model.name, "sandbox_error", problem, sink)
     except ImageError as exc:
         return failed_report(task, model.name, "sandbox_error", str(exc), sink)
+    try:  # the dependency environment, built or reused before the first tool call
+        env = prepared_env or choose_env(task.env, repo, config.image, env_log or _env_progress)
+    except CodeboxError as exc:
+        return failed_report(task, model.name, "sandbox_error", f"environment: {exc}", sink)
+    if env is not None:
+        config = config.model_copy(update={"image": env.image})
     sandbox = Sandbox(repo, config, task_id=task.id)
     # The container starts (~0.35 s) while the model thinks about its first reply.
     early = _EarlyStart(sandbox)
     try:
         ctx = ToolContext(sandbox=early, repo=repo, test_cmd=list(task.test_cmd), test_in_copy=task.test_in_copy)
         agent = CodingAgent(model, ToolRegistry(), policy, sink, ctx, limits=limits)
-        return agent.run(task, cancel)
+        return _with_env(agent.run(task, cancel), env)
     finally:
         # Closing first is safe: a start still under way sees the sandbox closed and removes
         # its container itself; so a slow start never holds up a finished or cancelled run.
         sandbox.close()
         early.thread.join(timeout=10)
+
+
+def _env_progress(line: str) -> None:
+    """The visible progress line of an environment build (stderr: stdout may carry --json events)."""
+    print(f"codebox: env: {line}", file=sys.stderr, flush=True)
+
+
+def _with_env(report: Report, env: EnvInfo | None) -> Report:
+    if env is not None:
+        report.env = env
+    return report
 
 
 class _EarlyStart:

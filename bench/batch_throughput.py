@@ -29,10 +29,10 @@ sys.path.insert(0, str(ROOT))
 
 import agent.batch  # noqa: E402
 from agent.batch import run_batch  # noqa: E402
+from agent.containers.image import ensure_sandbox_image  # noqa: E402
+from agent.containers.sandbox import SandboxConfig  # noqa: E402
 from agent.model.scripted import ScriptedModel  # noqa: E402
 from agent.protocol import Report, TaskSpec  # noqa: E402
-from agent.containers.sandbox import SandboxConfig  # noqa: E402
-from agent.containers.image import ensure_sandbox_image  # noqa: E402
 
 DEMO = ROOT / "agent" / "demo"
 CGROUP = Path("/sys/fs/cgroup/memory/docker")

@@ -1,0 +1,42 @@
+"""A task's ``env`` setting (auto | none | IMAGE) turned into the image its sandbox runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import docker.errors
+
+from agent.containers.docker_client import connect
+from agent.env import images
+from agent.env.build import EnvRequest, Log, ensure_env
+from agent.env.errors import EnvError
+from agent.protocol import EnvInfo
+
+AUTO, NONE = "auto", "none"
+
+
+def _quiet(_: str) -> None:
+    pass
+
+
+def choose_env(env: str, repo: Path, base_image: str, log: Log = _quiet) -> EnvInfo | None:
+    """None for ``none``; the built or reused environment for ``auto``; the named image otherwise."""
+    if env == NONE:
+        return None
+    if env == AUTO:
+        return ensure_env(EnvRequest(repo=repo, base_image=base_image), log)
+    client = connect(EnvError)
+    try:
+        found = images.get_env_image(client, env)
+        if found is None:
+            try:
+                client.images.get(env)
+            except docker.errors.ImageNotFound:
+                raise EnvError(f"--env {env}: no such image (use auto, none, or an image from `codebox env ls`)",
+                               usage=True) from None
+            return EnvInfo(image=env, base_image=env)
+    finally:
+        client.close()
+    lock = found.labels.get(images.LABEL_LOCK, "")
+    return EnvInfo(image=env, base_image=found.base, lock=lock, installed=lock.split(),
+                   python=found.python, apt=found.labels.get(images.LABEL_APT, "").split())

@@ -1,0 +1,17 @@
+"""The one error type of dependency environments: a one-line message a person can act on."""
+
+from __future__ import annotations
+
+from agent.errors import CodeboxError
+
+
+class EnvError(CodeboxError):
+    """An environment could not be read, resolved or built; the message says why and what to do.
+
+    ``usage`` marks errors the input caused (a bad or unresolvable declaration): the CLI
+    exits 2 for those, 1 for the rest (Docker down, a failed offline build).
+    """
+
+    def __init__(self, message: str, *, usage: bool = False) -> None:
+        super().__init__(message)
+        self.usage = usage

@@ -1,0 +1,160 @@
+"""Resolve declared requirements into a lock, on the host, with uv: binary wheels only, for the
+sandbox image's Python and platform (not the host's). Nothing is built or run here.
+
+``uv pip compile --format pylock.toml`` gives every pinned package with the URL and sha256 of
+the wheels that fit the target; ``fetch.py`` downloads exactly those.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import tempfile
+import tomllib
+from pathlib import Path
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from pydantic import BaseModel, Field
+
+from agent.env.errors import EnvError
+from agent.env.reqlines import Requirement
+
+RESOLVE_TIMEOUT_S = 300.0
+
+
+class Target(BaseModel):
+    """The interpreter the environment is for: the sandbox image's python3."""
+
+    python: str  # full version, e.g. "3.11.2"
+    platform: str  # uv's --python-platform, e.g. "x86_64-manylinux_2_36"
+    headers: bool = True  # Python.h is there (building C extensions needs it)
+
+
+class IndexConfig(BaseModel):
+    """Where wheels come from: the configured index (uv's default or UV_INDEX_URL), or local folders."""
+
+    find_links: list[str] = Field(default_factory=list)
+    no_index: bool = False
+
+    @classmethod
+    def from_environ(cls) -> IndexConfig:
+        """``CODEBOX_FIND_LINKS`` (folders, ``:``-separated) and ``CODEBOX_NO_INDEX=1``: offline use."""
+        links = [p for p in os.environ.get("CODEBOX_FIND_LINKS", "").split(os.pathsep) if p]
+        return cls(find_links=links, no_index=os.environ.get("CODEBOX_NO_INDEX") == "1")
+
+    def uv_args(self) -> list[str]:
+        args = ["--no-index"] if self.no_index else []
+        for folder in self.find_links:
+            args += ["--find-links", folder]
+        return args
+
+
+class Pin(BaseModel):
+    name: str
+    version: str
+    url: str
+    sha256: str
+
+    @property
+    def filename(self) -> str:
+        return self.url.rsplit("/", 1)[-1]
+
+
+class Lock(BaseModel):
+    """The resolved set: one wheel per package, each with its URL and sha256."""
+
+    pins: list[Pin]
+
+    def requirements_txt(self) -> str:
+        return "".join(f"{p.name}=={p.version}\n" for p in self.pins)
+
+    def installed(self) -> list[str]:
+        return [f"{p.name}=={p.version}" for p in self.pins]
+
+
+def uv_binary() -> str:
+    """The uv executable shipped by the ``uv`` wheel (a dependency of codebox)."""
+    try:
+        from uv import find_uv_bin
+    except ImportError as exc:
+        raise EnvError("uv is not installed; `pip install uv` (a codebox dependency)") from exc
+    return str(find_uv_bin())
+
+
+def check_python(requires_python: str | None, target: Target, image: str) -> None:
+    """EnvError (usage) when the image's Python is outside the project's requires-python."""
+    if not requires_python:
+        return
+    try:
+        spec = SpecifierSet(requires_python)
+    except InvalidSpecifier:
+        raise EnvError(f"requires-python {requires_python!r} is not a valid version specifier", usage=True) from None
+    if not spec.contains(target.python, prereleases=True):
+        raise EnvError(
+            f"the project requires Python {requires_python}, but the sandbox image {image} has Python "
+            f"{target.python}; pass --image with a Python that fits (any image with python3 works as a base)",
+            usage=True,
+        )
+
+
+def resolve(requirements: list[Requirement], target: Target, index: IndexConfig) -> Lock:
+    """Run ``uv pip compile`` for ``target``; EnvError (usage) naming what could not be resolved."""
+    with tempfile.TemporaryDirectory(prefix="codebox-resolve-") as tmp:
+        source = Path(tmp, "requirements.in")
+        source.write_text("".join(r.text + "\n" for r in requirements), encoding="utf-8")
+        cmd = [
+            uv_binary(), "pip", "compile", str(source), "-o", str(Path(tmp, "pylock.toml")),
+            "--python-version", target.python, "--python-platform", target.platform,
+            "--only-binary", ":all:", "--no-config", "--quiet", "--no-header", *index.uv_args(),
+        ]
+        try:  # cwd: an empty folder, so no uv.toml or pyproject of anyone else's is read
+            proc = subprocess.run(cmd, cwd=tmp, capture_output=True, text=True, errors="replace",
+                                  timeout=RESOLVE_TIMEOUT_S, env=_uv_env(), stdin=subprocess.DEVNULL)
+        except subprocess.TimeoutExpired:
+            raise EnvError(f"resolving took longer than {RESOLVE_TIMEOUT_S:g} s (is the package index reachable?)"
+                           ) from None
+        if proc.returncode != 0:
+            raise EnvError(_explain(proc.stderr, requirements), usage=_is_unsatisfiable(proc.stderr))
+        return parse_pylock(Path(tmp, "pylock.toml").read_text(encoding="utf-8"))
+
+
+def _uv_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.setdefault("UV_NO_PROGRESS", "1")
+    env["NO_COLOR"] = "1"
+    return env
+
+
+def _is_unsatisfiable(stderr: str) -> bool:
+    return "No solution found" in stderr or "not found in" in stderr or "no usable wheels" in stderr.lower()
+
+
+def _explain(stderr: str, requirements: list[Requirement]) -> str:
+    """One line: what could not be resolved, where it was declared, and uv's reason."""
+    text = " ".join(stderr.replace("╰─▶", " ").replace("\u00d7", " ").split())
+    match = re.search(r"Because .*?(?:unsatisfiable\.|$)", text)
+    reason = (match.group(0) if match else text)[:400]
+    mentioned = [r for r in requirements if re.search(rf"(?<![\w.-]){re.escape(r.name)}(?![\w-])", text.lower())]
+    where = "; ".join(f"{r.text} (declared in {r.source})" for r in mentioned[:3])
+    head = f"cannot resolve {where}" if where else "cannot resolve the declared requirements"
+    hint = ""
+    if "no usable wheels" in text.lower() or "no wheels" in text.lower():
+        hint = " (codebox installs binary wheels only; building dependencies from source is not supported yet)"
+    return f"{head}: {reason}{hint}"
+
+
+def parse_pylock(text: str) -> Lock:
+    data = tomllib.loads(text)
+    pins = []
+    for package in data.get("packages", []):
+        wheels = package.get("wheels") or []
+        if not wheels:
+            raise EnvError(f"the lock has no wheel for {package.get('name')} (source builds are not supported yet)")
+        wheel = wheels[0]
+        sha256 = (wheel.get("hashes") or {}).get("sha256")
+        url = wheel.get("url") or wheel.get("path")
+        if not sha256 or not url:
+            raise EnvError(f"the lock gives no URL or sha256 for {package.get('name')}")
+        pins.append(Pin(name=package["name"], version=str(package["version"]), url=str(url), sha256=sha256))
+    return Lock(pins=sorted(pins, key=lambda p: p.name))

@@ -1,0 +1,199 @@
+"""Environment images built for real from a local wheelhouse: every build container without a network,
+the project importable from /repo as if installed editable, the env's own pytest, cache hits, clean failures."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import docker
+import docker.models.containers
+import pytest
+
+from agent.containers.sandbox import Sandbox, SandboxConfig
+from agent.env import images
+from agent.env.build import EnvRequest, ensure_env
+from agent.env.errors import EnvError
+from agent.env.resolve import IndexConfig
+from agent.protocol import EnvInfo
+from tests.agent.env import projects
+from tests.agent.env.projects import write
+from tests.agent.env.wheels import make_wheel
+
+pytestmark = pytest.mark.docker
+BASE = "codebox-sandbox:latest"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _image() -> None:
+    from agent.containers.image import ensure_sandbox_image
+
+    ensure_sandbox_image()
+
+
+@pytest.fixture(scope="module")
+def made() -> Iterator[list[str]]:
+    """Tags of the environment images this module made: removed at its end (ours only)."""
+    tags: list[str] = []
+    yield tags
+    client = docker.from_env()
+    for tag in set(tags):
+        if tag.startswith(images.REPOSITORY + ":"):
+            with contextlib.suppress(docker.errors.ImageNotFound):
+                client.images.remove(tag)
+    client.close()
+
+
+@pytest.fixture()
+def created(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
+    """The options of every container created (a spy: the real create still runs)."""
+    seen: list[dict[str, Any]] = []
+    real = docker.models.containers.ContainerCollection.create
+
+    def spy(self: Any, image: str, command: Any = None, **kwargs: Any) -> Any:
+        seen.append({"image": image, "command": command, **kwargs})
+        return real(self, image, command, **kwargs)
+
+    monkeypatch.setattr(docker.models.containers.ContainerCollection, "create", spy)
+    return seen
+
+
+def build(repo: Path, index: IndexConfig, made: list[str], **kw: Any) -> EnvInfo:
+    info = ensure_env(EnvRequest(repo=repo, base_image=BASE, index=index, **kw))
+    made.append(info.image)
+    return info
+
+
+def run_in(info: EnvInfo, repo: Path, argv: list[str]) -> str:
+    with Sandbox(repo, SandboxConfig(image=info.image), task_id="env-test") as sb:
+        reply = sb.call("run_test", {"argv": argv, "timeout_s": 60})
+    assert reply.ok, reply.output
+    return reply.output
+
+
+def test_flat_project_env_every_container_offline_and_the_envs_pytest_runs(
+    tmp_path: Path, local_index: IndexConfig, made: list[str], created: list[dict[str, Any]]
+) -> None:
+    repo = write(tmp_path, projects.FLAT)
+    info = build(repo, local_index, made)
+    assert info.built and info.image.startswith("codebox-env:")
+    assert info.installed == ["alpha==1.0", "beta==2.0", "gamma==3.0", "pytest==99.0"]
+    assert created and all(c["network_mode"] == "none" for c in created), created
+    out = run_in(info, repo, ["python3", "-m", "pytest", "flatproj", "gamma"])
+    assert "fake pytest 99.0 from /opt/codebox-env/" in out and "imported flatproj" in out
+    assert "python /opt/codebox-env/bin/python3" in out
+    assert "hello from /repo/flatproj.py" in run_in(info, repo, ["flat-hello"])  # its console script, on PATH
+
+
+def test_a_second_build_is_a_cache_hit_with_no_container(
+    tmp_path: Path, local_index: IndexConfig, made: list[str], created: list[dict[str, Any]]
+) -> None:
+    repo = write(tmp_path, projects.FLAT)
+    first = build(repo, local_index, made)
+    created.clear()
+    again = build(repo, local_index, made)
+    assert again.image == first.image and not again.built and again.installed == first.installed
+    assert created == []
+    write(repo, {"requirements-test.txt": "delta\n"})  # a new declaration: a new environment
+    third = build(repo, local_index, made)
+    assert third.image != first.image and "delta==4.0" in third.installed
+
+
+def test_src_layout_is_importable_from_repo_with_metadata_and_wins_over_the_index(
+    tmp_path: Path, local_index: IndexConfig, made: list[str]
+) -> None:
+    repo = write(tmp_path, projects.SRC)
+    info = build(repo, local_index, made)
+    assert "srcproj==5.0" not in info.installed  # pulled by pulls-project, but /repo is the project
+    code = ("import srcproj, importlib.metadata as md; print(srcproj.WHERE, srcproj.__file__); "
+            "print('version', md.version('srcproj')); "
+            "print('plugins', [e.name for e in md.entry_points(group='pytest11')])")
+    out = run_in(info, repo, ["python3", "-c", code])
+    assert "repo /repo/src/srcproj/__init__.py" in out and "version 7.1" in out and "srcplug" in out
+
+
+def test_edits_to_the_repo_are_what_the_tests_import(
+    tmp_path: Path, local_index: IndexConfig, made: list[str]
+) -> None:
+    repo = write(tmp_path, projects.SRC)
+    info = build(repo, local_index, made)
+    (repo / "src" / "srcproj" / "__init__.py").write_text("WHERE = 'edited'\n")
+    assert "edited" in run_in(info, repo, ["python3", "-c", "import srcproj; print(srcproj.WHERE)"])
+
+
+def test_the_images_own_packages_do_not_shadow_the_env(tmp_path: Path, local_index: IndexConfig,
+                                                       made: list[str]) -> None:
+    repo = write(tmp_path, projects.GROUPS)
+    info = build(repo, local_index, made)
+    code = "import importlib.util as u; print('attrs', u.find_spec('attrs')); import pytest; print(pytest.__file__)"
+    out = run_in(info, repo, ["python3", "-c", code])
+    assert "attrs None" in out and "/opt/codebox-env/" in out  # Debian's attrs 22.2 is in the base image
+
+
+@pytest.mark.parametrize("shape", ["REQUIREMENTS", "SETUP_PY", "SETUP_CFG", "TOX"])
+def test_other_shapes_build_and_import(shape: str, tmp_path: Path, local_index: IndexConfig, made: list[str]) -> None:
+    repo = write(tmp_path, getattr(projects, shape))
+    info = build(repo, local_index, made)
+    wanted = {"REQUIREMENTS": "alpha", "SETUP_PY": "gamma", "SETUP_CFG": "gamma", "TOX": "beta"}[shape]
+    assert any(p.startswith(wanted + "==") for p in info.installed)
+    assert f"imported {wanted}" in run_in(info, repo, ["python3", "-m", "pytest", wanted])
+
+
+def test_a_repo_that_declares_nothing_uses_the_base_image(created: list[dict[str, Any]]) -> None:
+    root = Path(__file__).resolve().parents[3]
+    info = ensure_env(EnvRequest(repo=root / "agent" / "demo" / "repo", base_image=BASE))
+    assert info.image == BASE and not info.built and created == []
+
+
+def test_an_unresolvable_requirement_leaves_no_image(tmp_path: Path, local_index: IndexConfig) -> None:
+    repo = write(tmp_path, {"requirements.txt": "alpha\nnot-there\n"})
+    before = {e.id for e in images.list_env_images(docker.from_env())}
+    with pytest.raises(EnvError, match=r"not-there \(declared in requirements.txt:2\)") as info:
+        ensure_env(EnvRequest(repo=repo, base_image=BASE, index=local_index))
+    assert info.value.usage
+    assert {e.id for e in images.list_env_images(docker.from_env())} == before
+
+
+def test_requires_python_the_image_lacks_points_to_image(tmp_path: Path, local_index: IndexConfig) -> None:
+    pyproject = '[project]\nname = "future"\nversion = "1"\nrequires-python = ">=3.99"\n'
+    repo = write(tmp_path, {"pyproject.toml": pyproject})
+    with pytest.raises(EnvError, match=r"requires Python >=3.99.*--image"):
+        ensure_env(EnvRequest(repo=repo, base_image=BASE, index=local_index))
+
+
+def test_an_install_that_fails_offline_reports_the_log_tail_and_leaves_nothing(
+    tmp_path: Path, made: list[str], created: list[dict[str, Any]]
+) -> None:
+    wheels = tmp_path / "bad-wheels"
+    # Its metadata resolves; only the installer, in the container, refuses it.
+    make_wheel(wheels, "escaper", "1.0", {"escaper/__init__.py": ""}, wheel_version="9.0")
+    make_wheel(wheels, "pytest", "99.0", {"pytest/__init__.py": ""})
+    repo = write(tmp_path / "repo", {"requirements.txt": "escaper\n"})
+    client = docker.from_env()
+    before = {e.id for e in images.list_env_images(client)}
+    with pytest.raises(EnvError, match="failed offline") as info:
+        ensure_env(EnvRequest(repo=repo, base_image=BASE, index=IndexConfig(find_links=[str(wheels)], no_index=True)))
+    assert "escaper" in str(info.value)  # the tail of the build log names the bad wheel
+    assert {e.id for e in images.list_env_images(client)} == before
+    ids = [c for c in client.containers.list(all=True, filters={"label": "codebox.role=env-build"})
+           if c.labels.get("codebox.owner") == str(os.getpid())]
+    assert ids == [] and all(c["network_mode"] == "none" for c in created)
+
+
+def test_env_images_are_labelled_for_ls_and_rm(tmp_path: Path, local_index: IndexConfig, made: list[str]) -> None:
+    repo = write(tmp_path, projects.FLAT)
+    info = build(repo, local_index, made)
+    client = docker.from_env()
+    listed = {e.tag: e for e in images.list_env_images(client)}
+    # The key is the content, not the path: the first repo with this content named the image.
+    assert info.image in listed and listed[info.image].repo.startswith("/") and listed[info.image].packages == 4
+    labels = client.images.get(info.image).labels
+    assert labels["codebox.image"] == "env" and json.dumps(labels)
+    with pytest.raises(EnvError, match="not a codebox environment image"):
+        images.remove_env_images(client, [BASE])
+    assert images.remove_env_images(client, [info.image]) == [info.image]
+    assert images.get_env_image(client, info.image) is None

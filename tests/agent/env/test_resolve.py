@@ -1,0 +1,47 @@
+"""Resolving on the host with uv for the sandbox's Python and platform, from a local wheelhouse."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agent.env.errors import EnvError
+from agent.env.fetch import make_wheelhouse
+from agent.env.reqlines import parse_requirement
+from agent.env.resolve import IndexConfig, Target, check_python, resolve
+
+TARGET = Target(python="3.11.2", platform="x86_64-manylinux_2_36")
+
+
+def test_a_lock_pins_every_package_with_its_sha256(local_index: IndexConfig) -> None:
+    lock = resolve([parse_requirement("alpha", "x")], TARGET, local_index)
+    assert lock.installed() == ["alpha==1.0", "beta==2.0"]
+    assert all(len(p.sha256) == 64 and p.url.startswith("file://") for p in lock.pins)
+
+
+def test_the_wheelhouse_holds_exactly_the_locked_wheels(local_index: IndexConfig, tmp_path: Path) -> None:
+    lock = resolve([parse_requirement("gamma", "x"), parse_requirement("beta<2", "y")], TARGET, local_index)
+    folder = make_wheelhouse(lock, tmp_path / "wh")
+    assert sorted(p.name for p in folder.iterdir()) == ["beta-1.0-py3-none-any.whl", "gamma-3.0-py3-none-any.whl"]
+
+
+def test_an_unresolvable_requirement_is_named_with_where_it_was_declared(local_index: IndexConfig) -> None:
+    reqs = [parse_requirement("alpha", "pyproject.toml [project] dependencies"),
+            parse_requirement("no-such-thing>=1", "requirements-test.txt:3")]
+    with pytest.raises(EnvError) as info:
+        resolve(reqs, TARGET, local_index)
+    message = str(info.value)
+    assert "no-such-thing>=1 (declared in requirements-test.txt:3)" in message
+    assert "alpha" not in message.split(":")[0] and info.value.usage and "\n" not in message
+
+
+def test_a_package_whose_requires_python_excludes_the_sandbox_is_unresolvable(local_index: IndexConfig) -> None:
+    with pytest.raises(EnvError, match="needs-future"):
+        resolve([parse_requirement("needs-future", "setup.py")], TARGET, local_index)
+
+
+def test_requires_python_of_the_project_is_checked_against_the_image() -> None:
+    check_python(">=3.9", TARGET, "img")
+    with pytest.raises(EnvError, match=r"requires Python >=3.12, but the sandbox image img has Python 3.11.2.*--image"):
+        check_python(">=3.12", TARGET, "img")
