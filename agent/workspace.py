@@ -1,0 +1,172 @@
+"""A private working copy per task (a git clone sharing the source's objects, or a reflink copy) and the patch out."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from agent.errors import CodeboxError
+from agent.protocol import PatchSummary
+
+# Every git call: no prompts, no optional index refreshes in the source (a `git status` may
+# rewrite the user's .git/index otherwise), no hooks, no external diff or text conversion
+# drivers, no line-ending rewriting: the workspace holds the bytes the source holds.
+_GIT_ENV = {
+    "GIT_OPTIONAL_LOCKS": "0",
+    "GIT_TERMINAL_PROMPT": "0",
+    "GIT_LFS_SKIP_SMUDGE": "1",
+    "GIT_AUTHOR_NAME": "codebox",
+    "GIT_AUTHOR_EMAIL": "codebox@localhost",
+    "GIT_COMMITTER_NAME": "codebox",
+    "GIT_COMMITTER_EMAIL": "codebox@localhost",
+}
+_GIT_CONFIG = ["-c", "core.hooksPath=/dev/null", "-c", "core.autocrlf=false", "-c", "core.fsmonitor=false",
+               "-c", "commit.gpgSign=false", "-c", "gc.auto=0", "-c", "maintenance.auto=false"]
+_DIFF = ["--binary", "--no-ext-diff", "--no-textconv", "--no-renames"]
+
+
+class WorkspaceError(CodeboxError):
+    """A workspace could not be made (bad repo path, unknown base commit, git failed)."""
+
+
+def git(*args: str, cwd: Path, stdin: bytes | None = None, check: bool = True) -> subprocess.CompletedProcess[bytes]:
+    """Run git with codebox's fixed settings; a failure is a WorkspaceError with git's own message."""
+    env = {**os.environ, **_GIT_ENV}
+    proc = subprocess.run(["git", *_GIT_CONFIG, *args], cwd=cwd, input=stdin, capture_output=True, env=env)
+    if check and proc.returncode != 0:
+        message = proc.stderr.decode(errors="replace").strip().splitlines()
+        raise WorkspaceError(f"git {args[0]} failed in {cwd}: {message[-1] if message else f'exit {proc.returncode}'}")
+    return proc
+
+
+def _out(proc: subprocess.CompletedProcess[bytes]) -> str:
+    return proc.stdout.decode().strip()
+
+
+@dataclass
+class Workspace:
+    """A working copy of ``source``; ``base_commit`` (in the workspace's own git) holds the start."""
+
+    path: Path
+    source: Path
+    base_commit: str
+    # The source's commit the base was made from (HEAD, or the task's base_commit); None for a plain folder.
+    source_commit: str | None
+    # True when the base is source_commit plus the source's uncommitted changes.
+    dirty: bool
+
+    def patch(self) -> str:
+        """Everything that differs from the base, new and deleted files included, as `git diff --binary`."""
+        self._stage()
+        return git("diff", "--cached", *_DIFF, self.base_commit, "--", cwd=self.path).stdout.decode(
+            "utf-8", errors="surrogateescape"
+        )
+
+    def summary(self) -> PatchSummary:
+        self._stage()
+        numstat = _out(git("diff", "--cached", "--numstat", "--no-renames", self.base_commit, "--", cwd=self.path))
+        summary = PatchSummary()
+        for line in numstat.splitlines():
+            added, removed, name = line.split("\t", 2)
+            summary.files.append(name)
+            summary.added += int(added) if added.isdigit() else 0
+            summary.removed += int(removed) if removed.isdigit() else 0
+        return summary
+
+    def _stage(self) -> None:
+        # The index is the workspace's own; staging everything makes new files part of the diff.
+        git("add", "-A", "--", ".", cwd=self.path)
+
+    def remove(self) -> None:
+        shutil.rmtree(self.path, ignore_errors=True)
+
+
+def create_workspace(source: Path, base_commit: str | None = None, root: Path | None = None) -> Workspace:
+    """A fresh working copy of ``source`` at ``base_commit`` (default: HEAD plus uncommitted changes).
+
+    Nothing is written to ``source``: a git repository is cloned with ``--shared`` (its
+    objects are read through objects/info/alternates), a plain folder is copied with
+    reflinks where the file system has them. Raises WorkspaceError.
+    """
+    source = source.expanduser()
+    if not source.is_dir():
+        raise WorkspaceError(f"the repository {source} is not a directory")
+    source = source.resolve()
+    path = Path(tempfile.mkdtemp(prefix="codebox-ws-", dir=root))
+    try:
+        kind = _git_kind(source)
+        if kind == "plain":
+            if base_commit:
+                raise WorkspaceError(f"base_commit {base_commit} given, but {source} is not a git repository")
+            return _from_folder(source, path)
+        return _from_git(source, path, base_commit, bare=kind == "bare")
+    except BaseException:
+        shutil.rmtree(path, ignore_errors=True)
+        raise
+
+
+def _git_kind(source: Path) -> str:
+    """'work' for the top of a git working tree, 'bare' for a bare repository (a mirror), else 'plain'."""
+    if not (source / ".git").exists() and not (source / "HEAD").is_file():
+        return "plain"
+    bare = git("rev-parse", "--is-bare-repository", cwd=source, check=False)
+    if bare.returncode != 0:
+        return "plain"
+    if _out(bare) == "true":
+        return "bare"
+    top = git("rev-parse", "--show-toplevel", cwd=source, check=False)
+    return "work" if top.returncode == 0 and Path(_out(top)).resolve() == source else "plain"
+
+
+def _resolve_commit(source: Path, rev: str) -> str:
+    proc = git("rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}", cwd=source, check=False)
+    if proc.returncode != 0:
+        raise WorkspaceError(f"base_commit {rev!r} is not a commit in {source}")
+    return _out(proc)
+
+
+def _from_git(source: Path, path: Path, base_commit: str | None, *, bare: bool) -> Workspace:
+    if base_commit is None and git("rev-parse", "--verify", "--quiet", "HEAD", cwd=source, check=False).returncode:
+        raise WorkspaceError(f"{source} has no commit yet: commit something, or give base_commit")
+    commit = _resolve_commit(source, base_commit or "HEAD")
+    git("clone", "--quiet", "--shared", "--no-checkout", "--", str(source), str(path), cwd=path.parent)
+    git("checkout", "--quiet", "--detach", commit, cwd=path)
+    dirty = False
+    if base_commit is None and not bare:
+        dirty = _copy_uncommitted(source, path)
+    base = commit
+    if dirty:
+        git("add", "-A", "--", ".", cwd=path)
+        git("commit", "--quiet", "--no-verify", "-m", "codebox base: HEAD plus uncommitted changes", cwd=path)
+        base = _out(git("rev-parse", "HEAD", cwd=path))
+    return Workspace(path=path, source=source, base_commit=base, source_commit=commit, dirty=dirty)
+
+
+def _copy_uncommitted(source: Path, path: Path) -> bool:
+    """Bring the source's staged, unstaged and untracked (not ignored) changes over; True if any."""
+    diff = git("diff", *_DIFF, "HEAD", "--", cwd=source).stdout
+    if diff:
+        git("apply", "--binary", "--whitespace=nowarn", "-", cwd=path, stdin=diff)
+    untracked = git("ls-files", "--others", "--exclude-standard", "-z", cwd=source).stdout
+    names = [name for name in untracked.decode(errors="surrogateescape").split("\0") if name]
+    for name in names:
+        target = path / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(source / name, target, follow_symlinks=False)
+    return bool(diff or names)
+
+
+def _from_folder(source: Path, path: Path) -> Workspace:
+    proc = subprocess.run(["cp", "--reflink=auto", "-a", "--", f"{source}/.", str(path)], capture_output=True)
+    if proc.returncode != 0:
+        raise WorkspaceError(f"copying {source} failed: {proc.stderr.decode(errors='replace').strip()}")
+    # A git of its own, in the copy only, so the patch out is computed the same way as for a clone.
+    git("init", "--quiet", cwd=path)
+    git("add", "-A", "--", ".", cwd=path)
+    git("commit", "--quiet", "--no-verify", "--allow-empty", "-m", "codebox base: a copy of the folder", cwd=path)
+    base = _out(git("rev-parse", "HEAD", cwd=path))
+    return Workspace(path=path, source=source, base_commit=base, source_commit=None, dirty=False)
