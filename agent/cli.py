@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import re
 import shlex
 import signal
 import sys
@@ -193,7 +194,8 @@ def _finish_report(report: Report, path: str | None, stream: TextIO) -> None:
 
 
 def cmd_batch(args: argparse.Namespace) -> int:
-    from agent.batch import load_tasks, render_table, run_batch
+    from agent.batch import load_tasks, render_table, run_batch, select_tasks
+    from agent.engines import JobLimits
 
     tasks, errors = load_tasks(Path(args.tasks))
     if errors:
@@ -205,30 +207,38 @@ def cmd_batch(args: argparse.Namespace) -> int:
         print(f"codebox: {args.tasks} has no tasks", file=sys.stderr)
         return EXIT_USAGE
     try:
+        selected = select_tasks(tasks, args.filter)
         sandbox_config = _sandbox_config(args)
+        # Each task's own max_steps / timeout_s apply; the flags, when given, cap them all.
+        limits = JobLimits(max_steps=args.max_steps, timeout_s=args.timeout)
+    except re.error as exc:
+        return _usage_error(f"bad --filter: {exc}")
     except ValueError as exc:
         return _usage_error(f"bad arguments: {exc}")
+    if not selected:
+        return _usage_error(f"--filter {args.filter!r} matches no task id in {args.tasks}")
     out = Path(args.out)
     cancel = CancelToken()
     with cancel_on_signals(cancel):
         reports = run_batch(
             tasks,
             out,
-            lambda task: _make_model(args, task),
+            model=args.model or os.environ.get("CODEBOX_MODEL"),
+            model_options=_openai_options(args),
             jobs=args.jobs,
             sandbox_config=sandbox_config,
-            # Each task's own max_steps / timeout_s apply; the flags, when given, cap them all.
-            limits=Limits(
-                max_steps=args.max_steps if args.max_steps is not None else 10**9,
-                timeout_s=args.timeout if args.timeout is not None else float("inf"),
-            ),
+            limits=limits,
             cancel=cancel,
+            retry_errors=args.retry_errors,
+            keep_workspaces=args.keep_workspaces,
+            selected=selected,
         )
     print(render_table(reports))
-    print(f"\nsummary: {out / 'summary.jsonl'} · per task: {out}/<id>/report.json, events.jsonl")
+    print(f"\nsummary: {out / 'summary.jsonl'} · predictions: {out / 'predictions.jsonl'}"
+          f" · per task: {out}/<id>/report.json, events.jsonl, patch.diff")
     if cancel.cancelled:
         return EXIT_CANCELLED
-    return EXIT_OK if all(r.status == "completed" for r in reports) and len(reports) == len(tasks) else EXIT_STOPPED
+    return EXIT_OK if all(r.status == "completed" for r in reports) and len(reports) == len(selected) else EXIT_STOPPED
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -331,7 +341,10 @@ def build_parser() -> argparse.ArgumentParser:
     batch = sub.add_parser("batch", help="run a JSONL file of tasks, N at a time")
     batch.add_argument("tasks", help="JSONL: one task a line (id, repo, goal, policy, test_cmd, ...)")
     batch.add_argument("--jobs", type=int, default=2, help="tasks at once")
-    batch.add_argument("--out", default="codebox-out", help="folder for reports, event logs and the summary")
+    batch.add_argument("--out", default="codebox-out", help="folder for reports, event logs, patches and the summary")
+    batch.add_argument("--filter", metavar="REGEX", help="run only the tasks whose id matches (re.search)")
+    batch.add_argument("--retry-errors", action="store_true", help="run again the tasks that ended in error")
+    batch.add_argument("--keep-workspaces", action="store_true", help="leave each task's working copy on disk")
     _add_limits(batch, None, None, " (caps every task's own value; default: the task's)")
     _add_model_options(batch)
     _add_sandbox_options(batch)
