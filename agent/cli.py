@@ -1,4 +1,4 @@
-"""The `codebox` command: run, batch, demo, image, gc."""
+"""The `codebox` command: run, batch, eval, demo, image, gc."""
 
 from __future__ import annotations
 
@@ -241,6 +241,37 @@ def cmd_batch(args: argparse.Namespace) -> int:
     return EXIT_OK if all(r.status == "completed" for r in reports) and len(reports) == len(selected) else EXIT_STOPPED
 
 
+def cmd_eval(args: argparse.Namespace) -> int:
+    from agent.batch import load_tasks
+    from agent.eval import load_predictions, match, render_table, run_eval
+
+    tasks, task_errors = load_tasks(Path(args.tasks))
+    predictions, prediction_errors = load_predictions(Path(args.predictions))
+    if task_errors or prediction_errors:
+        print("codebox: bad input; nothing was evaluated:", file=sys.stderr)
+        for error in [*(f"{args.tasks} {e}" for e in task_errors), *map(str, prediction_errors)]:
+            print(f"  {error}", file=sys.stderr)
+        return EXIT_USAGE
+    pairs, orphans, unpredicted = match(tasks, predictions)
+    for pid in orphans:
+        print(f"codebox: prediction {pid!r} matches no task in {args.tasks}: skipped", file=sys.stderr)
+    if not pairs:
+        return _usage_error(f"no prediction in {args.predictions} matches a task in {args.tasks}")
+    if unpredicted:
+        print(f"codebox: {len(unpredicted)} task(s) have no prediction and are not evaluated", file=sys.stderr)
+    try:
+        config = _sandbox_config(args)
+    except ValueError as exc:
+        return _usage_error(f"bad arguments: {exc}")
+    cancel = CancelToken()
+    with cancel_on_signals(cancel):
+        results = run_eval(pairs, Path(args.out), jobs=args.jobs, config=config, timeout_s=args.timeout,
+                           cancel=cancel)
+    print(render_table(results))
+    print(f"\nresults: {Path(args.out) / 'results.json'} · per instance: {args.out}/<id>/eval.json")
+    return EXIT_CANCELLED if cancel.cancelled else EXIT_OK
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from agent.demo_run import run_demo
 
@@ -349,6 +380,15 @@ def build_parser() -> argparse.ArgumentParser:
     _add_model_options(batch)
     _add_sandbox_options(batch)
     batch.set_defaults(func=cmd_batch)
+
+    ev = sub.add_parser("eval", help="SWE-bench-style evaluation: apply each prediction, run the named tests offline")
+    ev.add_argument("--tasks", required=True, help="JSONL task file (SWE-bench lines: base_commit, FAIL_TO_PASS, ...)")
+    ev.add_argument("--predictions", required=True, help="JSONL: instance_id, model_name_or_path, model_patch")
+    ev.add_argument("--out", required=True, help="folder for <id>/eval.json and results.json")
+    ev.add_argument("--jobs", type=int, default=2, help="instances at once")
+    ev.add_argument("--timeout", type=float, default=1800.0, help="seconds for one instance's test run")
+    _add_sandbox_options(ev)
+    ev.set_defaults(func=cmd_eval)
 
     demo = sub.add_parser("demo", help="the whole pipeline on a bundled buggy repo, with a scripted model")
     demo.add_argument("--keep", action="store_true", help="keep the demo's temporary repository")
