@@ -9,6 +9,7 @@ import re
 import shlex
 import signal
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from types import FrameType
@@ -122,8 +123,9 @@ def _exit_code(report: Report) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from agent.runner import failed_report, run_task
+    from agent.runner import failed_report
 
+    patch_text = ""
     try:
         task = TaskSpec(
             repo=str(Path(args.repo).expanduser().resolve()),
@@ -163,19 +165,54 @@ def cmd_run(args: argparse.Namespace) -> int:
             except ModelError as exc:
                 report = failed_report(task, args.model or "?", "model_error", str(exc), sink)
             else:
-                report = run_task(
-                    task,
-                    model,
-                    sink,
+                options: dict[str, Any] = dict(
                     sandbox_config=sandbox_config,
                     cancel=cancel,
                     limits=Limits(max_steps=args.max_steps, timeout_s=args.timeout),
                     ask=terminal_ask if task.policy == "ask" else None,
                 )
+                if args.isolated:
+                    report, patch_text = _run_isolated(task, model, sink, options)
+                else:
+                    report = _run_in_place(task, model, sink, options)
     finally:
         sink.close()
     _finish_report(report, args.report, console_stream)
+    if args.isolated and report.patch is not None:
+        _write_patch(patch_text, args.patch or str(Path(tempfile.gettempdir()) / f"codebox-{task.id}.diff"),
+                     task.repo, console_stream)
     return _exit_code(report)
+
+
+def _run_in_place(task: TaskSpec, model: ModelClient, sink: EventSink, options: dict[str, Any]) -> Report:
+    """The run edits the user's tree; a second writing run on the same tree is refused, not raced."""
+    from agent.runner import failed_report, run_task
+    from agent.workspace import WorkspaceError, repo_write_lock
+
+    if task.policy == "read-only":
+        return run_task(task, model, sink, **options)
+    try:
+        with repo_write_lock(Path(task.repo)):
+            return run_task(task, model, sink, **options)
+    except WorkspaceError as exc:
+        return failed_report(task, model.name, "sandbox_error", str(exc), sink)
+
+
+def _run_isolated(task: TaskSpec, model: ModelClient, sink: EventSink, options: dict[str, Any]) -> tuple[Report, str]:
+    from agent.runner import run_task_isolated
+
+    report, patch, _ = run_task_isolated(task, model, sink, **options)
+    return report, patch
+
+
+def _write_patch(patch: str, path: str, repo: str, stream: TextIO) -> None:
+    try:
+        Path(path).write_text(patch, encoding="utf-8", errors="surrogateescape")
+    except OSError as exc:
+        stream.write(f"codebox: cannot write the patch to {path}: {exc}\n")
+        return
+    stream.write(f"patch: {path} (apply it with: git -C {shlex.quote(repo)} apply {shlex.quote(path)})\n")
+    stream.flush()
 
 
 def _usage_error(message: str) -> int:
@@ -360,6 +397,11 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="run the tests in a throwaway copy of the repo inside the sandbox (for suites that write files)",
     )
+    run.add_argument("--isolated", action="store_true",
+                     help="work on a private copy (HEAD plus uncommitted changes); the repo is left as it is "
+                     "and the changes come out as a patch")
+    run.add_argument("--patch", metavar="FILE", help="with --isolated: write the patch here "
+                     "(default: codebox-<id>.diff in the temporary folder)")
     run.add_argument("--events", help="write every event to this JSONL file")
     run.add_argument("--report", help="write the report to this JSON file")
     run.add_argument("--json", action="store_true", help="events as JSON lines on stdout (progress goes to stderr)")

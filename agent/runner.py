@@ -18,6 +18,7 @@ from agent.model.scripted import ScriptedModel
 from agent.policy import ApproveOncePolicy, AskFn, Policy, ReadOnlyPolicy, WorkspaceWritePolicy
 from agent.protocol import STATUS_FOR_REASON, AgentEvent, Report, StopReason, TaskSpec
 from agent.tools import ToolContext, ToolRegistry
+from agent.workspace import WorkspaceError, create_workspace, with_patch
 
 
 def build_policy(task: TaskSpec, ask: AskFn | None = None) -> Policy:
@@ -110,6 +111,38 @@ def run_task(
         # its container itself; so a slow start never holds up a finished or cancelled run.
         sandbox.close()
         early.thread.join(timeout=10)
+
+
+def run_task_isolated(
+    task: TaskSpec,
+    model: ModelClient,
+    sink: EventSink,
+    *,
+    source: Path | None = None,
+    keep_workspace: bool = False,
+    workspace_root: Path | None = None,
+    **run_options: Any,
+) -> tuple[Report, str, Path | None]:
+    """run_task on a private working copy of ``source`` (default task.repo) at task.base_commit.
+
+    Returns the report (with base commit and patch summary), the patch, and the workspace's
+    path when it is kept. The user's repository is never written.
+    """
+    try:
+        workspace = create_workspace(source or Path(task.repo), task.base_commit, workspace_root)
+    except (WorkspaceError, OSError) as exc:
+        return failed_report(task, model.name, "sandbox_error", f"no workspace: {exc}", sink), "", None
+    try:
+        local = task.model_copy(update={"repo": str(workspace.path)})
+        try:
+            report = run_task(local, model, sink, **run_options)
+        except Exception as exc:  # still a report, and still the patch of what landed
+            report = failed_report(task, model.name, "sandbox_error", f"{type(exc).__name__}: {exc}", sink)
+        report, patch = with_patch(report, workspace, task.repo)
+    finally:
+        if not keep_workspace:
+            workspace.remove()
+    return report, patch, workspace.path if keep_workspace else None
 
 
 class _EarlyStart:

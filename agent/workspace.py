@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import hashlib
 import os
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from agent.errors import CodeboxError
-from agent.protocol import PatchSummary
+from agent.protocol import PatchSummary, Report
 
 # Every git call: no prompts, no optional index refreshes in the source (a `git status` may
 # rewrite the user's .git/index otherwise), no hooks, no external diff or text conversion
@@ -170,3 +174,49 @@ def _from_folder(source: Path, path: Path) -> Workspace:
     git("commit", "--quiet", "--no-verify", "--allow-empty", "-m", "codebox base: a copy of the folder", cwd=path)
     base = _out(git("rev-parse", "HEAD", cwd=path))
     return Workspace(path=path, source=source, base_commit=base, source_commit=None, dirty=False)
+
+
+def with_patch(report: Report, workspace: Workspace, repo: str) -> tuple[Report, str]:
+    """The report of a run in ``workspace`` as the user reads it (their repo path, the base, the
+    patch summary) and the patch text. The workspace is the truth about what changed: a write
+    that landed while the run was being stopped is in the patch and in files_changed."""
+    update: dict[str, object] = {"repo": repo, "base_commit": workspace.source_commit, "base_dirty": workspace.dirty}
+    try:
+        patch, summary = workspace.patch(), workspace.summary()
+    except WorkspaceError as exc:
+        update.update(status="error", stop_reason="sandbox_error", error=f"the patch could not be read: {exc}")
+        return report.model_copy(update=update), ""
+    update["patch"] = summary
+    update["files_changed"] = report.files_changed + [f for f in summary.files if f not in report.files_changed]
+    return report.model_copy(update=update), patch
+
+
+@contextlib.contextmanager
+def repo_write_lock(repo: Path) -> Iterator[None]:
+    """One writing run at a time on one working tree, across processes; WorkspaceError if taken.
+
+    The lock file lives outside the repo (nothing is written there), keyed by the repo's real
+    path; the kernel drops the lock when the process ends, however it ends.
+    """
+    real = str(repo.expanduser().resolve())
+    folder = Path(os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir()) / f"codebox-locks-{os.getuid()}"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    path = folder / (hashlib.sha256(real.encode()).hexdigest()[:32] + ".lock")
+    with path.open("a+", encoding="utf-8") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip() or "another process"
+            raise WorkspaceError(
+                f"another codebox run ({holder}) is writing to {real}; wait for it to end, "
+                "or run this one with --isolated (it works on a copy)"
+            ) from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"pid {os.getpid()}")
+        handle.flush()
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)

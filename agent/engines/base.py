@@ -21,8 +21,7 @@ from agent.events import EventSink
 from agent.loop import CancelToken, Limits
 from agent.model.base import ModelError
 from agent.protocol import AgentEvent, Report, TaskSpec
-from agent.runner import build_model, failed_report, run_task
-from agent.workspace import Workspace, WorkspaceError, create_workspace
+from agent.runner import build_model, failed_report, run_task_isolated
 
 
 class JobLimits(BaseModel):
@@ -121,43 +120,19 @@ def execute_job(job: TaskJob, source: Path, cancel: CancelToken, sink: EventSink
     into the outcome.
     """
     task, lines = job.task, _LineSink(sink)
-    try:
-        workspace = create_workspace(source, task.base_commit, Path(job.workspace_root) if job.workspace_root else None)
-    except (WorkspaceError, OSError) as exc:
-        report = failed_report(task, job.model, "sandbox_error", f"no workspace: {exc}", lines)
-        return TaskOutcome(task_id=task.id, report=report, events=lines.lines, attempt=job.attempt)
-    try:
-        report, patch = _run_in(workspace, job, cancel, lines)
-    finally:
-        if not job.keep_workspace:
-            workspace.remove()
-    kept = str(workspace.path) if job.keep_workspace else None
-    return TaskOutcome(task_id=task.id, report=report, events=lines.lines, patch=patch, attempt=job.attempt,
-                       workspace=kept)
-
-
-def _run_in(workspace: Workspace, job: TaskJob, cancel: CancelToken, sink: EventSink) -> tuple[Report, str]:
-    task = job.task
+    patch, kept = "", None
     try:
         try:
             model = build_model(job.model, **job.model_options)
         except ModelError as exc:
-            report = failed_report(task, job.model, "model_error", str(exc), sink)
+            report = failed_report(task, job.model, "model_error", str(exc), lines)
         else:
-            local = task.model_copy(update={"repo": str(workspace.path)})
-            report = run_task(local, model, sink, sandbox_config=job.sandbox, cancel=cancel,
-                              limits=job.limits.to_limits())
+            report, patch, kept = run_task_isolated(
+                task, model, lines, source=source, sandbox_config=job.sandbox, cancel=cancel,
+                limits=job.limits.to_limits(), keep_workspace=job.keep_workspace,
+                workspace_root=Path(job.workspace_root) if job.workspace_root else None,
+            )
     except Exception as exc:  # one task's crash is its own report, never the batch's end
-        report = failed_report(task, job.model, "sandbox_error", f"{type(exc).__name__}: {exc}", sink)
-    update: dict[str, Any] = {"repo": task.repo, "base_commit": workspace.source_commit,
-                              "base_dirty": workspace.dirty}
-    try:
-        patch, summary = workspace.patch(), workspace.summary()
-    except WorkspaceError as exc:
-        patch = ""
-        update.update(status="error", stop_reason="sandbox_error", error=f"the patch could not be read: {exc}")
-    else:
-        update["patch"] = summary
-        # The workspace is the truth: a write that landed while the run was being stopped counts.
-        update["files_changed"] = report.files_changed + [f for f in summary.files if f not in report.files_changed]
-    return report.model_copy(update=update), patch
+        report = failed_report(task, job.model, "sandbox_error", f"{type(exc).__name__}: {exc}", lines)
+    return TaskOutcome(task_id=task.id, report=report, events=lines.lines, patch=patch, attempt=job.attempt,
+                       workspace=str(kept) if kept else None)
