@@ -234,3 +234,16 @@ def test_cli_run_usage_errors_are_clear(tmp_path: Path, capsys: pytest.CaptureFi
     assert "pids_limit" in capsys.readouterr().err
     assert main([*base, "--events", "/proc/nope/e.jsonl", "g"]) == 2
     assert "cannot write the events file" in capsys.readouterr().err
+
+
+def test_a_second_writing_run_on_one_tree_is_refused_with_a_clear_error(tmp_path: Path, repo: Path,
+                                                                         script: str) -> None:
+    from agent.workspace import repo_write_lock
+
+    report_path = tmp_path / "r.json"
+    base = ["run", "--repo", str(repo), "--model", script, "--quiet", "--report", str(report_path)]
+    with repo_write_lock(repo):  # another run is writing to this tree
+        assert main([*base, "--policy", "workspace-write", "g"]) == 1
+    report = json.loads(report_path.read_text())
+    assert report["stop_reason"] == "sandbox_error" and "--isolated" in report["error"]
+    assert "is writing to" in report["error"]

@@ -187,3 +187,17 @@ def test_eval_gold_wrong_and_broken_patches(tmp_path: Path, capsys: pytest.Captu
     assert "'no_such_task' matches no task" in printed.err
     assert "1 resolved · 3 unresolved · 1 patch_failed · 1 error" in printed.out
     assert fingerprint(repo) == before
+
+
+def test_run_isolated_leaves_the_repo_as_it_is_and_writes_the_patch(tmp_path: Path, user_repo: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    before = fingerprint(user_repo)
+    model = script(tmp_path, "s", [add_file("new.py", "x = 1"), {"message": "done"}])
+    patch, report = tmp_path / "out.diff", tmp_path / "report.json"
+    code = main(["run", "--repo", str(user_repo), "--policy", "workspace-write", "--isolated", "--patch", str(patch),
+                 "--model", model, "--quiet", "--report", str(report), "add a file"])
+    assert code == 0, capsys.readouterr()
+    assert fingerprint(user_repo) == before
+    assert json.loads(report.read_text())["patch"]["files"] == ["new.py"]
+    assert f"apply {patch}" in capsys.readouterr().out
+    subprocess.run(["git", "apply", "--check", str(patch)], cwd=user_repo, check=True)
