@@ -89,8 +89,19 @@ class Workspace:
         shutil.rmtree(self.path, ignore_errors=True)
 
 
+def workspace_root() -> Path | None:
+    """Where workspaces go: $CODEBOX_WORKSPACE_ROOT, else the temp folder (None).
+
+    The sandbox bind-mounts a workspace by its path, so a runner inside a container (compose)
+    must put workspaces on a path that is the same on the Docker host.
+    """
+    value = os.environ.get("CODEBOX_WORKSPACE_ROOT")
+    return Path(value).expanduser() if value else None
+
+
 def create_workspace(source: Path, base_commit: str | None = None, root: Path | None = None) -> Workspace:
-    """A fresh working copy of ``source`` at ``base_commit`` (default: HEAD plus uncommitted changes).
+    """A fresh working copy of ``source`` at ``base_commit`` (default: HEAD plus uncommitted changes),
+    in a new folder under ``root`` (default: workspace_root()).
 
     Nothing is written to ``source``: a git repository is cloned with ``--shared`` (its
     objects are read through objects/info/alternates), a plain folder is copied with
@@ -100,6 +111,9 @@ def create_workspace(source: Path, base_commit: str | None = None, root: Path | 
     if not source.is_dir():
         raise WorkspaceError(f"the repository {source} is not a directory")
     source = source.resolve()
+    root = root or workspace_root()
+    if root is not None:
+        root.mkdir(parents=True, exist_ok=True)
     path = Path(tempfile.mkdtemp(prefix="codebox-ws-", dir=root))
     try:
         kind = _git_kind(source)

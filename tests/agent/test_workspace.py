@@ -149,3 +149,13 @@ def test_the_write_lock_refuses_a_second_writer_in_another_process(tmp_path: Pat
     with repo_write_lock(repo), pytest.raises(WorkspaceError), repo_write_lock(repo):
         pass  # the kernel dropped the dead holder's lock; a second holder in this process is refused
     assert list(repo.iterdir()) == []  # the lock lives outside the repo
+
+
+def test_workspaces_go_under_codebox_workspace_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    repo = make_repo(tmp_path / "repo")
+    monkeypatch.setenv("CODEBOX_WORKSPACE_ROOT", str(tmp_path / "host-visible" / "ws"))
+    ws = create_workspace(repo)
+    try:
+        assert ws.path.parent == tmp_path / "host-visible" / "ws"
+    finally:
+        ws.remove()
