@@ -14,10 +14,9 @@ from pydantic import ValidationError
 
 from agent.containers.spec import SandboxConfig
 from agent.engines import Engine, JobLimits, LocalEngine, TaskJob, TaskOutcome
-from agent.events import EventSink, FanoutSink, JsonlSink
+from agent.events import EventSink, JsonlSink
 from agent.loop import CancelToken
 from agent.protocol import Report, TaskSpec
-from agent.runner import failed_report
 
 _TASK_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
@@ -161,11 +160,7 @@ def run_batch(
             reports[task.id] = previous
             progress.update(skipped=True)
             continue
-        job = _job(task, model, model_options or {}, sandbox_config, limits, keep_workspaces, out_dir)
-        if job is None:  # no model named anywhere: a report that says so, nothing runs
-            reports[task.id] = _no_model(task, out_dir, progress)
-        else:
-            to_run.append(job)
+        to_run.append(_job(task, model, model_options or {}, sandbox_config, limits, keep_workspaces, out_dir))
     driver = _Driver(out_dir, reports, progress)
     if engine is None:
         engine = LocalEngine(jobs, live_sink=driver.live_sink)
@@ -182,25 +177,10 @@ def _job(
     limits: JobLimits | None,
     keep: bool,
     out_dir: Path,
-) -> TaskJob | None:
-    spec = task.model or model
-    if not spec:
-        return None
-    return TaskJob(task=task, model=spec, model_options=model_options, sandbox=sandbox_config or SandboxConfig(),
-                   limits=limits or JobLimits(), attempt=_attempts(out_dir / task.id) + 1, keep_workspace=keep)
-
-
-def _no_model(task: TaskSpec, out_dir: Path, progress: Progress) -> Report:
-    message = "no model given: pass --model NAME (or scripted:FILE), set CODEBOX_MODEL, or give the task a model"
-    progress.update(started=1)
-    report = failed_report(task, "?", "model_error", message, FanoutSink())
-    try:
-        (out_dir / task.id).mkdir(parents=True, exist_ok=True)
-        _write_atomic(out_dir / task.id / "report.json", report.model_dump_json(indent=2))
-    except OSError as exc:
-        print(f"codebox: task {task.id}: cannot write its report: {exc}", file=sys.stderr)
-    progress.update(finished=report)
-    return report
+) -> TaskJob:
+    return TaskJob(task=task, model=task.model or model or "", model_options=model_options,
+                   sandbox=sandbox_config or SandboxConfig(), limits=limits or JobLimits(),
+                   attempt=_attempts(out_dir / task.id) + 1, keep_workspace=keep)
 
 
 def _attempts(task_dir: Path) -> int:
@@ -244,7 +224,7 @@ class _Driver:
         try:
             self._write(outcome)
         except OSError as exc:  # the task folder or its files could not be written
-            report = report.model_copy(update={"status": "error", "stop_reason": "sandbox_error",
+            report = report.model_copy(update={"status": "error", "stop_reason": "internal_error",
                                                "error": f"its results could not be written: {exc}"})
             print(f"codebox: task {outcome.task_id}: {report.error}", file=sys.stderr)
         self.reports[outcome.task_id] = report

@@ -3,45 +3,22 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import re
 import shlex
-import signal
 import sys
 import tempfile
-from collections.abc import Iterator
 from pathlib import Path
-from types import FrameType
 from typing import Any, TextIO
 
 from agent.events import ConsoleSink, EventSink, FanoutSink, JsonlSink
 from agent.loop import CancelToken, Limits
-from agent.model.base import ModelClient, ModelError
 from agent.policy import Answer
 from agent.protocol import Report, TaskSpec
+from agent.signals import cancel_on_signals
 from agent.tools import PreparedCall
 
 EXIT_OK, EXIT_STOPPED, EXIT_USAGE, EXIT_CANCELLED = 0, 1, 2, 130
-
-
-@contextlib.contextmanager
-def cancel_on_signals(cancel: CancelToken, stream: TextIO = sys.stderr) -> Iterator[None]:
-    """Ctrl-C or SIGTERM cancels the run cleanly; a second Ctrl-C exits at once."""
-
-    def handler(signum: int, frame: FrameType | None) -> None:
-        name = signal.Signals(signum).name
-        if cancel.cancelled and signum == signal.SIGINT:
-            raise KeyboardInterrupt
-        stream.write(f"\ncodebox: {name} received: stopping (the sandbox is being removed)\n")
-        cancel.cancel(f"{name} received")
-
-    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for sig, old in previous.items():
-            signal.signal(sig, old)
 
 
 def terminal_ask(call: PreparedCall) -> Answer:
@@ -91,17 +68,8 @@ def _openai_options(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def _model_spec(args: argparse.Namespace, task: TaskSpec | None = None) -> str:
-    spec = (task.model if task and task.model else None) or args.model or os.environ.get("CODEBOX_MODEL")
-    if not spec:
-        raise ModelError("no model given: pass --model NAME (or scripted:FILE), or set CODEBOX_MODEL")
-    return spec
-
-
-def _make_model(args: argparse.Namespace, task: TaskSpec | None = None) -> ModelClient:
-    from agent.runner import build_model
-
-    return build_model(_model_spec(args, task), **_openai_options(args))
+def _model_spec(args: argparse.Namespace, task: TaskSpec | None = None) -> str | None:
+    return (task.model if task and task.model else None) or args.model or os.environ.get("CODEBOX_MODEL")
 
 
 def _sandbox_config(args: argparse.Namespace) -> Any:
@@ -123,7 +91,7 @@ def _exit_code(report: Report) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from agent.runner import failed_report
+    from agent.runner import run_task_isolated
 
     patch_text = ""
     try:
@@ -160,21 +128,17 @@ def cmd_run(args: argparse.Namespace) -> int:
     cancel = CancelToken()
     try:
         with cancel_on_signals(cancel):
-            try:
-                model = _make_model(args, task)
-            except ModelError as exc:
-                report = failed_report(task, args.model or "?", "model_error", str(exc), sink)
+            options: dict[str, Any] = dict(
+                sandbox_config=sandbox_config,
+                cancel=cancel,
+                limits=Limits(max_steps=args.max_steps, timeout_s=args.timeout),
+                ask=terminal_ask if task.policy == "ask" else None,
+            )
+            spec, model_options = _model_spec(args, task), _openai_options(args)
+            if args.isolated:
+                report, patch_text, _ = run_task_isolated(task, spec, model_options, sink, **options)
             else:
-                options: dict[str, Any] = dict(
-                    sandbox_config=sandbox_config,
-                    cancel=cancel,
-                    limits=Limits(max_steps=args.max_steps, timeout_s=args.timeout),
-                    ask=terminal_ask if task.policy == "ask" else None,
-                )
-                if args.isolated:
-                    report, patch_text = _run_isolated(task, model, sink, options)
-                else:
-                    report = _run_in_place(task, model, sink, options)
+                report = _run_in_place(task, spec, model_options, sink, options)
     finally:
         sink.close()
     _finish_report(report, args.report, console_stream)
@@ -184,25 +148,20 @@ def cmd_run(args: argparse.Namespace) -> int:
     return _exit_code(report)
 
 
-def _run_in_place(task: TaskSpec, model: ModelClient, sink: EventSink, options: dict[str, Any]) -> Report:
+def _run_in_place(
+    task: TaskSpec, spec: str | None, model_options: dict[str, Any], sink: EventSink, options: dict[str, Any]
+) -> Report:
     """The run edits the user's tree; a second writing run on the same tree is refused, not raced."""
-    from agent.runner import failed_report, run_task
+    from agent.runner import failed_report, run_spec
     from agent.workspace import WorkspaceError, repo_write_lock
 
     if task.policy == "read-only":
-        return run_task(task, model, sink, **options)
+        return run_spec(task, spec, model_options, sink, **options)
     try:
         with repo_write_lock(Path(task.repo)):
-            return run_task(task, model, sink, **options)
+            return run_spec(task, spec, model_options, sink, **options)
     except WorkspaceError as exc:
-        return failed_report(task, model.name, "sandbox_error", str(exc), sink)
-
-
-def _run_isolated(task: TaskSpec, model: ModelClient, sink: EventSink, options: dict[str, Any]) -> tuple[Report, str]:
-    from agent.runner import run_task_isolated
-
-    report, patch, _ = run_task_isolated(task, model, sink, **options)
-    return report, patch
+        return failed_report(task, spec or "?", "invalid_task", str(exc), sink)
 
 
 def _write_patch(patch: str, path: str, repo: str, stream: TextIO) -> None:
@@ -406,7 +365,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--report", help="write the report to this JSON file")
     run.add_argument("--json", action="store_true", help="events as JSON lines on stdout (progress goes to stderr)")
     run.add_argument("--quiet", action="store_true", help="no live progress")
-    _add_limits(run, 30, 900.0, "")
+    _add_limits(run, TaskSpec.model_fields["max_steps"].default, TaskSpec.model_fields["timeout_s"].default, "")
     _add_model_options(run)
     _add_sandbox_options(run)
     run.set_defaults(func=cmd_run)

@@ -19,9 +19,8 @@ from pydantic import BaseModel, Field
 from agent.containers.spec import SandboxConfig
 from agent.events import EventSink
 from agent.loop import CancelToken, Limits
-from agent.model.base import ModelError
 from agent.protocol import AgentEvent, Report, TaskSpec
-from agent.runner import build_model, failed_report, run_task_isolated
+from agent.runner import failed_report, run_task_isolated
 
 
 class JobLimits(BaseModel):
@@ -42,8 +41,9 @@ class TaskJob(BaseModel):
 
     task: TaskSpec
     """The task line; task.repo names the source on the driver (an engine may map it to a local copy)."""
-    model: str
-    """The model spec: a model name for the OpenAI-compatible client, or scripted:FILE."""
+    model: str = ""
+    """The model spec: a model name for the OpenAI-compatible client, or scripted:FILE (empty: none was
+    given anywhere; the outcome is a model_error that says so)."""
     model_options: dict[str, Any] = Field(default_factory=dict)
     """Keyword options of agent.runner.build_model (base_url, api_key_env, temperature, ...)."""
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
@@ -122,17 +122,12 @@ def execute_job(job: TaskJob, source: Path, cancel: CancelToken, sink: EventSink
     task, lines = job.task, _LineSink(sink)
     patch, kept = "", None
     try:
-        try:
-            model = build_model(job.model, **job.model_options)
-        except ModelError as exc:
-            report = failed_report(task, job.model, "model_error", str(exc), lines)
-        else:
-            report, patch, kept = run_task_isolated(
-                task, model, lines, source=source, sandbox_config=job.sandbox, cancel=cancel,
-                limits=job.limits.to_limits(), keep_workspace=job.keep_workspace,
-                workspace_root=Path(job.workspace_root) if job.workspace_root else None,
-            )
+        report, patch, kept = run_task_isolated(
+            task, job.model, job.model_options, lines, source=source, sandbox_config=job.sandbox, cancel=cancel,
+            limits=job.limits.to_limits(), keep_workspace=job.keep_workspace,
+            workspace_root=Path(job.workspace_root) if job.workspace_root else None,
+        )
     except Exception as exc:  # one task's crash is its own report, never the batch's end
-        report = failed_report(task, job.model, "sandbox_error", f"{type(exc).__name__}: {exc}", lines)
+        report = failed_report(task, job.model, "internal_error", f"{type(exc).__name__}: {exc}", lines)
     return TaskOutcome(task_id=task.id, report=report, events=lines.lines, patch=patch, attempt=job.attempt,
                        workspace=str(kept) if kept else None)

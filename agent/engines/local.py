@@ -52,7 +52,7 @@ class LocalEngine:
             sink = self.live_sink(job) if self.live_sink else None
             return execute_job(job, Path(job.task.repo), cancel, sink)
         except Exception as exc:  # execute_job returns outcomes; this is a sink that failed
-            report = failed_report(job.task, job.model, "sandbox_error", f"{type(exc).__name__}: {exc}", _NullSink())
+            report = failed_report(job.task, job.model, "internal_error", f"{type(exc).__name__}: {exc}", _NullSink())
             return TaskOutcome(task_id=job.task.id, report=report, attempt=job.attempt)
         finally:
             if sink is not None:

@@ -185,7 +185,7 @@ def test_cli_run_with_a_missing_repo_still_writes_a_report(tmp_path: Path) -> No
                  "--report", str(report_path), "goal"])
     assert code == 1
     report = json.loads(report_path.read_text())
-    assert report["stop_reason"] == "sandbox_error" and "not a directory" in report["error"]
+    assert report["stop_reason"] == "invalid_task" and "not a directory" in report["error"]
 
 
 def test_cli_run_with_no_model_is_a_model_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -245,5 +245,5 @@ def test_a_second_writing_run_on_one_tree_is_refused_with_a_clear_error(tmp_path
     with repo_write_lock(repo):  # another run is writing to this tree
         assert main([*base, "--policy", "workspace-write", "g"]) == 1
     report = json.loads(report_path.read_text())
-    assert report["stop_reason"] == "sandbox_error" and "--isolated" in report["error"]
+    assert report["stop_reason"] == "invalid_task" and "--isolated" in report["error"]
     assert "is writing to" in report["error"]

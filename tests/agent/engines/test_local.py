@@ -74,7 +74,7 @@ def test_execute_job_runs_in_a_workspace_and_returns_everything(
 
 @pytest.mark.parametrize(
     ("source", "model_spec", "reason", "needle"),
-    [("missing", None, "sandbox_error", "no workspace"), ("repo", "scripted:/nonexistent.json", "model_error", "")],
+    [("missing", None, "invalid_task", "no workspace"), ("repo", "scripted:/nonexistent.json", "model_error", "")],
 )
 def test_execute_job_always_returns_an_outcome(
     tmp_path: Path, repo: Path, model: str, source: str, model_spec: str | None, reason: str, needle: str
