@@ -6,6 +6,7 @@ import contextlib
 import fcntl
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -152,7 +153,8 @@ def _from_git(source: Path, path: Path, base_commit: str | None, *, bare: bool) 
         raise WorkspaceError(f"{source} has no commit yet: commit something, or give base_commit")
     commit = _resolve_commit(source, base_commit or "HEAD")
     git("clone", "--quiet", "--shared", "--no-checkout", "--", str(source), str(path), cwd=path.parent)
-    git("checkout", "--quiet", "--detach", commit, cwd=path)
+    checkout = git("checkout", "--quiet", "--detach", commit, cwd=path)
+    _keep_unencodable_raw(path, checkout.stderr)
     dirty = False
     if base_commit is None and not bare:
         dirty = _copy_uncommitted(source, path)
@@ -162,6 +164,30 @@ def _from_git(source: Path, path: Path, base_commit: str | None, *, bare: bool) 
         git("commit", "--quiet", "--no-verify", "-m", "codebox base: HEAD plus uncommitted changes", cwd=path)
         base = _out(git("rev-parse", "HEAD", cwd=path))
     return Workspace(path=path, source=source, base_commit=base, source_commit=commit, dirty=dirty)
+
+
+_UNENCODABLE = re.compile(r"failed to encode '(.+?)' from UTF-8 to ")
+
+
+def _keep_unencodable_raw(path: Path, checkout_stderr: bytes) -> None:
+    """A file whose working-tree-encoding git cannot apply (an unknown encoding name) is checked
+    out as the blob's bytes; say so in the workspace's own attributes, or every later `git add`
+    fails on it. Every other file stays as a normal checkout writes it."""
+    names = _UNENCODABLE.findall(checkout_stderr.decode(errors="replace"))
+    if names:
+        _write_info_attributes(path, [f"{_quoted(name)} -working-tree-encoding" for name in names])
+
+
+def _quoted(name: str) -> str:
+    escaped = "".join("\\" + c if c in '\\"*?[' else c for c in name)
+    return f'"{escaped}"'
+
+
+def _write_info_attributes(path: Path, lines: list[str]) -> None:
+    info = path / ".git" / "info"
+    info.mkdir(parents=True, exist_ok=True)
+    with (info / "attributes").open("a", encoding="utf-8") as f:
+        f.write("".join(line + "\n" for line in lines))
 
 
 def _copy_uncommitted(source: Path, path: Path) -> bool:
@@ -184,6 +210,8 @@ def _from_folder(source: Path, path: Path) -> Workspace:
         raise WorkspaceError(f"copying {source} failed: {proc.stderr.decode(errors='replace').strip()}")
     # A git of its own, in the copy only, so the patch out is computed the same way as for a clone.
     git("init", "--quiet", cwd=path)
+    # The folder's bytes are the base: no line-ending, encoding or filter conversion on the way in.
+    _write_info_attributes(path, ["* -text -working-tree-encoding -filter -ident"])
     git("add", "-A", "--", ".", cwd=path)
     git("commit", "--quiet", "--no-verify", "--allow-empty", "-m", "codebox base: a copy of the folder", cwd=path)
     base = _out(git("rev-parse", "HEAD", cwd=path))

@@ -159,3 +159,34 @@ def test_workspaces_go_under_codebox_workspace_root(tmp_path: Path, monkeypatch:
         assert ws.path.parent == tmp_path / "host-visible" / "ws"
     finally:
         ws.remove()
+
+
+def test_checkout_conversions_match_a_normal_checkout_and_a_broken_one_does_not_stop_the_workspace(
+    tmp_path: Path,
+) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    sh("git", "init", "-q", cwd=repo)
+    (repo / ".gitattributes").write_text(
+        "cp.txt working-tree-encoding=windows-1251\nbad.txt working-tree-encoding=iso-8859\ncrlf.txt text eol=crlf\n")
+    (repo / "cp.txt").write_bytes("привет\n".encode("cp1251"))
+    (repo / "crlf.txt").write_bytes(b"a\r\nb\r\n")
+    sh("git", "add", ".gitattributes", "cp.txt", "crlf.txt", cwd=repo)
+    # bad.txt names an encoding iconv does not know: it can only be committed with the attribute off
+    (repo / "bad.txt").write_text("plain\n")
+    (repo / ".git" / "info").mkdir(exist_ok=True)
+    (repo / ".git" / "info" / "attributes").write_text("bad.txt -working-tree-encoding\n")
+    sh("git", "add", "bad.txt", cwd=repo)
+    sh("git", "commit", "-qm", "init", cwd=repo)
+    (repo / ".git" / "info" / "attributes").unlink()
+    (repo / "crlf.txt").write_bytes(b"a\r\nb\r\nc\r\n")  # uncommitted work on a converted file
+    for base in (None, sh("git", "rev-parse", "HEAD", cwd=repo)):
+        ws = create_workspace(repo, base, root=tmp_path)
+        try:
+            assert (ws.path / "cp.txt").read_bytes() == "привет\n".encode("cp1251")  # as a normal checkout has it
+            assert (ws.path / "crlf.txt").read_bytes() == (b"a\r\nb\r\nc\r\n" if base is None else b"a\r\nb\r\n")
+            assert ws.patch() == ""
+            (ws.path / "bad.txt").write_text("plain, edited\n")
+            assert "+plain, edited" in ws.patch()
+        finally:
+            ws.remove()
