@@ -204,7 +204,8 @@ class _Driver:
         task_dir = self.out_dir / job.task.id
         try:
             task_dir.mkdir(parents=True, exist_ok=True)
-            for name in ("events.jsonl", "patch.diff"):
+            # A run that starts has no result yet: if it is killed, the next batch runs it again.
+            for name in ("report.json", "events.jsonl", "patch.diff"):
                 (task_dir / name).unlink(missing_ok=True)
         except OSError:
             pass  # on_outcome reports the folder's problem
