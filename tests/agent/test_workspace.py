@@ -190,3 +190,25 @@ def test_checkout_conversions_match_a_normal_checkout_and_a_broken_one_does_not_
             assert "+plain, edited" in ws.patch()
         finally:
             ws.remove()
+
+
+def test_a_repo_s_own_git_config_runs_nothing_when_a_workspace_is_made(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")  # with uncommitted work: the default base reads the user's tree
+    marker = tmp_path / "ran"
+    hook = tmp_path / "hook.sh"
+    hook.write_text(f"#!/bin/sh\ntouch {marker}\ncat\n")
+    hook.chmod(0o755)
+    # What a repository that arrived with its .git (a tarball, a shared folder) could carry:
+    sh("git", "config", "filter.evil.clean", str(hook), cwd=repo)
+    sh("git", "config", "filter.evil.smudge", str(hook), cwd=repo)
+    sh("git", "config", "core.fsmonitor", str(hook), cwd=repo)
+    sh("git", "config", "diff.external", str(hook), cwd=repo)
+    (repo / ".gitattributes").write_text("* filter=evil diff=evil\n")
+    (repo / "keep.py").write_text("x = 12\n")
+    ws = create_workspace(repo, root=tmp_path)
+    try:
+        (ws.path / "keep.py").write_text("x = 13\n")
+        assert "+x = 13" in ws.patch()
+    finally:
+        ws.remove()
+    assert not marker.exists()
