@@ -189,25 +189,33 @@ def _take_worktree(source: Path, path: Path, commit: str) -> bool:
     and the workspace holds the bytes the user sees.
     """
     listed = git("ls-files", "-z", "--cached", "--others", "--exclude-standard", cwd=source).stdout
-    names = dict.fromkeys(n for n in listed.decode(errors="surrogateescape").split("\0") if n)
-    folders: set[Path] = set()
-    for name in names:
-        origin, target = source / name, path / name
-        if not os.path.lexists(origin):
-            continue  # deleted in the user's tree: deleted in the base too
-        if target.parent not in folders:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            folders.add(target.parent)
+    files: list[str] = []
+    for name in dict.fromkeys(n for n in listed.decode(errors="surrogateescape").split("\0") if n):
+        origin = source / name
         if origin.is_dir() and not origin.is_symlink():
-            target.mkdir(exist_ok=True)  # a submodule: left unpopulated, as a fresh checkout leaves it
-        else:
-            shutil.copy2(origin, target, follow_symlinks=False)
+            (path / name).mkdir(parents=True, exist_ok=True)  # a submodule: unpopulated, as a checkout leaves it
+        elif os.path.lexists(origin):  # a file deleted in the user's tree is deleted in the base too
+            files.append(name)
+    _copy_files(source, files, path)
     git("read-tree", commit, cwd=path)
     # Hash-only first: unchanged files get their stat data without a blob being written (a write
     # of a blob the user's store has would touch that object's mtime through the alternates).
     git("update-index", "-q", "--refresh", cwd=path, check=False, on_unencodable=_keep_raw)
     stage_all(path)
     return git("diff", "--cached", "--quiet", commit, "--", cwd=path, check=False).returncode == 1
+
+
+def _copy_files(source: Path, names: list[str], dest: Path) -> None:
+    """Copy source/<name> to dest/<name> for every name, bytes, modes and times kept (one cp per
+    few thousand files: ~2x a Python loop)."""
+    if not names:
+        return
+    listing = "\0".join(names).encode(errors="surrogateescape")
+    command = ["xargs", "-0", "cp", "-a", "--reflink=auto", "--parents", "-t", str(dest), "--"]
+    proc = subprocess.run(command, cwd=source, input=listing, capture_output=True)
+    if proc.returncode != 0:
+        message = proc.stderr.decode(errors="replace").strip().splitlines()
+        raise WorkspaceError(f"copying the files of {source} failed: {message[0] if message else proc.returncode}")
 
 
 def stage_all(path: Path) -> None:

@@ -29,6 +29,7 @@ def make_repo(path: Path) -> Path:
     (path / "staged.py").write_text("s = 1\n")
     sh("git", "add", "staged.py", cwd=path)
     (path / "pkg" / "new.py").write_text("n = 1\n")
+    (path / "-odd name.txt").write_text("o\n")
     (path / "debug.log").write_text("ignored\n")
     return path
 
@@ -41,6 +42,7 @@ def test_a_git_workspace_sees_head_plus_uncommitted_changes_and_leaves_the_repo_
         assert (ws.path / "keep.py").read_text() == "x = 10\n"
         assert not (ws.path / "gone.py").exists()
         assert (ws.path / "staged.py").exists() and (ws.path / "pkg" / "new.py").exists()
+        assert (ws.path / "-odd name.txt").read_text() == "o\n"
         assert not (ws.path / "debug.log").exists()  # ignored files are not the user's work
         assert ws.dirty and ws.source_commit == sh("git", "rev-parse", "HEAD", cwd=repo)
         assert ws.patch() == ""  # the base is exactly what the user sees
