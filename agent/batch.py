@@ -1,4 +1,4 @@
-"""`codebox batch`: many tasks, N at a time, each in its own sandbox, resumable."""
+"""`codebox batch`: many tasks, each in its own workspace and sandbox; a patch out of each; resumable."""
 
 from __future__ import annotations
 
@@ -6,23 +6,18 @@ import json
 import re
 import sys
 import threading
-import time
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from pydantic import ValidationError
 
-from agent.containers.sandbox import SandboxConfig
-from agent.events import FanoutSink, JsonlSink
-from agent.loop import CancelToken, Limits
-from agent.model.base import ModelClient, ModelError
+from agent.containers.spec import SandboxConfig
+from agent.engines import Engine, JobLimits, LocalEngine, TaskJob, TaskOutcome
+from agent.events import EventSink, JsonlSink
+from agent.loop import CancelToken
 from agent.protocol import Report, TaskSpec
-from agent.runner import failed_report, run_task
 
-ModelFactory = Callable[[TaskSpec], ModelClient]
 _TASK_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
 
@@ -71,13 +66,13 @@ def load_tasks(path: Path) -> tuple[list[TaskSpec], list[TaskFileError]]:
     return tasks, errors
 
 
-def finished_report(task_dir: Path) -> Report | None:
+def finished_report(task_dir: Path, cancelled_too: bool = False) -> Report | None:
     """A report that ends a task for good (a cancelled run is not: it runs again)."""
     try:
         report = Report.model_validate_json((task_dir / "report.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    return None if report.status == "cancelled" else report
+    return None if report.status == "cancelled" and not cancelled_too else report
 
 
 @dataclass
@@ -121,71 +116,130 @@ class Progress:
         self.stream.flush()
 
 
+def select_tasks(tasks: list[TaskSpec], pattern: str | None) -> list[TaskSpec]:
+    """The tasks whose id matches ``pattern`` anywhere (re.search); all of them for None."""
+    if not pattern:
+        return list(tasks)
+    regex = re.compile(pattern)
+    return [t for t in tasks if regex.search(t.id)]
+
+
 def run_batch(
     tasks: list[TaskSpec],
     out_dir: Path,
-    make_model: ModelFactory,
     *,
+    model: str | None = None,
+    model_options: dict[str, Any] | None = None,
     jobs: int = 2,
+    engine: Engine | None = None,
     sandbox_config: SandboxConfig | None = None,
-    limits: Limits | None = None,
+    limits: JobLimits | None = None,
     cancel: CancelToken | None = None,
     progress_stream: TextIO | None = None,
+    retry_errors: bool = False,
+    keep_workspaces: bool = False,
+    selected: list[TaskSpec] | None = None,
 ) -> list[Report]:
-    """Run the tasks; every task that ran ends with a report on disk, whatever went wrong."""
+    """Run the tasks (or the ``selected`` few of them), each in its own workspace; return the reports.
+
+    Every task that ran ends with report.json, events.jsonl and patch.diff in out/<id>/,
+    whatever went wrong. A finished task is not run again (a cancelled one is; an errored
+    one with ``retry_errors``). Only this driver writes ``out_dir``; the engine (default: a
+    local thread pool of ``jobs``) only hands outcomes back. predictions.jsonl and
+    summary.jsonl cover every task of ``tasks`` that has a report.
+    """
     cancel = cancel or CancelToken()
     out_dir.mkdir(parents=True, exist_ok=True)
-    progress = Progress(total=len(tasks), stream=progress_stream or sys.stderr)
+    chosen = tasks if selected is None else selected
+    progress = Progress(total=len(chosen), stream=progress_stream or sys.stderr)
     reports: dict[str, Report] = {}
-    started: set[str] = set()
-
-    def one(task: TaskSpec) -> None:
-        task_dir = out_dir / task.id
-        previous = finished_report(task_dir)
-        if previous is not None:
+    to_run: list[TaskJob] = []
+    for task in chosen:
+        previous = finished_report(out_dir / task.id)
+        if previous is not None and not (retry_errors and previous.status == "error"):
             reports[task.id] = previous
             progress.update(skipped=True)
-            return
-        if cancel.cancelled:
-            return  # never started: a later run picks it up
+            continue
+        to_run.append(_job(task, model, model_options or {}, sandbox_config, limits, keep_workspaces, out_dir))
+    driver = _Driver(out_dir, reports, progress)
+    if engine is None:
+        engine = LocalEngine(jobs, live_sink=driver.live_sink)
+    engine.run(to_run, driver.on_outcome, cancel, on_start=driver.on_start)
+    write_outputs(out_dir, tasks)
+    return [reports[t.id] for t in chosen if t.id in reports]
+
+
+def _job(
+    task: TaskSpec,
+    model: str | None,
+    model_options: dict[str, Any],
+    sandbox_config: SandboxConfig | None,
+    limits: JobLimits | None,
+    keep: bool,
+    out_dir: Path,
+) -> TaskJob:
+    return TaskJob(task=task, model=task.model or model or "", model_options=model_options,
+                   sandbox=sandbox_config or SandboxConfig(), limits=limits or JobLimits(),
+                   attempt=_attempts(out_dir / task.id) + 1, keep_workspace=keep)
+
+
+def _attempts(task_dir: Path) -> int:
+    try:
+        return int(json.loads((task_dir / "run.json").read_text(encoding="utf-8"))["attempt"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return 0
+
+
+class _Driver:
+    """The only writer of ``--out``: clears a task's folder when it starts, writes its outcome when it ends."""
+
+    def __init__(self, out_dir: Path, reports: dict[str, Report], progress: Progress) -> None:
+        self.out_dir = out_dir
+        self.reports = reports
+        self.progress = progress
+        self.live: set[str] = set()  # tasks whose events.jsonl is written as they happen
+        self._lock = threading.Lock()
+
+    def on_start(self, job: TaskJob) -> None:
+        task_dir = self.out_dir / job.task.id
+        try:
+            task_dir.mkdir(parents=True, exist_ok=True)
+            # A run that starts has no result yet: if it is killed, the next batch runs it again.
+            for name in ("report.json", "events.jsonl", "patch.diff"):
+                (task_dir / name).unlink(missing_ok=True)
+        except OSError:
+            pass  # on_outcome reports the folder's problem
+        self.progress.update(started=1)
+
+    def live_sink(self, job: TaskJob) -> EventSink | None:
+        try:
+            sink = JsonlSink(self.out_dir / job.task.id / "events.jsonl")
+        except OSError:
+            return None  # written from the outcome instead (or reported as unwritable there)
+        with self._lock:
+            self.live.add(job.task.id)
+        return sink
+
+    def on_outcome(self, outcome: TaskOutcome) -> None:
+        report = outcome.report
+        try:
+            self._write(outcome)
+        except OSError as exc:  # the task folder or its files could not be written
+            report = report.model_copy(update={"status": "error", "stop_reason": "internal_error",
+                                               "error": f"its results could not be written: {exc}"})
+            print(f"codebox: task {outcome.task_id}: {report.error}", file=sys.stderr)
+        self.reports[outcome.task_id] = report
+        self.progress.update(finished=report)
+
+    def _write(self, outcome: TaskOutcome) -> None:
+        task_dir = self.out_dir / outcome.task_id
         task_dir.mkdir(parents=True, exist_ok=True)
-        (task_dir / "events.jsonl").unlink(missing_ok=True)
-        sink = FanoutSink(JsonlSink(task_dir / "events.jsonl"))
-        started.add(task.id)
-        progress.update(started=1)
-        try:
-            try:
-                model = make_model(task)
-            except ModelError as exc:
-                report = failed_report(task, task.model or "?", "model_error", str(exc), sink)
-            else:
-                report = run_task(task, model, sink, sandbox_config=sandbox_config, cancel=cancel, limits=limits)
-        except Exception as exc:  # one task's crash never stops the others
-            report = failed_report(task, task.model or "?", "internal_error", f"{type(exc).__name__}: {exc}", sink)
-        finally:
-            sink.close()
-        _write_atomic(task_dir / "report.json", report.model_dump_json(indent=2))
-        reports[task.id] = report
-        progress.update(finished=report)
-
-    def guarded(task: TaskSpec) -> None:
-        try:
-            one(task)
-        except Exception as exc:  # the task folder or its files could not be written
-            report = failed_report(task, task.model or "?", "internal_error", f"{type(exc).__name__}: {exc}",
-                                   FanoutSink())
-            reports[task.id] = report
-            print(f"codebox: task {task.id}: {report.error}", file=sys.stderr)
-            progress.update(finished=report, started=0 if task.id in started else 1)
-
-    with ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="codebox-task") as pool:
-        futures = [pool.submit(guarded, task) for task in tasks]
-        for future in futures:
-            while not future.done():
-                time.sleep(0.05)  # keeps the main thread free for signal handlers
-    ordered = [reports[t.id] for t in tasks if t.id in reports]
-    write_summary(out_dir, ordered)
-    return ordered
+        if outcome.task_id not in self.live:
+            _write_atomic(task_dir / "events.jsonl", "".join(line + "\n" for line in outcome.events))
+        _write_atomic(task_dir / "patch.diff", outcome.patch)
+        run = {"attempt": outcome.attempt, "node": outcome.node, "workspace": outcome.workspace}
+        _write_atomic(task_dir / "run.json", json.dumps(run, indent=2))
+        _write_atomic(task_dir / "report.json", outcome.report.model_dump_json(indent=2))  # last: the task is done
 
 
 def _write_atomic(path: Path, text: str) -> None:
@@ -203,6 +257,9 @@ def summary_rows(reports: list[Report]) -> list[dict[str, object]]:
             "steps": r.steps,
             "tool_calls": len(r.tool_calls),
             "files_changed": len(r.files_changed),
+            "lines_added": r.patch.added if r.patch else 0,
+            "lines_removed": r.patch.removed if r.patch else 0,
+            "base_commit": r.base_commit,
             "last_test": r.last_test.outcome if r.last_test else None,
             "duration_s": r.duration_s,
             "error": r.error,
@@ -214,6 +271,28 @@ def summary_rows(reports: list[Report]) -> list[dict[str, object]]:
 def write_summary(out_dir: Path, reports: list[Report]) -> None:
     rows = summary_rows(reports)
     _write_atomic(out_dir / "summary.jsonl", "".join(json.dumps(row) + "\n" for row in rows))
+
+
+def write_outputs(out_dir: Path, tasks: list[TaskSpec]) -> None:
+    """summary.jsonl for every task with a report, predictions.jsonl for every one that did not
+    end in error (SWE-bench's keys; the patch may be empty)."""
+    reports: list[Report] = []
+    predictions: list[str] = []
+    for task in tasks:
+        task_dir = out_dir / task.id
+        report = finished_report(task_dir, cancelled_too=True)
+        if report is None:
+            continue
+        reports.append(report)
+        if report.status in ("completed", "stopped"):
+            try:
+                patch = (task_dir / "patch.diff").read_text(encoding="utf-8", errors="surrogateescape")
+            except OSError:
+                patch = ""
+            line = {"instance_id": task.prediction_id, "model_name_or_path": report.model, "model_patch": patch}
+            predictions.append(json.dumps(line) + "\n")
+    write_summary(out_dir, reports)
+    _write_atomic(out_dir / "predictions.jsonl", "".join(predictions))
 
 
 def render_table(reports: list[Report]) -> str:

@@ -1,17 +1,18 @@
-"""The `codebox` command: run, batch, demo, image, gc, view."""
+"""The `codebox` command: run, batch, eval, demo, image, gc, view."""
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import shlex
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any, TextIO
 
 from agent.events import ConsoleSink, EventSink, FanoutSink, JsonlSink
 from agent.loop import CancelToken, Limits
-from agent.model.base import ModelClient, ModelError
 from agent.policy import Answer
 from agent.protocol import Report, TaskSpec
 from agent.signals import cancel_on_signals
@@ -71,16 +72,6 @@ def _model_spec(args: argparse.Namespace, task: TaskSpec | None = None) -> str |
     return (task.model if task and task.model else None) or args.model or os.environ.get("CODEBOX_MODEL")
 
 
-def _make_model(args: argparse.Namespace, task: TaskSpec) -> ModelClient:
-    """A batch task's model (a ModelError when none is given or it cannot be built)."""
-    from agent.model.factory import build_model
-
-    spec = _model_spec(args, task)
-    if not spec:
-        raise ModelError("no model given: pass --model NAME (or scripted:FILE), or set CODEBOX_MODEL")
-    return build_model(spec, **_openai_options(args))
-
-
 def _sandbox_config(args: argparse.Namespace) -> Any:
     from agent.containers.sandbox import SandboxConfig
 
@@ -100,8 +91,9 @@ def _exit_code(report: Report) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from agent.runner import run_spec
+    from agent.runner import run_task_isolated
 
+    patch_text = ""
     try:
         task = TaskSpec(
             repo=str(Path(args.repo).expanduser().resolve()),
@@ -142,20 +134,24 @@ def cmd_run(args: argparse.Namespace) -> int:
     cancel = CancelToken()
     try:
         with cancel_on_signals(cancel):
-            report = run_spec(
-                task,
-                _model_spec(args, task),
-                _openai_options(args),
-                sink,
+            options: dict[str, Any] = dict(
                 sandbox_config=sandbox_config,
                 cancel=cancel,
                 limits=Limits(max_steps=args.max_steps, timeout_s=args.timeout),
                 ask=terminal_ask if task.policy == "ask" else None,
                 prepared_env=prepared,
             )
+            spec, model_options = _model_spec(args, task), _openai_options(args)
+            if args.isolated:
+                report, patch_text, _ = run_task_isolated(task, spec, model_options, sink, **options)
+            else:
+                report = _run_in_place(task, spec, model_options, sink, options)
     finally:
         sink.close()
     _finish_report(report, args.report, console_stream)
+    if args.isolated and report.patch is not None:
+        _write_patch(patch_text, args.patch or str(Path(tempfile.gettempdir()) / f"codebox-{task.id}.diff"),
+                     task.repo, console_stream)
     return _exit_code(report)
 
 
@@ -181,6 +177,31 @@ def _prepare_env(task: TaskSpec, base_image: str) -> Any:
 def _env_progress(line: str) -> None:
     print(f"codebox: env: {line}", file=sys.stderr, flush=True)
 
+def _run_in_place(
+    task: TaskSpec, spec: str | None, model_options: dict[str, Any], sink: EventSink, options: dict[str, Any]
+) -> Report:
+    """The run edits the user's tree; a second writing run on the same tree is refused, not raced."""
+    from agent.runner import failed_report, run_spec
+    from agent.workspace import WorkspaceError, repo_write_lock
+
+    if task.policy == "read-only":
+        return run_spec(task, spec, model_options, sink, **options)
+    try:
+        with repo_write_lock(Path(task.repo)):
+            return run_spec(task, spec, model_options, sink, **options)
+    except WorkspaceError as exc:
+        return failed_report(task, spec or "?", "invalid_task", str(exc), sink)
+
+
+def _write_patch(patch: str, path: str, repo: str, stream: TextIO) -> None:
+    try:
+        Path(path).write_text(patch, encoding="utf-8", errors="surrogateescape")
+    except OSError as exc:
+        stream.write(f"codebox: cannot write the patch to {path}: {exc}\n")
+        return
+    stream.write(f"patch: {path} (apply it with: git -C {shlex.quote(repo)} apply {shlex.quote(path)})\n")
+    stream.flush()
+
 
 def _usage_error(message: str) -> int:
     print(f"codebox: {message}", file=sys.stderr)
@@ -198,7 +219,8 @@ def _finish_report(report: Report, path: str | None, stream: TextIO) -> None:
 
 
 def cmd_batch(args: argparse.Namespace) -> int:
-    from agent.batch import load_tasks, render_table, run_batch
+    from agent.batch import load_tasks, render_table, run_batch, select_tasks
+    from agent.engines import JobLimits
 
     tasks, errors = load_tasks(Path(args.tasks))
     if errors:
@@ -209,33 +231,72 @@ def cmd_batch(args: argparse.Namespace) -> int:
     if not tasks:
         print(f"codebox: {args.tasks} has no tasks", file=sys.stderr)
         return EXIT_USAGE
-    try:
-        sandbox_config = _sandbox_config(args)
-    except ValueError as exc:
-        return _usage_error(f"bad arguments: {exc}")
     if args.env:  # the flag, when given, sets every task's environment
         tasks = [task.model_copy(update={"env": args.env}) for task in tasks]
+    try:
+        selected = select_tasks(tasks, args.filter)
+        sandbox_config = _sandbox_config(args)
+        # Each task's own max_steps / timeout_s apply; the flags, when given, cap them all.
+        limits = JobLimits(max_steps=args.max_steps, timeout_s=args.timeout)
+    except re.error as exc:
+        return _usage_error(f"bad --filter: {exc}")
+    except ValueError as exc:
+        return _usage_error(f"bad arguments: {exc}")
+    if not selected:
+        return _usage_error(f"--filter {args.filter!r} matches no task id in {args.tasks}")
     out = Path(args.out)
     cancel = CancelToken()
     with cancel_on_signals(cancel):
         reports = run_batch(
             tasks,
             out,
-            lambda task: _make_model(args, task),
+            model=args.model or os.environ.get("CODEBOX_MODEL"),
+            model_options=_openai_options(args),
             jobs=args.jobs,
             sandbox_config=sandbox_config,
-            # Each task's own max_steps / timeout_s apply; the flags, when given, cap them all.
-            limits=Limits(
-                max_steps=args.max_steps if args.max_steps is not None else 10**9,
-                timeout_s=args.timeout if args.timeout is not None else float("inf"),
-            ),
+            limits=limits,
             cancel=cancel,
+            retry_errors=args.retry_errors,
+            keep_workspaces=args.keep_workspaces,
+            selected=selected,
         )
     print(render_table(reports))
-    print(f"\nsummary: {out / 'summary.jsonl'} · per task: {out}/<id>/report.json, events.jsonl")
+    print(f"\nsummary: {out / 'summary.jsonl'} · predictions: {out / 'predictions.jsonl'}"
+          f" · per task: {out}/<id>/report.json, events.jsonl, patch.diff")
     if cancel.cancelled:
         return EXIT_CANCELLED
-    return EXIT_OK if all(r.status == "completed" for r in reports) and len(reports) == len(tasks) else EXIT_STOPPED
+    return EXIT_OK if all(r.status == "completed" for r in reports) and len(reports) == len(selected) else EXIT_STOPPED
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from agent.batch import load_tasks
+    from agent.eval import load_predictions, match, render_table, run_eval
+
+    tasks, task_errors = load_tasks(Path(args.tasks))
+    predictions, prediction_errors = load_predictions(Path(args.predictions))
+    if task_errors or prediction_errors:
+        print("codebox: bad input; nothing was evaluated:", file=sys.stderr)
+        for error in [*(f"{args.tasks} {e}" for e in task_errors), *map(str, prediction_errors)]:
+            print(f"  {error}", file=sys.stderr)
+        return EXIT_USAGE
+    pairs, orphans, unpredicted = match(tasks, predictions)
+    for pid in orphans:
+        print(f"codebox: prediction {pid!r} matches no task in {args.tasks}: skipped", file=sys.stderr)
+    if not pairs:
+        return _usage_error(f"no prediction in {args.predictions} matches a task in {args.tasks}")
+    if unpredicted:
+        print(f"codebox: {len(unpredicted)} task(s) have no prediction and are not evaluated", file=sys.stderr)
+    try:
+        config = _sandbox_config(args)
+    except ValueError as exc:
+        return _usage_error(f"bad arguments: {exc}")
+    cancel = CancelToken()
+    with cancel_on_signals(cancel):
+        results = run_eval(pairs, Path(args.out), jobs=args.jobs, config=config, timeout_s=args.timeout,
+                           cancel=cancel)
+    print(render_table(results))
+    print(f"\nresults: {Path(args.out) / 'results.json'} · per instance: {args.out}/<id>/eval.json")
+    return EXIT_CANCELLED if cancel.cancelled else EXIT_OK
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -466,6 +527,11 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="run the tests in a throwaway copy of the repo inside the sandbox (for suites that write files)",
     )
+    run.add_argument("--isolated", action="store_true",
+                     help="work on a private copy (HEAD plus uncommitted changes); the repo is left as it is "
+                     "and the changes come out as a patch")
+    run.add_argument("--patch", metavar="FILE", help="with --isolated: write the patch here "
+                     "(default: codebox-<id>.diff in the temporary folder)")
     run.add_argument("--events", help="write every event to this JSONL file")
     run.add_argument("--report", help="write the report to this JSON file")
     run.add_argument("--json", action="store_true", help="events as JSON lines on stdout (progress goes to stderr)")
@@ -478,11 +544,23 @@ def build_parser() -> argparse.ArgumentParser:
     batch = sub.add_parser("batch", help="run a JSONL file of tasks, N at a time")
     batch.add_argument("tasks", help="JSONL: one task a line (id, repo, goal, policy, test_cmd, ...)")
     batch.add_argument("--jobs", type=int, default=2, help="tasks at once")
-    batch.add_argument("--out", default="codebox-out", help="folder for reports, event logs and the summary")
+    batch.add_argument("--out", default="codebox-out", help="folder for reports, event logs, patches and the summary")
+    batch.add_argument("--filter", metavar="REGEX", help="run only the tasks whose id matches (re.search)")
+    batch.add_argument("--retry-errors", action="store_true", help="run again the tasks that ended in error")
+    batch.add_argument("--keep-workspaces", action="store_true", help="leave each task's working copy on disk")
     _add_limits(batch, None, None, " (caps every task's own value; default: the task's)")
     _add_model_options(batch)
     _add_sandbox_options(batch)
     batch.set_defaults(func=cmd_batch)
+
+    ev = sub.add_parser("eval", help="SWE-bench-style evaluation: apply each prediction, run the named tests offline")
+    ev.add_argument("--tasks", required=True, help="JSONL task file (SWE-bench lines: base_commit, FAIL_TO_PASS, ...)")
+    ev.add_argument("--predictions", required=True, help="JSONL: instance_id, model_name_or_path, model_patch")
+    ev.add_argument("--out", required=True, help="folder for <id>/eval.json and results.json")
+    ev.add_argument("--jobs", type=int, default=2, help="instances at once")
+    ev.add_argument("--timeout", type=float, default=1800.0, help="seconds for one instance's test run")
+    _add_sandbox_options(ev)
+    ev.set_defaults(func=cmd_eval)
 
     demo = sub.add_parser("demo", help="the whole pipeline on a bundled buggy repo, with a scripted model")
     demo.add_argument("--keep", action="store_true", help="keep the demo's temporary repository")

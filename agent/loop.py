@@ -235,11 +235,15 @@ class _Run:
             self.usage = output.usage if self.usage is None else self.usage + output.usage
         return output
 
-    def _interruptible(self, fn: Callable[[], T], on_interrupt: Callable[[], None] | None) -> T:
+    def _interruptible(
+        self, fn: Callable[[], T], on_interrupt: Callable[[], None] | None, let_finish: bool = False
+    ) -> T:
         """Run fn in a worker thread; return its result, or stop on cancel/timeout.
 
         On a stop, on_interrupt runs (for a tool call: the sandbox is closed, which kills
         the container and so the running command), then the worker gets a grace period.
+        With let_finish (a write), fn first gets the grace period to end by itself: a patch
+        that lands is returned and reported as landed, and the next stop check ends the run.
         """
         box: dict[str, Any] = {}
         done = threading.Event()
@@ -256,6 +260,8 @@ class _Run:
         thread.start()
         while not done.wait(0.05):
             if self.cancel.cancelled or time.monotonic() >= self.deadline:
+                if let_finish and done.wait(self.limits.interrupt_grace_s) and "value" in box:
+                    return box["value"]
                 if on_interrupt is not None:
                     on_interrupt()  # kills what runs; give the worker a moment to return
                     done.wait(self.limits.interrupt_grace_s)
@@ -298,7 +304,9 @@ class _Run:
         started = time.monotonic()
         try:
             result = self._interruptible(
-                lambda: self._execute(prepared), on_interrupt=self.agent.ctx.sandbox.close
+                lambda: self._execute(prepared),
+                on_interrupt=self.agent.ctx.sandbox.close,
+                let_finish=prepared.handler.writes,
             )
         except _Stop as stop:
             content = f"The call was interrupted: the run stopped ({stop.reason})."

@@ -5,11 +5,12 @@ All of them are pydantic v2 models, so they serialize to JSON and back losslessl
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
 
 def new_id(prefix: str) -> str:
@@ -152,6 +153,47 @@ class TaskSpec(BaseModel):
     max_steps: int = Field(default=30, ge=1)
     timeout_s: float = Field(default=900.0, gt=0)
     model: str | None = None
+    # The commit the task starts from (batch and eval run in a workspace made at it); default:
+    # the repo's HEAD plus its uncommitted changes, so the task sees what the user sees.
+    base_commit: str | None = None
+    # SWE-bench's keys, accepted as the data sets ship them: instance_id is the id and
+    # problem_statement the goal when those are not given; the test lists drive `codebox eval`.
+    instance_id: str | None = None
+    problem_statement: str | None = None
+    FAIL_TO_PASS: list[str] = Field(default_factory=list)
+    PASS_TO_PASS: list[str] = Field(default_factory=list)
+    test_patch: str | None = None
+    patch: str | None = None  # the gold patch (not shown to the agent)
+    hints_text: str | None = None
+    created_at: str | None = None
+    version: str | None = None
+    environment_setup_commit: str | None = None
+    difficulty: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _swe_bench_shape(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        if "id" not in data and isinstance(data.get("instance_id"), str):
+            data["id"] = data["instance_id"]
+        if "goal" not in data and isinstance(data.get("problem_statement"), str):
+            data["goal"] = data["problem_statement"]
+        for key in ("FAIL_TO_PASS", "PASS_TO_PASS"):
+            if isinstance(data.get(key), str):  # the data sets ship them JSON-encoded
+                try:
+                    data[key] = json.loads(data[key])
+                except ValueError:
+                    raise ValueError(f"{key} is a string that is not a JSON list") from None
+        if isinstance(data.get("version"), int | float):
+            data["version"] = str(data["version"])
+        return data
+
+    @property
+    def prediction_id(self) -> str:
+        """The id a predictions file uses for this task (SWE-bench's instance_id when given)."""
+        return self.instance_id or self.id
 
 
 StopReason = Literal[
@@ -212,6 +254,13 @@ class EnvInfo(BaseModel):
     notes: list[str] = Field(default_factory=list)
     duration_s: float = 0.0
 
+class PatchSummary(BaseModel):
+    """What a task's patch touches: its files and its line counts (binary files count no lines)."""
+
+    files: list[str] = Field(default_factory=list)
+    added: int = 0
+    removed: int = 0
+
 
 class Report(BaseModel):
     """What a run did. The key names are stable: scripts read them."""
@@ -232,6 +281,11 @@ class Report(BaseModel):
     env: EnvInfo | None = None
     started_at: float
     duration_s: float
+    # Set when the task ran in a workspace (batch, run --isolated): the source commit it started
+    # from, whether the user's uncommitted changes were part of the start, and what the patch touches.
+    base_commit: str | None = None
+    base_dirty: bool = False
+    patch: PatchSummary | None = None
 
     def render(self) -> str:
         """A readable summary for the console."""

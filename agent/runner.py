@@ -20,6 +20,7 @@ from agent.model.factory import build_model
 from agent.policy import ApproveOncePolicy, AskFn, Policy, ReadOnlyPolicy, WorkspaceWritePolicy
 from agent.protocol import STATUS_FOR_REASON, AgentEvent, EnvInfo, Report, StopReason, TaskSpec
 from agent.tools import ToolContext, ToolRegistry
+from agent.workspace import WorkspaceError, create_workspace, with_patch
 
 
 def build_policy(task: TaskSpec, ask: AskFn | None = None) -> Policy:
@@ -141,6 +142,35 @@ def _with_env(report: Report, env: EnvInfo | None) -> Report:
     if env is not None:
         report.env = env
     return report
+
+def run_task_isolated(
+    task: TaskSpec,
+    model_spec: str | None,
+    model_options: dict[str, Any],
+    sink: EventSink,
+    *,
+    source: Path | None = None,
+    keep_workspace: bool = False,
+    workspace_root: Path | None = None,
+    **options: Any,
+) -> tuple[Report, str, Path | None]:
+    """run_spec on a private working copy of ``source`` (default task.repo) at task.base_commit.
+
+    Returns the report (with base commit and patch summary), the patch, and the workspace's
+    path when it is kept. The user's repository is never written.
+    """
+    try:
+        workspace = create_workspace(source or Path(task.repo), task.base_commit, workspace_root)
+    except (WorkspaceError, OSError) as exc:
+        return failed_report(task, model_spec or "?", "invalid_task", f"no workspace: {exc}", sink), "", None
+    try:
+        local = task.model_copy(update={"repo": str(workspace.path)})
+        report = run_spec(local, model_spec, model_options, sink, **options)
+        report, patch = with_patch(report, workspace, task.repo)
+    finally:
+        if not keep_workspace:
+            workspace.remove()
+    return report, patch, workspace.path if keep_workspace else None
 
 
 class _EarlyStart:

@@ -27,12 +27,11 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-import agent.batch  # noqa: E402
+import agent.runner  # noqa: E402
 from agent.batch import run_batch  # noqa: E402
-from agent.containers.image import ensure_sandbox_image  # noqa: E402
-from agent.containers.sandbox import SandboxConfig  # noqa: E402
-from agent.model.scripted import ScriptedModel  # noqa: E402
 from agent.protocol import Report, TaskSpec  # noqa: E402
+from agent.containers.sandbox import SandboxConfig  # noqa: E402
+from agent.containers.image import ensure_sandbox_image  # noqa: E402
 
 DEMO = ROOT / "agent" / "demo"
 CGROUP = Path("/sys/fs/cgroup/memory/docker")
@@ -94,7 +93,7 @@ def median(values: list[float]) -> float:
 
 def timed_run_task(durations: dict[str, float]) -> Callable[..., Report]:
     """run_task, timed whole: sandbox start, the loop, the tools, sandbox removal."""
-    original = agent.batch.run_task
+    original = agent.runner.run_task
 
     def run(task: TaskSpec, *args: Any, **kwargs: Any) -> Report:
         started = time.monotonic()
@@ -109,8 +108,8 @@ def timed_run_task(durations: dict[str, float]) -> Callable[..., Report]:
 def run_one(jobs: int, count: int, image: str) -> dict[str, float]:
     workdir = Path(tempfile.mkdtemp(prefix=f"codebox-bench-j{jobs}-"))
     durations: dict[str, float] = {}
-    original = agent.batch.run_task
-    agent.batch.run_task = timed_run_task(durations)  # type: ignore[assignment]
+    original = agent.runner.run_task
+    agent.runner.run_task = timed_run_task(durations)  # type: ignore[assignment]
     try:
         tasks = make_tasks(workdir, count)
         with MemorySampler() as sampler:
@@ -118,7 +117,7 @@ def run_one(jobs: int, count: int, image: str) -> dict[str, float]:
             reports = run_batch(
                 tasks,
                 workdir / "out",
-                lambda t: ScriptedModel.from_file(DEMO / "script.json"),
+                model=f"scripted:{DEMO / 'script.json'}",
                 jobs=jobs,
                 sandbox_config=SandboxConfig(image=image),
                 progress_stream=io.StringIO(),
@@ -144,7 +143,7 @@ def run_one(jobs: int, count: int, image: str) -> dict[str, float]:
             "max_running": sampler.max_running,
         }
     finally:
-        agent.batch.run_task = original  # type: ignore[assignment]
+        agent.runner.run_task = original  # type: ignore[assignment]
         shutil.rmtree(workdir, ignore_errors=True)
 
 

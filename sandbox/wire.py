@@ -71,7 +71,7 @@ EXIT_SIGNAL = 4
 # apply_patch {patch} | {input}
 #                              -> data: summary (list of "A/M/D path", "R old -> new"),
 #                                  changed_paths, diff, diff_truncated
-# run_test {argv | shell (only with --allow-shell), timeout_s?, env?, copy_repo?, cwd?}
+# run_test {argv | shell (only with --allow-shell), timeout_s?, env?, copy_repo?, cwd?, report_file?}
 #                              -> data: command, exit_code? (null when killed by a signal),
 #                                  signal? ("SIGKILL"...), duration_s, timed_out,
 #                                  stdout_bytes, stderr_bytes, bytes_cut,

@@ -1,4 +1,4 @@
-"""run_test {argv | shell, timeout_s?, env?, copy_repo?, cwd?}
+"""run_test {argv | shell, timeout_s?, env?, copy_repo?, cwd?, report_file?}
 
 Runs a command with NO shell (``argv``; ``shell`` only when the server runs
 with --allow-shell), in its own session and process group, stdin /dev/null,
@@ -17,6 +17,10 @@ timeout or not, leftovers are found in /proc and SIGKILLed, then reaped:
 - ``--reap-all`` (in a container that the server owns): every process except
   the server, its ancestors and processes of other uids. Honoured only when no
   kernel thread is visible in /proc (i.e. not in the host's pid namespace).
+
+``report_file`` (a path under /tmp) is a file the command writes, e.g. pytest's
+``--junitxml``: after the run its text comes back in data["report_file_text"]
+(at most REPORT_FILE_LIMIT bytes; else data["report_file_error"] says why not).
 
 Outcomes: ok (exit 0), failed (non-zero exit or a signal), timeout, oom (the
 cgroup's oom_kill counter rose during the run: "confirmed"; or the command died
@@ -60,6 +64,7 @@ DRAIN_S = 0.5
 KILL_ROUNDS_S = 5.0
 MAX_KILLED_REPORTED = 50
 CHUNK = 65536
+REPORT_FILE_LIMIT = 2 * 1024 * 1024
 
 # The directory that holds the `sandbox` package: removed from the child's PYTHONPATH.
 PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -440,7 +445,7 @@ def _signal_name(sig: int) -> str:
 
 def run_test(ctx: Context, args: Mapping[str, Any], timeout_s: Optional[float]) -> ToolResult:
     tool = "run_test"
-    check_names(tool, args, {"argv", "shell", "timeout_s", "env", "copy_repo", "cwd"})
+    check_names(tool, args, {"argv", "shell", "timeout_s", "env", "copy_repo", "cwd", "report_file"})
     argv = opt_str_list(tool, args, "argv")
     shell = opt_str(tool, args, "shell")
     if argv is not None and shell is not None:
@@ -474,6 +479,7 @@ def run_test(ctx: Context, args: Mapping[str, Any], timeout_s: Optional[float]) 
         if not k or "=" in k or "\x00" in k or "\x00" in v:
             raise ToolError(f"run_test: bad environment variable {k!r}")
     copy_repo = bool(opt_bool(tool, args, "copy_repo"))
+    report_file = _report_path(opt_str(tool, args, "report_file"))
     cwd = resolve(ctx.root, opt_str(tool, args, "cwd") or ".")
     if not os.path.isdir(cwd.abs):
         raise ToolError(f"run_test: cwd {display(cwd.rel)!r} is not a directory")
@@ -490,10 +496,37 @@ def run_test(ctx: Context, args: Mapping[str, Any], timeout_s: Optional[float]) 
             data["copy_s"] = round(time.monotonic() - start, 3)
             if errors:
                 data["copy_errors"] = errors
-        return _run(ctx, argv, command, workdir, env, start, start + limit, limit, data)
+        result = _run(ctx, argv, command, workdir, env, start, start + limit, limit, data)
+        if report_file is not None:
+            _read_report_file(report_file, data)
+        return result
     finally:
         if tmp is not None:
             _remove_tree(tmp)
+
+
+def _report_path(path: Optional[str]) -> Optional[str]:
+    if path is None:
+        return None
+    norm = os.path.normpath(path)
+    if not norm.startswith("/tmp/") or "\x00" in norm:
+        raise ToolError(f"run_test: report_file must be a path under /tmp, got {path!r}")
+    return norm
+
+
+def _read_report_file(path: str, data: dict[str, Any]) -> None:
+    """The file's text into data (never following a symlink, never more than the limit)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError as e:
+        data["report_file_error"] = f"{path}: {e.strerror or e}"
+        return
+    with os.fdopen(fd, "rb") as f:
+        raw = f.read(REPORT_FILE_LIMIT + 1)
+    if len(raw) > REPORT_FILE_LIMIT:
+        data["report_file_error"] = f"{path} is larger than {REPORT_FILE_LIMIT} bytes"
+        return
+    data["report_file_text"] = raw.decode("utf-8", "replace")
 
 
 def _run(

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 import agent.batch as batch
+import agent.runner as runner
 from agent.cli import main
 from agent.loop import CancelToken
-from agent.model.scripted import ScriptedModel
 from agent.protocol import Report, TaskSpec
 
 
@@ -55,8 +55,23 @@ def fake_report(task: TaskSpec, status: str = "completed", reason: str = "final_
                   stop_reason=reason, started_at=0.0, duration_s=0.1)  # type: ignore[arg-type]
 
 
+@pytest.fixture
+def script(tmp_path: Path) -> str:
+    path = tmp_path / "script.json"
+    path.write_text(json.dumps({"turns": [{"message": "done"}]}))
+    return f"scripted:{path}"
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    path = tmp_path / "repo"
+    path.mkdir()
+    (path / "a.txt").write_text("a\n")
+    return path
+
+
 def test_one_crash_never_stops_the_others_and_resume_skips_finished(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, repo: Path, script: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     calls: list[str] = []
     lock = threading.Lock()
@@ -68,37 +83,91 @@ def test_one_crash_never_stops_the_others_and_resume_skips_finished(
             raise RuntimeError("kaboom")
         if task.id == "cancel":
             return fake_report(task, "cancelled", "cancelled")
+        (Path(task.repo) / f"{task.id}.out").write_text(task.id + "\n")  # the run's edit, in its workspace
         return fake_report(task)
 
-    monkeypatch.setattr(batch, "run_task", fake_run_task)
-    tasks = [TaskSpec(id=i, repo=str(tmp_path), goal="g") for i in ("a", "crash", "b", "cancel", "c")]
+    monkeypatch.setattr(runner, "run_task", fake_run_task)
+    tasks = [TaskSpec(id=i, repo=str(repo), goal="g") for i in ("a", "crash", "b", "cancel", "c")]
     out = tmp_path / "out"
     progress = io.StringIO()
-    reports = batch.run_batch(tasks, out, lambda t: ScriptedModel([]), jobs=3, progress_stream=progress)
+    reports = batch.run_batch(tasks, out, model=script, jobs=3, progress_stream=progress)
     assert sorted(calls) == ["a", "b", "c", "cancel", "crash"]
     by_id = {r.task_id: r for r in reports}
     assert by_id["crash"].status == "error" and "kaboom" in (by_id["crash"].error or "")
-    assert by_id["a"].status == "completed"
+    assert by_id["a"].status == "completed" and by_id["a"].files_changed == ["a.out"]
+    assert by_id["a"].patch is not None and by_id["a"].patch.files == ["a.out"]
     for task in tasks:
-        assert (out / task.id / "report.json").exists()
+        assert (out / task.id / "report.json").exists() and (out / task.id / "patch.diff").exists()
+    assert "+b" in (out / "b" / "patch.diff").read_text() and "a.out" not in (out / "b" / "patch.diff").read_text()
+    assert sorted(p.name for p in repo.iterdir()) == ["a.txt"]  # the user's folder is left as it was
     rows = [json.loads(line) for line in (out / "summary.jsonl").read_text().splitlines()]
     assert [r["task_id"] for r in rows] == ["a", "crash", "b", "cancel", "c"]
+    predictions = [json.loads(line) for line in (out / "predictions.jsonl").read_text().splitlines()]
+    assert [p["instance_id"] for p in predictions] == ["a", "b", "c"]  # errors and cancels are not predictions
+    assert set(predictions[0]) == {"instance_id", "model_name_or_path", "model_patch"}
     assert "5/5 done" in progress.getvalue() and "failed" in progress.getvalue()
     assert "crash" in batch.render_table(reports)
 
     calls.clear()
-    batch.run_batch(tasks, out, lambda t: ScriptedModel([]), jobs=2, progress_stream=io.StringIO())
+    batch.run_batch(tasks, out, model=script, jobs=2, progress_stream=io.StringIO())
     assert calls == ["cancel"]  # finished reports are kept (errors too); a cancelled task runs again
+    assert json.loads((out / "cancel" / "run.json").read_text())["attempt"] == 2
+
+    calls.clear()
+    batch.run_batch(tasks, out, model=script, retry_errors=True, progress_stream=io.StringIO())
+    assert sorted(calls) == ["cancel", "crash"]
+
+    calls.clear()
+    chosen = batch.select_tasks(tasks, "^[ab]$")
+    batch.run_batch(tasks, out / "filtered", model=script, selected=chosen, progress_stream=io.StringIO())
+    assert sorted(calls) == ["a", "b"]
 
 
-def test_cancelled_batch_starts_nothing_new(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(batch, "run_task", lambda task, *a, **k: fake_report(task))
+def test_cancelled_batch_starts_nothing_new(
+    tmp_path: Path, repo: Path, script: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(runner, "run_task", lambda task, *a, **k: fake_report(task))
     cancel = CancelToken()
     cancel.cancel()
-    tasks = [TaskSpec(id=f"t{i}", repo=str(tmp_path), goal="g") for i in range(3)]
-    reports = batch.run_batch(tasks, tmp_path / "out", lambda t: ScriptedModel([]), cancel=cancel,
-                              progress_stream=io.StringIO())
+    tasks = [TaskSpec(id=f"t{i}", repo=str(repo), goal="g") for i in range(3)]
+    reports = batch.run_batch(tasks, tmp_path / "out", model=script, cancel=cancel, progress_stream=io.StringIO())
     assert reports == [] and not (tmp_path / "out" / "t0").exists()
+
+
+def test_no_model_anywhere_is_a_report_per_task(tmp_path: Path, repo: Path) -> None:
+    tasks = [TaskSpec(id="t", repo=str(repo), goal="g")]
+    [report] = batch.run_batch(tasks, tmp_path / "out", model=None, progress_stream=io.StringIO())
+    assert report.stop_reason == "model_error" and "--model" in (report.error or "")
+
+
+def test_a_bad_base_commit_is_that_task_s_error_only(
+    tmp_path: Path, repo: Path, script: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(runner, "run_task", lambda task, *a, **k: fake_report(task))
+    tasks = [TaskSpec(id="bad", repo=str(repo), goal="g", base_commit="abc"),
+             TaskSpec(id="good", repo=str(repo), goal="g")]
+    reports = batch.run_batch(tasks, tmp_path / "out", model=script, progress_stream=io.StringIO())
+    by_id = {r.task_id: r for r in reports}
+    assert by_id["bad"].status == "error" and "not a git repository" in (by_id["bad"].error or "")
+    assert by_id["good"].status == "completed"
+
+
+def test_swe_bench_lines_are_accepted_as_they_ship(tmp_path: Path) -> None:
+    line = {
+        "instance_id": "org__proj-12", "repo": str(tmp_path), "base_commit": "abc123",
+        "problem_statement": "It breaks.", "FAIL_TO_PASS": json.dumps(["t.py::test_a"]),
+        "PASS_TO_PASS": "[]", "test_patch": "diff --git a/t.py b/t.py\n", "patch": "diff ...",
+        "hints_text": "", "created_at": "2023-01-01T00:00:00Z", "version": 3.0, "environment_setup_commit": "def",
+    }
+    path = write_tasks(tmp_path / "swe.jsonl", [line, {**line, "instance_id": "x", "FAIL_TO_PASS": "[oops"},
+                                                {**line, "instance_id": "y", "colour": "red"}])
+    tasks, errors = batch.load_tasks(path)
+    [task] = tasks
+    assert (task.id, task.goal) == ("org__proj-12", "It breaks.")
+    assert (task.FAIL_TO_PASS, task.PASS_TO_PASS) == (["t.py::test_a"], [])
+    assert task.prediction_id == "org__proj-12" and task.base_commit == "abc123" and task.version == "3.0"
+    assert {e.line for e in errors} == {2, 3}
+    assert "not a JSON list" in errors[0].message and "colour" in errors[1].message
 
 
 def test_cli_batch_refuses_a_bad_task_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -134,15 +203,15 @@ def test_cli_ask_policy_needs_a_terminal(tmp_path: Path, monkeypatch: pytest.Mon
 
 
 def test_a_task_whose_folder_cannot_be_written_still_gets_a_report(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, repo: Path, script: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(batch, "run_task", lambda task, *a, **k: fake_report(task))
+    monkeypatch.setattr(runner, "run_task", lambda task, *a, **k: fake_report(task))
     out = tmp_path / "out"
     out.mkdir()
     (out / "blocked").write_text("a file where the task folder should be")
-    tasks = [TaskSpec(id=i, repo=str(tmp_path), goal="g") for i in ("ok", "blocked")]
+    tasks = [TaskSpec(id=i, repo=str(repo), goal="g") for i in ("ok", "blocked")]
     progress = io.StringIO()
-    reports = batch.run_batch(tasks, out, lambda t: ScriptedModel([]), progress_stream=progress)
+    reports = batch.run_batch(tasks, out, model=script, progress_stream=progress)
     by_id = {r.task_id: r for r in reports}
     assert by_id["ok"].status == "completed" and by_id["blocked"].status == "error"
     assert "2/2 done · 1 failed · 0 running" in progress.getvalue()
@@ -165,3 +234,16 @@ def test_cli_run_usage_errors_are_clear(tmp_path: Path, capsys: pytest.CaptureFi
     assert "pids_limit" in capsys.readouterr().err
     assert main([*base, "--events", "/proc/nope/e.jsonl", "g"]) == 2
     assert "cannot write the events file" in capsys.readouterr().err
+
+
+def test_a_second_writing_run_on_one_tree_is_refused_with_a_clear_error(tmp_path: Path, repo: Path,
+                                                                         script: str) -> None:
+    from agent.workspace import repo_write_lock
+
+    report_path = tmp_path / "r.json"
+    base = ["run", "--repo", str(repo), "--model", script, "--quiet", "--report", str(report_path)]
+    with repo_write_lock(repo):  # another run is writing to this tree
+        assert main([*base, "--policy", "workspace-write", "g"]) == 1
+    report = json.loads(report_path.read_text())
+    assert report["stop_reason"] == "invalid_task" and "--isolated" in report["error"]
+    assert "is writing to" in report["error"]

@@ -323,6 +323,36 @@ def test_cancel_mid_tool_call_stops_the_call_and_reports() -> None:
     assert end.data["is_error"] and "interrupted" in end.data["content"]
 
 
+def test_a_patch_the_cancel_catches_mid_call_is_let_finish_and_reported_as_landed() -> None:
+    sandbox = FakeSandbox()
+    cancel = CancelToken()
+
+    def landing(args: dict[str, Any]) -> FakeReply:
+        cancel.cancel("user pressed Ctrl-C")  # arrives while the write is under way
+        time.sleep(0.3)
+        return FakeReply(output="Done!", data={"changed_paths": ["a.py"]})
+
+    def stuck(args: dict[str, Any]) -> FakeReply:
+        cancel.cancel("user pressed Ctrl-C")
+        sandbox.closed.wait(30)  # a write that never ends is still stopped, after the grace
+        return FakeReply(ok=False, outcome="container_died", error="container killed")
+
+    patch = "*** Begin Patch\n*** Add File: a.py\n+x = 1\n*** End Patch\n"
+    turns = [{"tool_calls": [{"name": "apply_patch", "arguments": {"patch": patch}}]}, {"message": "never"}]
+    sandbox.handlers["apply_patch"] = landing
+    agent, _, _, _ = make_agent(turns, sandbox, policy=WorkspaceWritePolicy())
+    report = agent.run(task(), cancel)
+    assert report.status == "cancelled" and report.files_changed == ["a.py"] and report.tool_calls[0].ok
+    assert not sandbox.closed.is_set()  # the write was not killed half-way
+
+    sandbox = FakeSandbox({"apply_patch": stuck})
+    cancel = CancelToken()
+    agent, _, _, _ = make_agent(turns, sandbox, policy=WorkspaceWritePolicy(),
+                                   limits=Limits(interrupt_grace_s=0.3))
+    report = agent.run(task(), cancel)
+    assert report.status == "cancelled" and report.files_changed == [] and sandbox.closed.is_set()
+
+
 def test_cancel_before_start() -> None:
     agent, _, model, _ = make_agent([{"message": "x"}])
     cancel = CancelToken()

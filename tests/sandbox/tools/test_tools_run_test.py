@@ -403,3 +403,28 @@ def _read(path: Path) -> str:
         return path.read_text()
     except OSError:
         return ""
+
+def test_report_file_comes_back_in_the_reply(server: ServerProc, tmp_path: Path) -> None:
+    # In a container /tmp is the tmpfs; here the host's /tmp, so a name of our own.
+    path = f"/tmp/codebox-test-report-{os.getpid()}.xml"
+    link = path + ".link"
+    try:
+        write = f"open({path!r}, 'w').write('<testsuite/>'); import sys; sys.exit(1)"
+        r = run(server, [PY, "-c", write], report_file=path)
+        assert r["outcome"] == "failed" and r["data"]["report_file_text"] == "<testsuite/>"
+        os.unlink(path)
+        r = run(server, [PY, "-c", "pass"], report_file=path)
+        assert "report_file_text" not in r["data"] and "No such file" in r["data"]["report_file_error"]
+        os.symlink("/etc/hostname", link)
+        r = run(server, [PY, "-c", "pass"], report_file=link)  # a symlink is never followed
+        assert "report_file_text" not in r["data"] and r["data"]["report_file_error"]
+        big = f"open({path!r}, 'w').write('x' * (2 * 1024 * 1024 + 1))"
+        r = run(server, [PY, "-c", big], report_file=path)
+        assert "larger than" in r["data"]["report_file_error"]
+    finally:
+        for p in (path, link):
+            if os.path.lexists(p):
+                os.unlink(p)
+    for bad in ("/repo/x.xml", "/tmp/../etc/passwd", "relative.xml"):
+        r = run(server, [PY, "-c", "pass"], report_file=bad)
+        assert r["ok"] is False and "under /tmp" in r["error"]

@@ -1,0 +1,133 @@
+"""The engine contract: a TaskJob in, a TaskOutcome out, and execute_job that turns one into the other.
+
+An engine decides WHERE a job runs (a thread here, a Ray worker on another machine); what
+running a job means is execute_job, the same everywhere. A TaskJob carries everything a
+worker needs (no driver state), a TaskOutcome everything the driver writes to ``--out``:
+only the driver (agent.batch) writes there.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+from pydantic import BaseModel, Field
+
+from agent.containers.spec import SandboxConfig
+from agent.events import EventSink
+from agent.loop import CancelToken, Limits
+from agent.protocol import AgentEvent, Report, TaskSpec
+from agent.runner import failed_report, run_task_isolated
+
+
+class JobLimits(BaseModel):
+    """Caps over the task's own max_steps / timeout_s (None: the task's value applies)."""
+
+    max_steps: int | None = Field(default=None, ge=1)
+    timeout_s: float | None = Field(default=None, gt=0)
+
+    def to_limits(self) -> Limits:
+        return Limits(
+            max_steps=self.max_steps if self.max_steps is not None else 10**9,
+            timeout_s=self.timeout_s if self.timeout_s is not None else float("inf"),
+        )
+
+
+class TaskJob(BaseModel):
+    """One task to run, self-contained and picklable: what a worker on any machine needs."""
+
+    task: TaskSpec
+    """The task line; task.repo names the source on the driver (an engine may map it to a local copy)."""
+    model: str = ""
+    """The model spec: a model name for the OpenAI-compatible client, or scripted:FILE (empty: none was
+    given anywhere; the outcome is a model_error that says so)."""
+    model_options: dict[str, Any] = Field(default_factory=dict)
+    """Keyword options of agent.runner.build_model (base_url, api_key_env, temperature, ...)."""
+    sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
+    """The sandbox's limits and image (a task's own `image` still wins)."""
+    limits: JobLimits = Field(default_factory=JobLimits)
+    """Caps over the task's own limits."""
+    attempt: int = Field(default=1, ge=1)
+    """1 for a first run; counts up each time the driver runs the task again."""
+    keep_workspace: bool = False
+    """Leave the workspace on disk after the run (its path is in the outcome)."""
+    workspace_root: str | None = None
+    """Folder for workspaces (default: the system's temporary folder)."""
+
+
+class TaskOutcome(BaseModel):
+    """What one job produced; the driver writes it to ``--out/<id>/``."""
+
+    task_id: str
+    report: Report
+    events: list[str] = Field(default_factory=list)
+    """Every event of the run, one JSON object a string (events.jsonl without the newlines)."""
+    patch: str = ""
+    """`git diff --binary` of the workspace against its base; applies with `git apply` to the base."""
+    attempt: int = 1
+    node: str = Field(default_factory=socket.gethostname)
+    """The machine the job ran on."""
+    workspace: str | None = None
+    """The kept workspace's path on ``node`` (only with keep_workspace)."""
+
+
+OutcomeFn = Callable[[TaskOutcome], None]
+StartFn = Callable[[TaskJob], None]
+
+
+class Engine(Protocol):
+    """Runs jobs somewhere and hands each outcome back on the driver.
+
+    ``on_outcome`` is called once per job that ran (from any thread: it must be thread-safe);
+    ``on_start`` when a job starts. After ``cancel``, jobs that have not started are not
+    started and yield no outcome (a later batch run picks them up); running jobs end as
+    cancelled. ``run`` returns when every started job has its outcome.
+    """
+
+    def run(
+        self, jobs: Sequence[TaskJob], on_outcome: OutcomeFn, cancel: CancelToken, on_start: StartFn | None = None
+    ) -> None: ...
+
+
+class _LineSink:
+    """Keeps every event as a JSON line and passes it on to a live sink (if any)."""
+
+    def __init__(self, live: EventSink | None) -> None:
+        self.lines: list[str] = []
+        self._live = live
+        self._lock = threading.Lock()
+
+    def emit(self, event: AgentEvent) -> None:
+        with self._lock:
+            self.lines.append(event.model_dump_json())
+        if self._live is not None:
+            self._live.emit(event)
+
+    def close(self) -> None:
+        pass  # the live sink belongs to the caller
+
+
+def execute_job(job: TaskJob, source: Path, cancel: CancelToken, sink: EventSink | None = None) -> TaskOutcome:
+    """Run one job in a fresh workspace made from ``source`` and always return an outcome.
+
+    ``source`` is the repository on this machine: the user's repo for the local engine, an
+    unpacked copy (git bundle, archive) on a remote worker. The workspace starts at
+    task.base_commit, or at the source's HEAD plus its uncommitted changes; it is removed at
+    the end unless job.keep_workspace. Events go to ``sink`` as they happen, and all of them
+    into the outcome.
+    """
+    task, lines = job.task, _LineSink(sink)
+    patch, kept = "", None
+    try:
+        report, patch, kept = run_task_isolated(
+            task, job.model, job.model_options, lines, source=source, sandbox_config=job.sandbox, cancel=cancel,
+            limits=job.limits.to_limits(), keep_workspace=job.keep_workspace,
+            workspace_root=Path(job.workspace_root) if job.workspace_root else None,
+        )
+    except Exception as exc:  # one task's crash is its own report, never the batch's end
+        report = failed_report(task, job.model, "internal_error", f"{type(exc).__name__}: {exc}", lines)
+    return TaskOutcome(task_id=task.id, report=report, events=lines.lines, patch=patch, attempt=job.attempt,
+                       workspace=str(kept) if kept else None)

@@ -1,0 +1,216 @@
+"""Workspaces: a private copy at the base, the user's repo never written, the patch out applies to the base."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from agent.workspace import WorkspaceError, create_workspace, repo_write_lock
+from tests.repos import fingerprint, sh
+
+
+def make_repo(path: Path) -> Path:
+    """A repo with one commit, then uncommitted work: a modified, a deleted, a staged and an untracked file."""
+    path.mkdir()
+    sh("git", "init", "-q", cwd=path)
+    (path / "keep.py").write_text("x = 1\n")
+    (path / "gone.py").write_text("y = 2\n")
+    (path / "pkg").mkdir()
+    (path / "pkg" / "mod.py").write_text("z = 3\n")
+    (path / ".gitignore").write_text("*.log\n")
+    sh("git", "add", ".", cwd=path)
+    sh("git", "commit", "-qm", "init", cwd=path)
+    (path / "keep.py").write_text("x = 10\n")
+    (path / "gone.py").unlink()
+    (path / "staged.py").write_text("s = 1\n")
+    sh("git", "add", "staged.py", cwd=path)
+    (path / "pkg" / "new.py").write_text("n = 1\n")
+    (path / "-odd name.txt").write_text("o\n")
+    (path / "debug.log").write_text("ignored\n")
+    return path
+
+
+def test_a_git_workspace_sees_head_plus_uncommitted_changes_and_leaves_the_repo_untouched(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    before = fingerprint(repo)
+    ws = create_workspace(repo, root=tmp_path)
+    try:
+        assert (ws.path / "keep.py").read_text() == "x = 10\n"
+        assert not (ws.path / "gone.py").exists()
+        assert (ws.path / "staged.py").exists() and (ws.path / "pkg" / "new.py").exists()
+        assert (ws.path / "-odd name.txt").read_text() == "o\n"
+        assert not (ws.path / "debug.log").exists()  # ignored files are not the user's work
+        assert ws.dirty and ws.source_commit == sh("git", "rev-parse", "HEAD", cwd=repo)
+        assert ws.patch() == ""  # the base is exactly what the user sees
+        alternates = (ws.path / ".git" / "objects" / "info" / "alternates").read_text()
+        assert str(repo / ".git" / "objects") in alternates  # objects are shared, not copied
+        # work in the workspace: edit, add, delete, a binary file
+        (ws.path / "keep.py").write_text("x = 11\n")
+        (ws.path / "added.txt").write_text("hello\n")
+        (ws.path / "pkg" / "mod.py").unlink()
+        (ws.path / "blob.bin").write_bytes(bytes(range(256)))
+        patch = ws.patch()
+        summary = ws.summary()
+    finally:
+        ws.remove()
+    assert not ws.path.exists()
+    assert fingerprint(repo) == before  # tree and .git: byte for byte, mtimes too
+    assert sorted(summary.files) == ["added.txt", "blob.bin", "keep.py", "pkg/mod.py"]
+    assert (summary.added, summary.removed) == (2, 2)
+    assert "GIT binary patch" in patch and "deleted file mode" in patch and "new file mode" in patch
+    # the patch applies with git apply to the base: a copy of what the user sees
+    target = tmp_path / "target"
+    subprocess.run(["cp", "-a", str(repo), str(target)], check=True)
+    subprocess.run(["git", "apply", "--binary", "-"], cwd=target, input=patch.encode(), check=True)
+    assert (target / "keep.py").read_text() == "x = 11\n"
+    assert (target / "blob.bin").read_bytes() == bytes(range(256))
+    assert not (target / "pkg" / "mod.py").exists()
+
+
+def test_a_base_commit_gives_that_commit_and_not_the_uncommitted_work(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    first = sh("git", "rev-parse", "HEAD", cwd=repo)
+    ws = create_workspace(repo, first, root=tmp_path)
+    try:
+        assert (ws.path / "keep.py").read_text() == "x = 1\n" and (ws.path / "gone.py").exists()
+        assert ws.base_commit == first and not ws.dirty
+    finally:
+        ws.remove()
+
+
+def test_a_bare_mirror_is_a_source(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    mirror = tmp_path / "mirror.git"
+    sh("git", "clone", "-q", "--mirror", str(repo), str(mirror), cwd=tmp_path)
+    ws = create_workspace(mirror, root=tmp_path)
+    try:
+        assert (ws.path / "keep.py").read_text() == "x = 1\n"
+    finally:
+        ws.remove()
+
+
+def test_a_plain_folder_is_copied_and_still_gives_a_patch(tmp_path: Path) -> None:
+    src = tmp_path / "plain"
+    (src / "sub").mkdir(parents=True)
+    (src / "a.txt").write_text("a\n")
+    (src / "sub" / "b.txt").write_text("b\n")
+    os.symlink("a.txt", src / "link")
+    before = fingerprint(src)
+    ws = create_workspace(src, root=tmp_path)
+    try:
+        assert (ws.path / "link").is_symlink()
+        (ws.path / "a.txt").write_text("A\n")
+        (ws.path / "sub" / "b.txt").unlink()
+        patch = ws.patch()
+    finally:
+        ws.remove()
+    assert fingerprint(src) == before and not (src / ".git").exists()
+    assert "-a\n+A" in patch and "deleted file mode" in patch
+    with pytest.raises(WorkspaceError, match="not a git repository"):
+        create_workspace(src, "abc123", root=tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("where", "base", "message"),
+    [("missing", None, "not a directory"), ("repo", "0" * 40, "is not a commit"),
+     ("repo", "--help", "is not a commit")],
+)
+def test_bad_sources_and_bases_are_clear_errors(tmp_path: Path, where: str, base: str | None, message: str) -> None:
+    make_repo(tmp_path / "repo")
+    with pytest.raises(WorkspaceError, match=message):
+        create_workspace(tmp_path / where, base, root=tmp_path)
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith("codebox-ws-")] == []  # nothing left behind
+
+
+def test_a_repo_with_no_commit_needs_one(tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    sh("git", "init", "-q", cwd=tmp_path / "empty")
+    with pytest.raises(WorkspaceError, match="no commit yet"):
+        create_workspace(tmp_path / "empty", root=tmp_path)
+
+
+def test_the_write_lock_refuses_a_second_writer_in_another_process(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import time; from pathlib import Path; from agent.workspace import repo_write_lock\n"
+         f"with repo_write_lock(Path({str(repo)!r})):\n    print('held', flush=True); time.sleep(30)"],
+        stdout=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parents[2],
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        with pytest.raises(WorkspaceError, match=f"pid {holder.pid}.*--isolated"), repo_write_lock(repo / "."):
+            pass
+    finally:
+        holder.kill()
+        holder.wait()
+    with repo_write_lock(repo), pytest.raises(WorkspaceError), repo_write_lock(repo):
+        pass  # the kernel dropped the dead holder's lock; a second holder in this process is refused
+    assert list(repo.iterdir()) == []  # the lock lives outside the repo
+
+
+def test_workspaces_go_under_codebox_workspace_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    repo = make_repo(tmp_path / "repo")
+    monkeypatch.setenv("CODEBOX_WORKSPACE_ROOT", str(tmp_path / "host-visible" / "ws"))
+    ws = create_workspace(repo)
+    try:
+        assert ws.path.parent == tmp_path / "host-visible" / "ws"
+    finally:
+        ws.remove()
+
+
+def test_checkout_conversions_match_a_normal_checkout_and_a_broken_one_does_not_stop_the_workspace(
+    tmp_path: Path,
+) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    sh("git", "init", "-q", cwd=repo)
+    (repo / ".gitattributes").write_text(
+        "cp.txt working-tree-encoding=windows-1251\nbad.txt working-tree-encoding=iso-8859\ncrlf.txt text eol=crlf\n")
+    (repo / "cp.txt").write_bytes("привет\n".encode("cp1251"))
+    (repo / "crlf.txt").write_bytes(b"a\r\nb\r\n")
+    sh("git", "add", ".gitattributes", "cp.txt", "crlf.txt", cwd=repo)
+    # bad.txt names an encoding iconv does not know: it can only be committed with the attribute off
+    (repo / "bad.txt").write_text("plain\n")
+    (repo / ".git" / "info").mkdir(exist_ok=True)
+    (repo / ".git" / "info" / "attributes").write_text("bad.txt -working-tree-encoding\n")
+    sh("git", "add", "bad.txt", cwd=repo)
+    sh("git", "commit", "-qm", "init", cwd=repo)
+    (repo / ".git" / "info" / "attributes").unlink()
+    (repo / "crlf.txt").write_bytes(b"a\r\nb\r\nc\r\n")  # uncommitted work on a converted file
+    for base in (None, sh("git", "rev-parse", "HEAD", cwd=repo)):
+        ws = create_workspace(repo, base, root=tmp_path)
+        try:
+            assert (ws.path / "cp.txt").read_bytes() == "привет\n".encode("cp1251")  # as a normal checkout has it
+            assert (ws.path / "crlf.txt").read_bytes() == (b"a\r\nb\r\nc\r\n" if base is None else b"a\r\nb\r\n")
+            assert ws.patch() == ""
+            (ws.path / "bad.txt").write_text("plain, edited\n")
+            assert "+plain, edited" in ws.patch()
+        finally:
+            ws.remove()
+
+
+def test_a_repo_s_own_git_config_runs_nothing_when_a_workspace_is_made(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")  # with uncommitted work: the default base reads the user's tree
+    marker = tmp_path / "ran"
+    hook = tmp_path / "hook.sh"
+    hook.write_text(f"#!/bin/sh\ntouch {marker}\ncat\n")
+    hook.chmod(0o755)
+    # What a repository that arrived with its .git (a tarball, a shared folder) could carry:
+    sh("git", "config", "filter.evil.clean", str(hook), cwd=repo)
+    sh("git", "config", "filter.evil.smudge", str(hook), cwd=repo)
+    sh("git", "config", "core.fsmonitor", str(hook), cwd=repo)
+    sh("git", "config", "diff.external", str(hook), cwd=repo)
+    (repo / ".gitattributes").write_text("* filter=evil diff=evil\n")
+    (repo / "keep.py").write_text("x = 12\n")
+    ws = create_workspace(repo, root=tmp_path)
+    try:
+        (ws.path / "keep.py").write_text("x = 13\n")
+        assert "+x = 13" in ws.patch()
+    finally:
+        ws.remove()
+    assert not marker.exists()
