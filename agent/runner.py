@@ -12,6 +12,7 @@ from pydantic import ValidationError
 from agent.containers.image import ImageError, image_exists
 from agent.containers.sandbox import Sandbox, SandboxConfig, SandboxError, SandboxReply
 from agent.events import EventSink
+from agent.host_run import host_run_globs
 from agent.loop import CancelToken, CodingAgent, Limits
 from agent.model.base import ModelClient, ModelError
 from agent.model.scripted import ScriptedModel
@@ -23,7 +24,7 @@ from agent.tools import ToolContext, ToolRegistry
 def build_policy(task: TaskSpec, ask: AskFn | None = None) -> Policy:
     if task.policy == "read-only":
         return ReadOnlyPolicy()
-    rules = WorkspaceWritePolicy(allow=task.allow or ["**"], deny=task.deny)
+    rules = WorkspaceWritePolicy(allow=task.allow or ["**"], deny=task.deny, protected=host_run_globs(Path(task.repo)))
     if task.policy == "workspace-write":
         return rules
     if ask is None:

@@ -1,0 +1,111 @@
+"""Files the host runs by itself (hooks, direnv, editor config) are refused unless an allow rule names them;
+paths with control characters are refused outright."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agent.host_run import HOST_RUN_GLOBS, host_run_globs, hooks_paths
+from agent.policy import WorkspaceWritePolicy, path_problem
+from agent.protocol import TaskSpec
+from agent.runner import build_policy
+from tests.agent.test_policy import add, prepared
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        ".husky/pre-commit",
+        ".husky/_/husky.sh",
+        ".githooks/pre-push",
+        ".envrc",
+        ".ENVRC",
+        ".vscode/tasks.json",
+        ".idea/workspace.xml",
+        ".pre-commit-config.yaml",
+        "./.husky/../.husky/pre-commit",
+    ],
+)
+def test_host_run_files_are_denied_by_default(path: str) -> None:
+    verdict = WorkspaceWritePolicy().decide(prepared(add(path)))
+    assert not verdict.allowed, path
+
+
+def test_broad_allow_rules_do_not_count_as_naming_a_host_run_file() -> None:
+    policy = WorkspaceWritePolicy(allow=["**", ".*/**", ".*", "*"])
+    for path in (".husky/pre-commit", ".envrc", ".vscode/settings.json"):
+        assert not policy.decide(prepared(add(path))).allowed, path
+    assert policy.decide(prepared(add("src/ok.py"))).allowed
+
+
+def test_an_allow_rule_that_names_the_area_unlocks_it_and_only_it() -> None:
+    policy = WorkspaceWritePolicy(allow=["**", ".husky/**", ".envrc"])
+    assert policy.decide(prepared(add(".husky/pre-commit"))).allowed
+    assert policy.decide(prepared(add(".envrc"))).allowed
+    assert not policy.decide(prepared(add(".githooks/pre-commit"))).allowed
+    named_file = WorkspaceWritePolicy(allow=[".vscode/settings.json"])
+    assert named_file.decide(prepared(add(".vscode/settings.json"))).allowed
+    assert not named_file.decide(prepared(add(".vscode/tasks.json"))).allowed
+
+
+def test_the_refusal_says_how_to_allow() -> None:
+    verdict = WorkspaceWritePolicy().decide(prepared(add(".husky/pre-commit")))
+    assert "--allow '.husky/**'" in verdict.reason
+
+
+def _repo_with_config(tmp_path: Path, config: str) -> Path:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".git" / "config").write_text(config)
+    return tmp_path
+
+
+@pytest.mark.parametrize(
+    ("config", "glob"),
+    [
+        ("[core]\n\thooksPath = hooks/git\n", "hooks/git/**"),
+        ('[CORE]\n  HooksPath = "./scripts/hk/"  # comment\n', "scripts/hk/**"),
+        ("[core] hookspath=ci/h\n", "ci/h/**"),
+    ],
+)
+def test_core_hooks_path_is_denied_too(tmp_path: Path, config: str, glob: str) -> None:
+    repo = _repo_with_config(tmp_path, config)
+    assert glob in host_run_globs(repo)
+    task = TaskSpec(repo=str(repo), goal="g", policy="workspace-write")
+    policy = build_policy(task)
+    hook = glob.replace("**", "pre-commit")
+    assert not policy.decide(prepared(add(hook))).allowed
+    assert policy.decide(prepared(add("src/x.py"))).allowed
+
+
+def test_hooks_path_at_the_root_or_outside(tmp_path: Path) -> None:
+    repo = _repo_with_config(tmp_path, "[core]\nhooksPath = .\n[core]\nhooksPath = /elsewhere/hooks\n")
+    assert hooks_paths(repo) == [".", "/elsewhere/hooks"]
+    globs = host_run_globs(repo)
+    assert "pre-commit" in globs and "/elsewhere/hooks/**" not in globs
+    inside = tmp_path / "inside"
+    inside.mkdir()
+    _repo_with_config(inside, f"[core]\nhooksPath = {inside / 'hk'}\n")
+    assert "hk/**" in host_run_globs(inside)
+
+
+def test_a_worktree_git_file_is_followed(tmp_path: Path) -> None:
+    gitdir = tmp_path / "main.git" / "worktrees" / "w"
+    gitdir.mkdir(parents=True)
+    (gitdir / "commondir").write_text("../..\n")
+    (tmp_path / "main.git" / "config").write_text("[core]\nhooksPath = .hk\n")
+    work = tmp_path / "w"
+    work.mkdir()
+    (work / ".git").write_text(f"gitdir: {gitdir}\n")
+    assert ".hk/**" in host_run_globs(work)
+
+
+def test_no_git_config_leaves_the_fixed_list(tmp_path: Path) -> None:
+    assert host_run_globs(tmp_path) == list(HOST_RUN_GLOBS)
+
+
+@pytest.mark.parametrize("path", ["a\x1b]52;c;aGk=\x07.py", "x\r.py", "tab\there", "bidi\u202egnp.py", "a\x9bb"])
+def test_paths_with_control_characters_are_refused(path: str) -> None:
+    assert path_problem(path) == "control character in path"
+    assert not WorkspaceWritePolicy().decide(prepared(add(path))).allowed
