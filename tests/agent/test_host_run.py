@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.host_run import HOST_RUN_GLOBS, host_run_globs, hooks_paths
+from agent.host_run import HOST_RUN_GLOBS, hooks_paths, host_run_globs
 from agent.policy import WorkspaceWritePolicy, path_problem
 from agent.protocol import TaskSpec
 from agent.runner import build_policy
