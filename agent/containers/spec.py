@@ -76,6 +76,7 @@ def _command(config: SandboxConfig, role: str) -> list[str]:
         "--output-limit",
         str(cfg.output_limit),
         "--reap-all",
+        "--wipe-tmp",
     ]
     if role == ROLE_WRITE:  # the write container runs nothing but the patch engine
         server += ["--tools", "apply_patch"]
