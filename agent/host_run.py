@@ -55,9 +55,10 @@ GIT_HOOK_NAMES: tuple[str, ...] = (
 )
 
 HOST_RUN_HELP = (
-    "Files the host runs by itself are denied unless an --allow names them explicitly: "
-    + ", ".join(HOST_RUN_GLOBS)
-    + " and the directory core.hooksPath names in the repo's .git/config."
+    "Files the host runs by itself are denied unless an --allow names them explicitly "
+    "(e.g. --allow '.husky/**'; '**' does not count): "
+    + ", ".join(g for g in HOST_RUN_GLOBS if g != ".git/**")
+    + " and the directory core.hooksPath names in the repo's .git/config; .git/** is never writable."
 )
 
 _MAX_CONFIG_BYTES = 1 << 20
