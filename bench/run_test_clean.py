@@ -80,7 +80,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"run_test ['python3', '-c', 'pass'] round trip:            {py_ms:8.2f} ms")
     print(f"fresh HOME + TMPDIR (make + remove), in the container:     {steps['scratch']:8.3f} ms")
     print(f"empty /tmp wipe, nothing left:                           {steps['wipe_empty']:8.3f} ms")
-    print(f"/tmp wipe after a run left 100 / 1000 files:          {steps['wipe_100']:8.3f} / {steps['wipe_1000']:.3f} ms")
+    left = f"{steps['wipe_100']:8.3f} / {steps['wipe_1000']:.3f}"
+    print(f"/tmp wipe after a run left 100 / 1000 files:          {left} ms")
     print(f"clean start per run (scratch + 2 empty wipes) / 'true' run: {clean_ms / true_ms:8.3f}x")
     print(f"clean start per run / 'python3 -c pass' run:                {clean_ms / py_ms:8.3f}x")
     return 0
