@@ -20,7 +20,7 @@ class RunTestArgs(ToolArgs):
         default_factory=list,
         description=(
             "Extra arguments appended to the task's test command, to choose tests only: test paths or "
-            "node ids in the repository, and for pytest -k EXPR, -m EXPR, -x, --maxfail N, -q, -v, --lf, "
+            "node ids in the repository, and for pytest -k EXPR, -m EXPR, -x, --maxfail N, -q, -v, "
             "--tb STYLE. e.g. ['tests/test_x.py', '-k', 'foo']."
         ),
     )
