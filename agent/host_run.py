@@ -7,6 +7,7 @@ are refused unless an allow rule names them explicitly (see ``explicitly_allowed
 
 from __future__ import annotations
 
+import os
 import posixpath
 import re
 from pathlib import Path
@@ -58,7 +59,8 @@ HOST_RUN_HELP = (
     "Files the host runs by itself are denied unless an --allow names them explicitly "
     "(e.g. --allow '.husky/**'; '**' does not count): "
     + ", ".join(g for g in HOST_RUN_GLOBS if g != ".git/**")
-    + " and the directory core.hooksPath names in the repo's .git/config; .git/** is never writable."
+    + ", the directory core.hooksPath names (git config: the repo's, the user's, the system's) and a git "
+    "directory kept inside the tree; .git/** is never writable."
 )
 
 _MAX_CONFIG_BYTES = 1 << 20
@@ -66,29 +68,57 @@ _SECTION = re.compile(r'^\s*\[\s*([A-Za-z0-9.-]+)(?:\s+"[^"]*")?\s*\]\s*(.*)$')
 _ENTRY = re.compile(r"^\s*([A-Za-z][A-Za-z0-9-]*)\s*(?:=\s*(.*))?$")
 
 
-def _git_config_files(repo: Path) -> list[Path]:
-    """The repository's own config file(s): .git/config, or those of a worktree's .git file."""
+def git_dir(repo: Path) -> Path | None:
+    """The repository's git directory: .git, or where a `.git` file (`gitdir: ...`) points."""
     dot_git = repo / ".git"
     if dot_git.is_dir():
-        return [dot_git / "config"]
+        return dot_git
     try:
-        text = dot_git.read_text(encoding="utf-8", errors="replace")[:4096] if dot_git.is_file() else ""
+        with dot_git.open("rb") as f:
+            text = f.read(4096).decode("utf-8", "replace")
     except OSError:
-        return []
+        return None
     if not text.startswith("gitdir:"):
-        return []
-    gitdir = Path(text[len("gitdir:") :].strip().splitlines()[0] if text[7:].strip() else "")
-    if not gitdir.is_absolute():
-        gitdir = repo / gitdir
-    files = [gitdir / "config", gitdir / "config.worktree"]
+        return None
+    lines = text[len("gitdir:") :].strip().splitlines()
+    if not lines:
+        return None
+    gitdir = Path(lines[0].strip())
+    return gitdir if gitdir.is_absolute() else repo / gitdir
+
+
+def _git_config_files(repo: Path) -> list[Path]:
+    """Where a core.hooksPath that applies to this repository can be set: the system and the
+    user's config (a relative hooksPath there points into every repository), then the
+    repository's own (and a linked worktree's common and per-worktree config)."""
+    home = Path.home()
+    xdg = Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config")
+    files = [Path("/etc/gitconfig"), xdg / "git" / "config", home / ".gitconfig"]
+    gitdir = git_dir(repo)
+    if gitdir is None:
+        return files
     try:
         common = (gitdir / "commondir").read_text(encoding="utf-8", errors="replace").strip()
     except OSError:
         common = ""
     if common:
-        base = Path(common) if Path(common).is_absolute() else gitdir / common
-        files.insert(0, base / "config")
-    return files
+        files.append((Path(common) if Path(common).is_absolute() else gitdir / common) / "config")
+    return [*files, gitdir / "config", gitdir / "config.worktree"]
+
+
+def _git_dir_globs(repo: Path) -> list[str]:
+    """A git directory kept inside the working tree under another name (`.git` is a file
+    saying `gitdir: .gd`) holds hooks too."""
+    gitdir = git_dir(repo)
+    if gitdir is None or gitdir == repo / ".git":
+        return []
+    try:
+        rel = os.path.relpath(gitdir.resolve(), repo.resolve())
+    except (OSError, ValueError):
+        return []
+    if rel == "." or rel.startswith(".."):
+        return []
+    return [rel.replace(os.sep, "/") + "/**"]
 
 
 def _unquote(value: str) -> str:
@@ -112,8 +142,9 @@ def _unquote(value: str) -> str:
 
 
 def hooks_paths(repo: Path) -> list[str]:
-    """Every core.hooksPath value set in the repository's own config, as written (read statically:
-    no git runs on the host against an untrusted repository)."""
+    """Every core.hooksPath value set in a config that applies to the repository, as written
+    (read statically: no git runs on the host against an untrusted repository; `include`
+    and `includeIf` are not followed)."""
     found: list[str] = []
     for config in _git_config_files(repo):
         try:
@@ -165,4 +196,5 @@ def host_run_globs(repo: Path | None) -> list[str]:
     if repo is not None:
         for value in hooks_paths(repo):
             globs += [g for g in hooks_path_globs(repo, value) if g not in globs]
+        globs += [g for g in _git_dir_globs(repo) if g not in globs]
     return globs

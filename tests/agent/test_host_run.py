@@ -14,6 +14,15 @@ from agent.runner import build_policy
 from tests.agent.test_policy import add, prepared
 
 
+@pytest.fixture(autouse=True)
+def _own_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The user's git config is read too: each test gets an empty home of its own."""
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    return home
+
+
 @pytest.mark.parametrize(
     "path",
     [
@@ -99,6 +108,23 @@ def test_a_worktree_git_file_is_followed(tmp_path: Path) -> None:
     work.mkdir()
     (work / ".git").write_text(f"gitdir: {gitdir}\n")
     assert ".hk/**" in host_run_globs(work)
+
+
+def test_a_relative_hooks_path_in_the_users_config_applies_to_the_repo(tmp_path: Path, _own_home: Path) -> None:
+    (_own_home / ".gitconfig").write_text("[core]\n\thooksPath = .hooks\n")
+    (_own_home / ".config" / "git").mkdir(parents=True)
+    (_own_home / ".config" / "git" / "config").write_text("[core]\n\thooksPath = tools/githooks\n")
+    repo = _repo_with_config(tmp_path, "")
+    globs = host_run_globs(repo)
+    assert ".hooks/**" in globs and "tools/githooks/**" in globs
+
+
+def test_a_git_dir_inside_the_tree_is_protected(tmp_path: Path) -> None:
+    (tmp_path / ".gd" / "hooks").mkdir(parents=True)
+    (tmp_path / ".gd" / "config").write_text("[core]\n")
+    (tmp_path / ".git").write_text("gitdir: .gd\n")
+    policy = WorkspaceWritePolicy(protected=host_run_globs(tmp_path))
+    assert not policy.decide(prepared(add(".gd/hooks/pre-commit"))).allowed
 
 
 def test_no_git_config_leaves_the_fixed_list(tmp_path: Path) -> None:
