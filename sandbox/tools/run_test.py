@@ -7,8 +7,8 @@ captures. Every run starts clean: HOME and TMPDIR are two fresh, empty
 directories made for this run (XDG_CACHE_HOME under that HOME) and removed
 after it, PYTHONNOUSERSITE=1 (no user site, no usercustomize), and with
 ``--wipe-tmp`` (given only in a container, and honoured only when /tmp is a
-tmpfs mount of its own) everything in /tmp is removed before and after each
-run, so nothing one run writes can change the next. Also
+tmpfs mount of its own) everything in /tmp and /dev/shm is removed before and
+after each run, so nothing one run writes can change the next. Also
 PYTHONDONTWRITEBYTECODE=1, PYTEST_ADDOPTS="-p no:cacheprovider" (``env``
 overrides all of these), and the server's own package directory removed from
 PYTHONPATH.
@@ -190,20 +190,38 @@ def _make_scratch() -> str:
     return scratch
 
 
+# What a test can write in the tool container (the root filesystem is read-only): emptied
+# between runs with --wipe-tmp. /dev/shm is docker's own writable tmpfs.
+WIPED_MOUNTS = ("/tmp", "/dev/shm")
+
+
+def _tmpfs_mounts() -> set[str]:
+    found: set[str] = set()
+    try:
+        with open("/proc/self/mountinfo") as f:
+            for line in f:
+                fields = line.split()
+                if len(fields) > 4 and " - tmpfs " in line:
+                    found.add(fields[4])
+    except OSError:
+        pass
+    return found
+
+
 def tmp_is_private_tmpfs() -> bool:
     """In a container (/.dockerenv or /run/.containerenv), and /tmp is a tmpfs mounted at /tmp
     itself: the container's own, not a host's shared directory."""
     if not (os.path.exists("/.dockerenv") or os.path.exists("/run/.containerenv")):
         return False
-    try:
-        with open("/proc/self/mountinfo") as f:
-            for line in f:
-                fields = line.split()
-                if len(fields) > 4 and fields[4] == "/tmp" and " - tmpfs " in line:
-                    return True
-    except OSError:
-        pass
-    return False
+    return "/tmp" in _tmpfs_mounts()
+
+
+def _wipe_scratch_mounts() -> None:
+    """Empty /tmp and /dev/shm (each only if it is a tmpfs of its own): --wipe-tmp only."""
+    mounts = _tmpfs_mounts()
+    for path in WIPED_MOUNTS:
+        if path in mounts:
+            _wipe_tmp(path)
 
 
 def _wipe_tmp(tmp_root: str) -> None:
@@ -294,7 +312,7 @@ def run_test(ctx: Context, args: Mapping[str, Any], timeout_s: Optional[float]) 
     tmp: Optional[str] = None
     data: dict[str, Any] = {"command": command}
     if ctx.wipe_tmp:
-        _wipe_tmp("/tmp")  # the container's own tmpfs (checked at start): nobody else's files
+        _wipe_scratch_mounts()  # the container's own tmpfs (checked at start): nobody else's files
     scratch = _make_scratch()
     try:
         workdir = cwd.abs
@@ -311,7 +329,7 @@ def run_test(ctx: Context, args: Mapping[str, Any], timeout_s: Optional[float]) 
             _remove_tree(tmp)
         _remove_tree(scratch)
         if ctx.wipe_tmp:
-            _wipe_tmp("/tmp")
+            _wipe_scratch_mounts()
 
 
 def _run(

@@ -81,14 +81,15 @@ def test_2_run_test_args_cannot_change_what_pass_means(
 PLANT = textwrap.dedent(
     """
     import os, site, subprocess, sys
-    seen = [p for p in ("/tmp/marker", os.path.join(os.environ.get("TMPDIR", "/tmp"), "marker")) if os.path.exists(p)]
+    markers = ("/tmp/marker", "/dev/shm/marker", os.path.join(os.environ.get("TMPDIR", "/tmp"), "marker"))
+    seen = [p for p in markers if os.path.exists(p)]
     print("seen:", seen, "home:", os.listdir(os.environ["HOME"]))
     user_site = site.getusersitepackages()
     os.makedirs(user_site, exist_ok=True)
     with open(os.path.join(user_site, "usercustomize.py"), "w") as f:
         f.write("import os\\nos._exit(0)\\n")
     os.makedirs("/tmp/.local/lib", exist_ok=True)
-    for path in ("/tmp/marker", os.path.join(os.environ.get("TMPDIR", "/tmp"), "marker")):
+    for path in markers:
         open(path, "w").write("x")
     subprocess.Popen(["sleep", "300"], start_new_session=True)
     sys.exit(1)
