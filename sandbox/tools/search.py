@@ -18,7 +18,8 @@ entries of each directory sorted by name). Both engines give the same results:
   trailing ``/`` only matches directories; the last matching glob wins; a
   positive glob filters files only, a negative one prunes directories too).
 
-Nothing is skipped silently; the result says what was not searched or shown:
+Nothing is skipped silently; the result of a search that ran to the end (not
+cut by max_results or the deadline) says what was not searched or shown:
 - binary files (a NUL byte) ARE searched (rg's ``--binary``: in a file found
   by the walk each NUL ends a line, in a file named by ``path`` NULs are kept);
   matches in them are listed, and the files named as binary;
@@ -26,6 +27,9 @@ Nothing is skipped silently; the result says what was not searched or shown:
   minutes): counted and named;
 - lines over MAX_LINE_BYTES: rg's JSON record of such a match is not shown,
   the Python engine does not search such a line: counted.
+- symlinks are not followed, FIFOs, sockets and devices never opened: counted
+  and named (rg's walk passes over links to directories without a word, so
+  neither engine lists those).
 A path that names a FIFO, socket or device is refused at once; the search has
 its own deadline (DEFAULT_TIMEOUT_S, or the request's timeout if shorter).
 
@@ -70,6 +74,7 @@ MAX_FILE_BYTES = 64 * 1024 * 1024  # a larger file is not searched (rg --max-fil
 DEFAULT_TIMEOUT_S = 30.0
 NAMED_SKIPS = 5  # how many skipped or binary files the result names
 _RG_TOO_LARGE = re.compile(r"\bignoring (.+): (\d+) bytes$")
+_RG_NOT_A_FILE = re.compile(r"\bignoring (.+): failed to pass subject filter: file type: Some\(\w+\(\w+ \{ mode: (\d+)")
 
 
 class Skipped:
@@ -79,6 +84,8 @@ class Skipped:
         self.large: list[str] = []  # files over MAX_FILE_BYTES
         self.long_lines = 0  # lines over MAX_LINE_BYTES
         self.binary: list[str] = []  # files with a NUL byte that had matches
+        self.links: list[str] = []  # symlinks (but to directories), not followed
+        self.special: list[str] = []  # FIFOs, sockets, devices: never opened
 
     def note_binary(self, path: str) -> None:
         if path not in self.binary:
@@ -94,6 +101,10 @@ class Skipped:
         if self.long_lines:
             what = "matched but not shown" if engine == "rg" else "not searched"
             out.append(f"[{self.long_lines} line(s) over {MAX_LINE_BYTES // (1024 * 1024)} MiB {what}]")
+        if self.links:
+            out.append(f"[{len(self.links)} symlink(s) not followed: {_names(self.links)}]")
+        if self.special:
+            out.append(f"[{len(self.special)} FIFO, socket or device file(s) not searched: {_names(self.special)}]")
         return out
 
     def data(self) -> dict[str, Any]:
@@ -104,6 +115,10 @@ class Skipped:
             out["large_files_skipped"] = len(self.large)
         if self.long_lines:
             out["long_lines_skipped"] = self.long_lines
+        if self.links:
+            out["symlinks_skipped"] = len(self.links)
+        if self.special:
+            out["special_files_skipped"] = len(self.special)
         return out
 
 
@@ -255,15 +270,19 @@ def _walk(root: str, rel: str, globs: GlobSet, skipped: Skipped) -> Iterator[tup
     for e in entries:
         child = e.name if rel == "." else rel + "/" + e.name
         try:
-            if e.is_symlink():
-                continue
             if e.is_dir(follow_symlinks=False):
                 if globs.allow_dir(child):
                     yield from _walk(root, child, globs, skipped)
-            elif e.is_file(follow_symlinks=False) and globs.allow_file(child):
-                if e.stat(follow_symlinks=False).st_size > MAX_FILE_BYTES:
-                    skipped.large.append(display(child))
-                    continue
+            elif not globs.allow_file(child):
+                continue
+            elif e.is_symlink():
+                if not os.path.isdir(e.path):  # rg passes over links to directories without a word
+                    skipped.links.append(display(child))
+            elif not e.is_file(follow_symlinks=False):
+                skipped.special.append(display(child))
+            elif e.stat(follow_symlinks=False).st_size > MAX_FILE_BYTES:
+                skipped.large.append(display(child))
+            else:
                 yield e.path, child
         except OSError:
             continue
@@ -473,6 +492,22 @@ def _note_rg_binary(line: bytes, skipped: Skipped, found: List[Match]) -> None:
         skipped.note_binary(path)
 
 
+def _note_rg_skip(text: str, skipped: Skipped) -> None:
+    """A file rg's walk left out, from its debug log: too large, a symlink, or not a file."""
+    large = _RG_TOO_LARGE.search(text)
+    if large and int(large.group(2)) > MAX_FILE_BYTES:
+        skipped.large.append(_rg_path(large.group(1)))
+        return
+    other = _RG_NOT_A_FILE.search(text)
+    if other:
+        kind = skipped.links if stat.S_ISLNK(int(other.group(2))) else skipped.special
+        kind.append(_rg_path(other.group(1)))
+
+
+def _rg_path(path: str) -> str:
+    return path[2:] if path.startswith("./") else path
+
+
 def _read_rg_log(stream: IO[bytes], err: HeadTail, skipped: Skipped) -> None:
     """rg's stderr with --debug: files skipped by --max-filesize are noted, DEBUG lines dropped,
     the rest (real errors) kept in ``err``."""
@@ -480,10 +515,7 @@ def _read_rg_log(stream: IO[bytes], err: HeadTail, skipped: Skipped) -> None:
         for raw in iter(lambda: stream.readline(65536), b""):
             text = raw.decode("utf-8", "replace").rstrip("\n")
             if text.startswith("DEBUG|"):
-                m = _RG_TOO_LARGE.search(text)
-                if m and "walk" in text.split("|", 2)[1] and int(m.group(2)) > MAX_FILE_BYTES:
-                    path = m.group(1)
-                    skipped.large.append(path[2:] if path.startswith("./") else path)
+                _note_rg_skip(text, skipped)
                 continue
             err.feed(raw)
     except (OSError, ValueError):
@@ -582,6 +614,8 @@ def search(ctx: Context, args: Mapping[str, Any], timeout_s: Optional[float]) ->
         body += f"\n[showing the first {shown} matches; more exist: narrow the query, the path or the glob]"
     if timed_out:
         body += f"\n[search timed out after {shown} matches]"
+    if more or timed_out:
+        skipped = Skipped()  # the walk stopped early: what it passed over so far is a partial list
     for note in skipped.lines(engine):
         body += "\n" + note
     data: dict[str, Any] = {"count": shown, "truncated": more, "engine": engine, **skipped.data()}

@@ -104,9 +104,14 @@ def test_default_search_results(servers: dict[str, ServerProc], engine: str) -> 
     assert ".hidden/config.txt" in paths
     assert not any(".git" in p for p in paths)
     assert "bin.dat:1: needle" in lines and "bin.dat:2: \x01\x02binary needle" in lines
-    assert lines[-1] == "[matches in binary files (NUL bytes; each NUL ends a line): bin.dat]"
+    assert lines[-3:] == [
+        "[matches in binary files (NUL bytes; each NUL ends a line): bin.dat]",
+        "[3 symlink(s) not followed: link_app, link_etc, src/rel_escape]",
+        "[1 FIFO, socket or device file(s) not searched: fifo]",
+    ]
     assert r["data"]["binary_files"] == ["bin.dat"]
-    lines, paths = lines[:-1], paths[:-1]
+    assert r["data"]["symlinks_skipped"] == 3 and r["data"]["special_files_skipped"] == 1
+    lines, paths = lines[:-3], paths[:-3]
     assert not any(p.startswith("link_") for p in paths)
     # rg's --sort path order: byte order of names, depth first
     assert (
@@ -140,7 +145,7 @@ def test_errors(servers: dict[str, ServerProc], engine: str) -> None:
     r = search(s, query="a(", regex=True)
     assert r["ok"] is False and "invalid regex 'a('" in r["error"]
     r = search(s, query="a(")  # literal: fine
-    assert r["ok"] and r["output"] == "no matches for 'a('"
+    assert r["ok"] and r["output"].startswith("no matches for 'a('\n[3 symlink(s) not followed")
     cases: list[tuple[dict[str, Any], str]] = [
         ({"query": ""}, "query is empty"),
         ({"query": "a\nb"}, "single line"),
@@ -174,6 +179,7 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> Path:
         f.truncate(100 * 1024**3)
     (root / "e_plain.txt").write_text("plain secret\n")
     os.mkfifo(root / "f_fifo")
+    os.symlink("/proc/self/environ", root / "g_environ")
     return root
 
 
@@ -191,6 +197,8 @@ def test_search_says_what_it_skipped(hostile: Path, engine: str) -> None:
         assert "[1 file(s) over 64 MiB not searched: d_sparse.dat]" in lines
         assert any(line.startswith("[1 line(s) over 8 MiB ") for line in lines)
         assert r["data"]["large_files_skipped"] == 1 and r["data"]["long_lines_skipped"] == 1
+        assert "[1 FIFO, socket or device file(s) not searched: f_fifo]" in lines
+        assert "[1 symlink(s) not followed: g_environ]" in lines
         r = search(server, query="secret", path="f_fifo")
         assert r["ok"] is False and "not a regular file" in r["error"]
         r = search(server, query="secret", path="d_sparse.dat")
