@@ -288,8 +288,8 @@ def _parse_args(argv: Optional[list[str]]) -> argparse.Namespace:
     p.add_argument(
         "--wipe-tmp",
         action="store_true",
-        help="in a container: run_test empties /tmp before and after each run "
-        "(honoured only when /tmp is a tmpfs mount of its own)",
+        help="in a container: run_test empties /tmp and /dev/shm before and after each run "
+        "(honoured only with --reap-all, in a container whose /tmp is a tmpfs mount of its own)",
     )
     p.add_argument(
         "--max-request-bytes",
