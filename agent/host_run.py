@@ -17,9 +17,9 @@ HOST_RUN_GLOBS: tuple[str, ...] = (
     ".git/**",
     ".husky/**",
     ".githooks/**",
-    ".envrc",
-    ".vscode/**",
-    ".idea/**",
+    "**/.envrc",  # direnv runs the .envrc of any directory the user cd's into
+    "**/.vscode/**",  # an editor opened on a subfolder reads its tasks and settings too
+    "**/.idea/**",
     ".pre-commit-config.yaml",
 )
 

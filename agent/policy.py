@@ -149,9 +149,18 @@ def _literal_head(pattern: str) -> str:
 
 def names_explicitly(rule: str, protected: str) -> bool:
     """An allow rule names a protected area explicitly when its literal head lies inside it:
-    `.husky/**` or `.husky/pre-commit` name `.husky/**`; `**`, `.*/**` or `src/**` do not."""
-    area, head = _literal_head(protected).lower(), _literal_head(rule).lower()
-    return bool(area and head) and (head == area or head.startswith(area + "/"))
+    `.husky/**` or `.husky/pre-commit` name `.husky/**`; `**`, `.*/**` or `src/**` do not.
+    An area at any depth (`**/.envrc`) is named by a head that ends in it (`sub/.envrc`)."""
+    if normalize(rule).lower() == normalize(protected).lower():
+        return True
+    anywhere = normalize(protected).startswith("**/")
+    area = _literal_head(normalize(protected).removeprefix("**/")).lower()
+    head = _literal_head(rule).lower()
+    if not (area and head):
+        return False
+    if head == area or head.startswith(area + "/"):
+        return True
+    return anywhere and (head.endswith("/" + area) or f"/{area}/" in head)
 
 
 class WorkspaceWritePolicy(Policy):
@@ -174,9 +183,10 @@ class WorkspaceWritePolicy(Policy):
                 continue
             named = [a for a in self.allow if names_explicitly(a, area) and glob_match(path, a)]
             if not named:
+                example = normalize(path) if area.startswith("**/") else area
                 return (
                     f"the host runs files under {area!r} by itself (hooks, editor or shell config); "
-                    f"writable only if the user allows it by name (--allow '{area}')"
+                    f"writable only if the user allows it by name (--allow '{example}')"
                 )
         return None
 

@@ -33,6 +33,8 @@ def _own_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Monk
         ".ENVRC",
         ".vscode/tasks.json",
         ".idea/workspace.xml",
+        "src/.envrc",
+        "sub/project/.vscode/tasks.json",
         ".pre-commit-config.yaml",
         "./.husky/../.husky/pre-commit",
     ],
@@ -54,6 +56,9 @@ def test_an_allow_rule_that_names_the_area_unlocks_it_and_only_it() -> None:
     assert policy.decide(prepared(add(".husky/pre-commit"))).allowed
     assert policy.decide(prepared(add(".envrc"))).allowed
     assert not policy.decide(prepared(add(".githooks/pre-commit"))).allowed
+    nested = WorkspaceWritePolicy(allow=["**", "src/.envrc"])
+    assert nested.decide(prepared(add("src/.envrc"))).allowed
+    assert not nested.decide(prepared(add("lib/.envrc"))).allowed
     named_file = WorkspaceWritePolicy(allow=[".vscode/settings.json"])
     assert named_file.decide(prepared(add(".vscode/settings.json"))).allowed
     assert not named_file.decide(prepared(add(".vscode/tasks.json"))).allowed
@@ -62,6 +67,9 @@ def test_an_allow_rule_that_names_the_area_unlocks_it_and_only_it() -> None:
 def test_the_refusal_says_how_to_allow() -> None:
     verdict = WorkspaceWritePolicy().decide(prepared(add(".husky/pre-commit")))
     assert "--allow '.husky/**'" in verdict.reason
+    verdict = WorkspaceWritePolicy().decide(prepared(add("src/.envrc")))
+    assert "--allow 'src/.envrc'" in verdict.reason
+    assert WorkspaceWritePolicy(allow=["**/.envrc"]).decide(prepared(add("src/.envrc"))).allowed
 
 
 def _repo_with_config(tmp_path: Path, config: str) -> Path:
