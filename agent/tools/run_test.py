@@ -44,7 +44,7 @@ class RunTestTool(ToolHandler):
                 outcome="error",
             )
         try:
-            check_test_args(ctx.test_cmd, args.args)
+            check_test_args(ctx.test_cmd, args.args, ctx.repo)
         except TestArgsError as exc:
             return ToolResult(content=str(exc), is_error=True, outcome="refused")
         timeout = min(args.timeout_s or ctx.default_test_timeout_s, ctx.max_test_timeout_s)

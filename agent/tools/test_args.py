@@ -15,7 +15,7 @@ from __future__ import annotations
 import itertools
 import posixpath
 import re
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 
 # Options without a value (short ones may be clustered: -xq, -vv).
 PYTEST_FLAGS = frozenset(
@@ -61,8 +61,9 @@ def is_pytest(test_cmd: list[str]) -> bool:
     return any(a == "-m" and b == "pytest" for a, b in itertools.pairwise(test_cmd))
 
 
-def check_test_args(test_cmd: list[str], args: list[str]) -> None:
-    """Raise TestArgsError unless every argument only chooses tests."""
+def check_test_args(test_cmd: list[str], args: list[str], repo: Path | None = None) -> None:
+    """Raise TestArgsError unless every argument only chooses tests. With ``repo``, a path that
+    leads out of it through a symlink is refused too (checked against the tree on the host)."""
     pytest = is_pytest(test_cmd)
     allowed = PYTEST_ALLOWED if pytest else OTHER_ALLOWED
     i = 0
@@ -72,10 +73,10 @@ def check_test_args(test_cmd: list[str], args: list[str]) -> None:
             if _CONTROL.search(arg):
                 raise TestArgsError(f"{arg!r} contains a control character")
             if not pytest or not arg.startswith("-"):
-                _check_path(arg)
+                _check_path(arg, repo)
                 i += 1
             else:
-                i = _check_option(args, i)
+                i = _check_option(args, i, repo)
         except TestArgsError as exc:
             raise TestArgsError(
                 f"run_test refused the argument {arg!r}: {exc}. "
@@ -83,7 +84,7 @@ def check_test_args(test_cmd: list[str], args: list[str]) -> None:
             ) from None
 
 
-def _check_path(arg: str) -> None:
+def _check_path(arg: str, repo: Path | None = None) -> None:
     """A test path or node id (path::name[param]) that stays inside the repository."""
     if arg.startswith("-"):
         raise TestArgsError("options are not accepted for this test command")
@@ -97,9 +98,14 @@ def _check_path(arg: str) -> None:
     normal = posixpath.normpath(path)
     if normal == ".." or normal.startswith("../"):
         raise TestArgsError("the path leaves the repository")
+    if repo is not None:
+        root = repo.resolve()
+        real = (root / normal).resolve()
+        if real != root and root not in real.parents:
+            raise TestArgsError("the path leads out of the repository through a symlink")
 
 
-def _check_option(args: list[str], i: int) -> int:
+def _check_option(args: list[str], i: int, repo: Path | None = None) -> int:
     """Check the option at ``args[i]`` (and its value); return the index after it."""
     arg = args[i]
     if arg in PYTEST_FLAGS or re.fullmatch(r"-[vq]+|-r[a-zA-Z]+", arg):
@@ -109,9 +115,9 @@ def _check_option(args: list[str], i: int) -> int:
         if name not in PYTEST_VALUE_OPTIONS:
             raise TestArgsError(_why(name))
         if eq:
-            _check_value(name, inline)
+            _check_value(name, inline, repo)
             return i + 1
-        return _take_value(args, i, name)
+        return _take_value(args, i, name, repo)
     # a short cluster: -xq, -xkEXPR, -k EXPR
     for pos, letter in enumerate(arg[1:], 1):
         if letter in _SHORT_FLAGS:
@@ -119,21 +125,21 @@ def _check_option(args: list[str], i: int) -> int:
         if letter in _SHORT_VALUES:
             rest = arg[pos + 1 :]
             if rest:
-                _check_value("-" + letter, rest.removeprefix("="))
+                _check_value("-" + letter, rest.removeprefix("="), repo)
                 return i + 1
-            return _take_value(args, i, "-" + letter)
+            return _take_value(args, i, "-" + letter, repo)
         raise TestArgsError(_why("-" + letter))
     return i + 1
 
 
-def _take_value(args: list[str], i: int, name: str) -> int:
+def _take_value(args: list[str], i: int, name: str, repo: Path | None) -> int:
     if i + 1 >= len(args):
         raise TestArgsError(f"{name} needs a value")
-    _check_value(name, args[i + 1])
+    _check_value(name, args[i + 1], repo)
     return i + 2
 
 
-def _check_value(name: str, value: str) -> None:
+def _check_value(name: str, value: str, repo: Path | None = None) -> None:
     kind = PYTEST_VALUE_OPTIONS[name]
     if _CONTROL.search(value):
         raise TestArgsError(f"the value of {name} contains a control character")
@@ -144,7 +150,7 @@ def _check_value(name: str, value: str) -> None:
     if kind == "chars" and not re.fullmatch(r"[a-zA-Z]+", value):
         raise TestArgsError("-r takes letters (e.g. -r fE)")
     if kind == "path":
-        _check_path(value)
+        _check_path(value, repo)
 
 
 _REASONS = {

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from agent.tools.test_args import TestArgsError, check_test_args, is_pytest
@@ -63,6 +65,17 @@ def test_refused_with_what_is_allowed(args: list[str], says: str) -> None:
         check_test_args(PYTEST, args)
     assert says in str(err.value)
     assert "allowed: test paths or node ids" in str(err.value)
+
+
+def test_a_symlink_out_of_the_repository_is_refused(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    (repo / "tests").mkdir(parents=True)
+    (repo / "outside").symlink_to("/usr/lib")
+    (repo / "inside").symlink_to("tests")
+    check_test_args(PYTEST, ["inside/test_a.py::t", "tests/missing.py"], repo)
+    for args in (["outside/python3/test_x.py"], ["--deselect", "outside/x.py::t"]):
+        with pytest.raises(TestArgsError, match="through a symlink"):
+            check_test_args(PYTEST, args, repo)
 
 
 def test_an_unknown_runner_takes_plain_paths_only() -> None:
