@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from agent.events import ConsoleSink, EventSink, FanoutSink, JsonlSink
+from agent.host_run import HOST_RUN_HELP
 from agent.loop import CancelToken, Limits
 from agent.policy import Answer
 from agent.protocol import Report, TaskSpec
@@ -519,7 +520,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("goal", help="what the agent should do")
     run.add_argument("--repo", required=True, help="the repository (mounted read-only unless the policy allows writes)")
     run.add_argument("--policy", choices=["read-only", "workspace-write", "ask"], default="read-only")
-    run.add_argument("--allow", action="append", default=[], metavar="GLOB", help="writable paths")
+    run.add_argument("--allow", action="append", default=[], metavar="GLOB", help="writable paths. " + HOST_RUN_HELP)
     run.add_argument("--deny", action="append", default=[], metavar="GLOB", help="paths never written")
     run.add_argument("--test-cmd", help='the test command run_test runs, e.g. "python3 -m pytest -q"')
     run.add_argument(

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal
 
+from agent.host_run import HOST_RUN_GLOBS
 from agent.tools import PreparedCall
 
 Decision = Literal["allow", "deny"]
@@ -66,6 +67,8 @@ def path_problem(path: str) -> str | None:
         return "empty path or NUL byte"
     if "\\" in path:
         return "backslash in path"
+    if _CONTROL.search(path):
+        return "control character in path"
     try:
         path.encode("utf-8")
     except UnicodeEncodeError:
@@ -80,6 +83,11 @@ def path_problem(path: str) -> str | None:
     if any(p.lower() == ".git" for p in parts):
         return ".git is never writable"
     return None
+
+
+# C0, DEL and C1 controls: a path carrying an escape sequence would reach terminals and tools raw.
+# Bidi overrides and line separators too: they reorder or break the line a path is shown on.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
 
 def normalize(path: str) -> str:
@@ -134,15 +142,53 @@ def glob_match(path: str, pattern: str) -> bool:
     return not any(ch in prefix for ch in "*?[") and path.startswith(prefix + "/")
 
 
+def _literal_head(pattern: str) -> str:
+    """The leading part of a glob before its first wildcard, without a trailing slash."""
+    return re.split(r"[*?\[]", normalize(pattern), maxsplit=1)[0].rstrip("/")
+
+
+def names_explicitly(rule: str, protected: str) -> bool:
+    """An allow rule names a protected area explicitly when its literal head lies inside it:
+    `.husky/**` or `.husky/pre-commit` name `.husky/**`; `**`, `.*/**` or `src/**` do not.
+    An area at any depth (`**/.envrc`) is named by a head that ends in it (`sub/.envrc`)."""
+    if normalize(rule).lower() == normalize(protected).lower():
+        return True
+    anywhere = normalize(protected).startswith("**/")
+    area = _literal_head(normalize(protected).removeprefix("**/")).lower()
+    head = _literal_head(rule).lower()
+    if not (area and head):
+        return False
+    if head == area or head.startswith(area + "/"):
+        return True
+    return anywhere and (head.endswith("/" + area) or f"/{area}/" in head)
+
+
 class WorkspaceWritePolicy(Policy):
-    """Writes allowed to paths matching an allow glob and no deny glob; .git never."""
+    """Writes allowed to paths matching an allow glob and no deny glob; .git never; files the host
+    runs by itself (agent.host_run) only when an allow rule names them explicitly."""
 
     name = "workspace-write"
     allows_writes = True
 
-    def __init__(self, allow: Iterable[str] = ("**",), deny: Iterable[str] = ()) -> None:
+    def __init__(
+        self, allow: Iterable[str] = ("**",), deny: Iterable[str] = (), protected: Iterable[str] = HOST_RUN_GLOBS
+    ) -> None:
         self.allow = list(allow) or ["**"]
         self.deny = [*deny, ".git/**"]
+        self.protected = list(protected)
+
+    def _host_run_problem(self, path: str) -> str | None:
+        for area in self.protected:
+            if not glob_match(path.lower(), area.lower()):
+                continue
+            named = [a for a in self.allow if names_explicitly(a, area) and glob_match(path, a)]
+            if not named:
+                example = normalize(path) if area.startswith("**/") else area
+                return (
+                    f"the host runs files under {area!r} by itself (hooks, editor or shell config); "
+                    f"writable only if the user allows it by name (--allow '{example}')"
+                )
+        return None
 
     def path_verdict(self, path: str) -> str | None:
         """Why this path may not be written, or None."""
@@ -155,7 +201,7 @@ class WorkspaceWritePolicy(Policy):
             return "matches a deny rule"
         if not any(glob_match(path, a) for a in self.allow):
             return f"matches no allow rule ({', '.join(self.allow)})"
-        return None
+        return self._host_run_problem(path)
 
     def decide_write(self, call: PreparedCall) -> Verdict:
         if not call.write_paths:

@@ -14,6 +14,7 @@ from agent.containers.sandbox import Sandbox, SandboxConfig, SandboxError, Sandb
 from agent.env.choose import choose_env
 from agent.errors import CodeboxError
 from agent.events import EventSink
+from agent.host_run import host_run_globs
 from agent.loop import CancelToken, CodingAgent, Limits
 from agent.model.base import ModelClient, ModelError
 from agent.model.factory import build_model
@@ -26,7 +27,7 @@ from agent.workspace import WorkspaceError, create_workspace, with_patch
 def build_policy(task: TaskSpec, ask: AskFn | None = None) -> Policy:
     if task.policy == "read-only":
         return ReadOnlyPolicy()
-    rules = WorkspaceWritePolicy(allow=task.allow or ["**"], deny=task.deny)
+    rules = WorkspaceWritePolicy(allow=task.allow or ["**"], deny=task.deny, protected=host_run_globs(Path(task.repo)))
     if task.policy == "workspace-write":
         return rules
     if ask is None:

@@ -1,7 +1,7 @@
 """The in-container tool server: JSON lines on stdin / stdout (see sandbox.wire).
 
     python3 -m sandbox.server --root /repo [--lifetime-s S] [--output-limit N]
-                              [--allow-shell] [--reap-all]
+                              [--allow-shell] [--reap-all] [--wipe-tmp]
                               [--max-request-bytes N] [--search-engine auto|rg|python]
 
 Stdlib only, python3 >= 3.9. One request at a time: a line in, one line out,
@@ -39,7 +39,8 @@ from typing import Any, BinaryIO, Mapping, Optional, Sequence
 from sandbox import wire
 from sandbox.tools import Context, ToolError, ToolResult, catalog, check_names
 from sandbox.tools.catalog import Handler
-from sandbox.tools.run_test import become_subreaper, in_host_pid_namespace, set_undumpable, shutdown
+from sandbox.tools.processes import become_subreaper, in_host_pid_namespace, set_undumpable
+from sandbox.tools.run_test import shutdown, tmp_is_private_tmpfs
 
 DEFAULT_ROOT = "/repo"
 DEFAULT_OUTPUT_LIMIT = 32000
@@ -97,6 +98,7 @@ class Server:
                 "output_limit": ctx.output_limit,
                 "allow_shell": ctx.allow_shell,
                 "reap_all": ctx.reap_all,
+                "wipe_tmp": ctx.wipe_tmp,
                 "subreaper": self.subreaper,
                 "undumpable": self.undumpable,
             },
@@ -284,6 +286,12 @@ def _parse_args(argv: Optional[list[str]]) -> argparse.Namespace:
         "but the server and its ancestors (ignored in the host's pid namespace)",
     )
     p.add_argument(
+        "--wipe-tmp",
+        action="store_true",
+        help="in a container: run_test empties /tmp and /dev/shm before and after each run "
+        "(honoured only with --reap-all, in a container whose /tmp is a tmpfs mount of its own)",
+    )
+    p.add_argument(
         "--max-request-bytes",
         type=int,
         default=wire.MAX_REQUEST_BYTES,
@@ -325,6 +333,11 @@ def main(argv: Optional[list[str]] = None) -> int:
         log("--reap-all ignored: this is the host's pid namespace, not a container")
         reap_all = False
 
+    wipe_tmp = bool(ns.wipe_tmp)
+    if wipe_tmp and not (reap_all and tmp_is_private_tmpfs()):
+        log("--wipe-tmp ignored: not a container (with --reap-all) whose /tmp is a tmpfs of its own")
+        wipe_tmp = False
+
     reader, out_fd = _take_stdio()
     ctx = Context(
         root=root,
@@ -332,6 +345,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         allow_shell=bool(ns.allow_shell),
         reap_all=reap_all,
         rg=rg,
+        wipe_tmp=wipe_tmp,
     )
     server = Server(
         ctx,

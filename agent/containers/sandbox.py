@@ -73,6 +73,7 @@ from agent.containers.leftovers import (
 from agent.containers.spec import (
     ROLE_TOOLS,
     ROLE_WRITE,
+    RepoAccessError,
     SandboxConfig,
     container_options,
 )
@@ -431,7 +432,10 @@ class Sandbox:
         except docker.errors.APIError as exc:
             raise SandboxError(f"cannot look up the sandbox image {cfg.image!r}: {exc}") from exc
 
-        name, options = container_options(cfg, self.repo, role, self.task_id, time.time())
+        try:
+            name, options = container_options(cfg, self.repo, role, self.task_id, time.time())
+        except RepoAccessError as exc:
+            raise SandboxError(str(exc)) from exc
         expires = float(options["labels"][LABEL_EXPIRES])
         t0 = time.monotonic()
         try:

@@ -8,6 +8,7 @@ import os
 import re
 import secrets
 import socket
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ from agent.containers.leftovers import (
     LABEL_TASK,
     process_start_ticks,
 )
+from agent.errors import CodeboxError
 from sandbox import wire
 
 ROLE_TOOLS = "tools"
@@ -58,9 +60,38 @@ def _safe_name(text: str, limit: int = 40) -> str:
     return cleaned[:limit]
 
 
+# The tool container runs repository code: never as uid 0. For a root-owned repository it runs as
+# nobody:nogroup (the write container, which runs only the patch engine, stays the owner).
+UNPRIVILEGED_USER = "65534:65534"
+
+
+class RepoAccessError(CodeboxError):
+    """The repository cannot be served to an unprivileged tool container."""
+
+
 def _repo_owner(repo: Path) -> str:
     st = repo.stat()
     return f"{st.st_uid}:{st.st_gid}"
+
+
+def _is_root(user: str) -> bool:
+    return user.split(":", 1)[0].strip() in ("0", "root")
+
+
+def container_user(config: SandboxConfig, repo: Path, role: str) -> str:
+    """uid:gid of a container: the repository's owner (or --user), except that the tool
+    container never runs as root: then UNPRIVILEGED_USER, which must be able to read the repo."""
+    user = config.user or _repo_owner(repo)
+    if role == ROLE_WRITE or not _is_root(user):
+        return user
+    mode = repo.stat().st_mode
+    if mode & (stat.S_IROTH | stat.S_IXOTH) != stat.S_IROTH | stat.S_IXOTH:
+        raise RepoAccessError(
+            f"the repository {repo} is owned by root and not world-readable (mode {stat.S_IMODE(mode):o}); "
+            "the sandbox never runs repository code as root and its unprivileged user "
+            f"({UNPRIVILEGED_USER}) cannot read it: chmod o+rx it, or own it as a normal user"
+        )
+    return UNPRIVILEGED_USER
 
 
 def _command(config: SandboxConfig, role: str) -> list[str]:
@@ -76,6 +107,7 @@ def _command(config: SandboxConfig, role: str) -> list[str]:
         "--output-limit",
         str(cfg.output_limit),
         "--reap-all",
+        "--wipe-tmp",
     ]
     if role == ROLE_WRITE:  # the write container runs nothing but the patch engine
         server += ["--tools", "apply_patch"]
@@ -133,7 +165,7 @@ def container_options(
         mem_limit=config.memory,
         memswap_limit=config.memory,
         nano_cpus=int(config.cpus * 1e9),
-        user=config.user or _repo_owner(repo),
+        user=container_user(config, repo, role),
         environment={
             "HOME": "/tmp",
             "PYTHONPATH": CODE_ROOT,

@@ -1,5 +1,8 @@
 """run_test, host side: the task's test command plus the model's arguments, with a bounded timeout;
-the run becomes the report's last_test."""
+the run becomes the report's last_test (with the exact argv that ran).
+
+The model's arguments may only choose tests (agent.tools.test_args); anything else is refused
+before the sandbox sees it, and a refused call leaves last_test as it was."""
 
 from __future__ import annotations
 
@@ -9,12 +12,17 @@ from pydantic import BaseModel, Field
 
 from agent.protocol import TestRun
 from agent.tools.base import RunEffects, ToolArgs, ToolContext, ToolHandler, ToolResult, result_from_reply
+from agent.tools.test_args import TestArgsError, check_test_args
 
 
 class RunTestArgs(ToolArgs):
     args: list[str] = Field(
         default_factory=list,
-        description="Extra arguments appended to the task's test command, e.g. ['tests/test_x.py', '-k', 'foo'].",
+        description=(
+            "Extra arguments appended to the task's test command, to choose tests only: test paths or "
+            "node ids in the repository, and for pytest -k EXPR, -m EXPR, -x, --maxfail N, -q, -v, "
+            "--tb STYLE. e.g. ['tests/test_x.py', '-k', 'foo']."
+        ),
     )
     timeout_s: float | None = Field(default=None, gt=0, description="Time limit for this run in seconds.")
 
@@ -35,20 +43,24 @@ class RunTestTool(ToolHandler):
                 is_error=True,
                 outcome="error",
             )
+        try:
+            check_test_args(ctx.test_cmd, args.args, ctx.repo)
+        except TestArgsError as exc:
+            return ToolResult(content=str(exc), is_error=True, outcome="refused")
         timeout = min(args.timeout_s or ctx.default_test_timeout_s, ctx.max_test_timeout_s)
         argv = [*ctx.test_cmd, *args.args]
         request: dict[str, Any] = {"argv": argv, "timeout_s": timeout}
         if ctx.test_in_copy:
             request["copy_repo"] = True
         result = result_from_reply(ctx.sandbox.call("run_test", request, timeout_s=timeout))
-        result.data.setdefault("argv", argv)
+        result.data["argv"] = argv  # what ran, as sent: not whatever the sandbox's reply says
         return result
 
     def summary(self, arguments: dict[str, Any]) -> str:
         return " ".join(str(a) for a in arguments.get("args", []))
 
     def note_effects(self, write_paths: list[str], result: ToolResult, effects: RunEffects) -> None:
-        if result.outcome == "denied":
+        if result.outcome in ("denied", "refused"):
             return
         effects.last_test = TestRun(
             command=[str(a) for a in result.data.get("argv", [])],

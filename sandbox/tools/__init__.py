@@ -48,6 +48,7 @@ class Context:
     allow_shell: bool = False  # run_test accepts {"shell": "..."}
     reap_all: bool = False  # in a container: every process but us and our ancestors is a leftover
     rg: Optional[str] = None  # path of ripgrep, None: use the pure-Python search
+    wipe_tmp: bool = False  # run_test empties /tmp before and after each run (a container's own tmpfs only)
 
 
 # -- argument helpers ---------------------------------------------------------------

@@ -10,7 +10,10 @@ new`` lines), ``changed_paths``, ``diff`` (unified, capped), ``diff_truncated``.
 from __future__ import annotations
 
 import importlib
-from typing import Any, Mapping, Optional
+import os
+import re
+import stat
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from sandbox.tools import Context, ToolError, ToolResult, check_names, opt_str
 from sandbox.tools.output import cap_text
@@ -18,6 +21,43 @@ from sandbox.tools.output import cap_text
 # Used when sandbox.patch does not define its own defaults.
 MAX_PATCH_BYTES = 1_000_000
 MAX_FILE_BYTES = 5_000_000
+EXEC_BITS = stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH
+# C0, DEL, C1, bidi overrides and line separators (the host policy refuses the same set).
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def _refuse_control_paths(paths: List[Tuple[str, str]]) -> None:
+    for _op, path in paths:
+        if _CONTROL.search(path):
+            raise ToolError(f"apply_patch: refused: the path {path!r} contains a control character")
+
+
+def _exec_modes(root: str, paths: List[Tuple[str, str]]) -> Dict[str, bool]:
+    """For each path a patch writes: was it an executable regular file before?"""
+    before: Dict[str, bool] = {}
+    for _op, rel in paths:
+        try:
+            st = os.lstat(os.path.join(root, rel))
+        except OSError:
+            before[rel] = False
+            continue
+        before[rel] = stat.S_ISREG(st.st_mode) and bool(st.st_mode & EXEC_BITS)
+    return before
+
+
+def _strip_new_exec_bits(root: str, before: Dict[str, bool]) -> None:
+    """Clear the exec bits of any written file that was not executable before (a move
+    carries its source's mode; an add over nothing gets the umask's)."""
+    for rel, was_exec in before.items():
+        if was_exec:
+            continue
+        path = os.path.join(root, rel)
+        try:
+            st = os.lstat(path)
+            if stat.S_ISREG(st.st_mode) and st.st_mode & EXEC_BITS:
+                os.chmod(path, stat.S_IMODE(st.st_mode) & ~EXEC_BITS)
+        except OSError:
+            continue
 
 
 def _jsonable(value: Any) -> Any:
@@ -46,6 +86,12 @@ def apply_patch(ctx: Context, args: Mapping[str, Any], timeout_s: Optional[float
     except ImportError as e:
         raise ToolError(f"apply_patch is not available in this sandbox: {e}") from None
     try:
+        paths = list(mod.patch_paths(text))
+    except mod.PatchError as e:
+        raise ToolError(str(e)) from None
+    _refuse_control_paths(paths)
+    before = _exec_modes(ctx.root, paths)
+    try:
         result = mod.apply_patch(
             text,
             ctx.root,
@@ -55,6 +101,7 @@ def apply_patch(ctx: Context, args: Mapping[str, Any], timeout_s: Optional[float
         )
     except mod.PatchError as e:
         raise ToolError(str(e)) from None
+    _strip_new_exec_bits(ctx.root, before)
 
     output, _ = cap_text(str(result.text()), ctx.output_limit)
     data = {

@@ -7,7 +7,10 @@ Rules:
   when the rest of the path would not exist), and ``..`` goes up from the
   real directory reached so far, never above the root;
 - the result is the real path (all symlinks resolved), which is what the tool
-  then opens, so what is checked is what is used.
+  then opens, so what is checked is what is used;
+- a link that cannot be followed (e.g. /proc/1/cwd: permission denied) and a
+  path that resolves into /proc, /sys or /dev get the same refusal as any
+  other escape, never an internal error.
 """
 
 from __future__ import annotations
@@ -34,8 +37,26 @@ def inside(path: str, root: str) -> bool:
     return path == root or path.startswith(root + "/")
 
 
+PSEUDO_FS = ("/proc", "/sys", "/dev")
+
+
+def _escape(user_path: str, why: str) -> ToolError:
+    return ToolError(f"path escapes the repository: {display(user_path)!r} ({why})")
+
+
+def _pseudo_fs(path: str) -> str:
+    return next((p for p in PSEUDO_FS if inside(path, p)), "")
+
+
 def resolve(root: str, user_path: str) -> Resolved:
     """``root`` must already be a real absolute path (os.path.realpath)."""
+    try:
+        return _resolve(root, user_path)
+    except OSError as e:  # a link the kernel will not read for us: treated as leaving the root
+        raise _escape(user_path, f"a symlink in it cannot be followed: {e.strerror or e}") from None
+
+
+def _resolve(root: str, user_path: str) -> Resolved:
     if "\x00" in user_path:
         raise ToolError("path contains a NUL byte")
     if user_path.strip() == "":
@@ -65,17 +86,15 @@ def resolve(root: str, user_path: str) -> Resolved:
         nxt = os.path.join(cur, comp)
         if os.path.islink(nxt):
             real = os.path.realpath(nxt)
-            if not inside(real, root):
+            if not inside(real, root) or _pseudo_fs(real):
                 link = "/".join(walked)
-                raise ToolError(
-                    f"path escapes the repository: {display(user_path)!r} "
-                    f"(the symlink {display(link)!r} points outside the repository)"
-                )
+                where = f"into {_pseudo_fs(real)}" if _pseudo_fs(real) else "outside the repository"
+                raise _escape(user_path, f"the symlink {display(link)!r} points {where}")
             nxt = real
         cur = nxt
 
     final = os.path.realpath(cur)
-    if not inside(final, root):  # defensive: the walk above should have caught it
-        raise ToolError(f"path escapes the repository: {display(user_path)!r}")
+    if not inside(final, root) or _pseudo_fs(final):  # defensive: the walk above should have caught it
+        raise _escape(user_path, "it resolves outside the repository")
     rel = "." if final == root else os.path.relpath(final, root).replace(os.sep, "/")
     return Resolved(final, rel)

@@ -8,7 +8,13 @@ are shortened (``... [N more bytes on this line]``). Files are read line by
 line: memory stays bounded whatever the file's size.
 
 Refused: directories (the error lists a few entries), anything that is not a
-regular file (a FIFO would block), binary files (a NUL byte in the first 8 KiB).
+regular file (a FIFO would block; checked before the open, and again on the
+descriptor opened with O_NONBLOCK), binary files (a NUL byte in the first 8 KiB).
+
+Bounded work whatever the file (a 100 GB sparse file included): reading stops
+at a NUL byte met later (binary data from there on: said in the footer), after
+MAX_SCAN_BYTES read, or at the tool's own deadline (READ_TIMEOUT_S, or the
+request's timeout if shorter); what was read so far is shown, with the reason.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ import difflib
 import errno
 import os
 import stat
+import time
 from typing import Any, BinaryIO, Iterator, List, Mapping, Optional, Tuple
 
 from sandbox.tools import Context, ToolError, ToolResult, check_names, opt_int, req_str
@@ -27,6 +34,28 @@ MAX_LINE_BYTES = 2000
 LIST_ENTRIES = 20
 COUNT_LIMIT_BYTES = 256 * 1024 * 1024  # past this, the total line count is not computed
 SMALL_FILE_BYTES = 1024 * 1024  # read whole, split in C
+MAX_SCAN_BYTES = 256 * 1024 * 1024  # one call never reads more than this
+READ_TIMEOUT_S = 20.0
+
+
+class _Budget:
+    """Bytes and time one call may spend reading; ``spend`` raises _Stop past either."""
+
+    def __init__(self, deadline: float) -> None:
+        self.deadline = deadline
+        self.left = MAX_SCAN_BYTES
+
+    def spend(self, data: bytes) -> bytes:
+        self.left -= len(data)
+        if self.left < 0:
+            raise _Stop(f"read limit of {MAX_SCAN_BYTES // (1024 * 1024)} MiB reached")
+        if time.monotonic() > self.deadline:
+            raise _Stop("time limit reached")
+        return data
+
+
+class _Stop(Exception):
+    """Reading stopped early: the reason goes in the footer."""
 _CR = b"\r"
 
 
@@ -54,20 +83,25 @@ def _not_found(rel_input: str, abs_path: str) -> ToolError:
     return ToolError(msg)
 
 
-def _lines(f: BinaryIO) -> Iterator[tuple[bytes, int]]:
-    """(line without its newline, capped to MAX_LINE_BYTES; bytes dropped from it)."""
+def _lines(f: BinaryIO, budget: _Budget) -> Iterator[tuple[bytes, int]]:
+    """(line without its newline, capped to MAX_LINE_BYTES; bytes dropped from it).
+    Raises _Stop at a NUL byte (binary data) or when the budget is spent."""
     while True:
-        piece = f.readline(MAX_LINE_BYTES + 1)
+        piece = budget.spend(f.readline(MAX_LINE_BYTES + 1))
         if not piece:
             return
+        if b"\x00" in piece:
+            raise _Stop("binary data (a NUL byte) from here on")
         dropped = 0
         if not piece.endswith(b"\n") and len(piece) > MAX_LINE_BYTES:
             dropped = len(piece) - MAX_LINE_BYTES
             piece = piece[:MAX_LINE_BYTES]
             while True:  # skip the rest of the long line, chunk by chunk
-                rest = f.readline(65536)
+                rest = budget.spend(f.readline(65536))
                 if not rest:
                     break
+                if b"\x00" in rest:
+                    raise _Stop("binary data (a NUL byte) from here on")
                 if rest.endswith(b"\n"):
                     dropped += len(rest) - 1
                     break
@@ -91,6 +125,8 @@ def read_file(ctx: Context, args: Mapping[str, Any], timeout_s: Optional[float])
     if start is not None and end is not None and end < start:
         raise ToolError(f"read_file: end_line ({end}) is before start_line ({start})")
 
+    limit = min(timeout_s, READ_TIMEOUT_S) if timeout_s else READ_TIMEOUT_S
+    budget = _Budget(time.monotonic() + limit)
     res = resolve(ctx.root, path)
     try:
         st = os.stat(res.abs)
@@ -127,16 +163,24 @@ def read_file(ctx: Context, args: Mapping[str, Any], timeout_s: Optional[float])
                 data={"binary": True, "size_bytes": st.st_size, "path": display(res.rel)},
             )
         f.seek(0)
-        return _render(ctx, f, res.rel, st.st_size, start, end)
+        return _render(ctx, f, res.rel, st.st_size, start, end, budget)
 
 
-def _render(ctx: Context, f: BinaryIO, rel: str, size: int, start: Optional[int], end: Optional[int]) -> ToolResult:
+def _render(
+    ctx: Context, f: BinaryIO, rel: str, size: int, start: Optional[int], end: Optional[int], scan: _Budget
+) -> ToolResult:
     first = start or 1
     budget = max(ctx.output_limit, 200)
     shown = _small_file(f, size, first, end, budget)
+    stopped = ""
     if shown is None:
-        shown = _stream(f, first, end, budget)
+        shown, stopped = _stream(f, first, end, budget, scan)
     out, shown_last, total, truncated = shown
+    if stopped and not out:
+        raise ToolError(
+            f"read_file: nothing to show from line {first} of {display(rel)!r}: {stopped}",
+            data={"path": display(rel), "stopped": stopped, "size_bytes": size},
+        )
 
     if total is not None and total == 0:
         if start is not None and start > 1:
@@ -159,7 +203,9 @@ def _render(ctx: Context, f: BinaryIO, rel: str, size: int, start: Optional[int]
     total_s = str(total) if total is not None else "unknown (huge file)"
     whole = first == 1 and not truncated and total is not None and shown_last == total
     footer = ""
-    if truncated:
+    if stopped:
+        footer = f"[showing lines {first}-{shown_last}; stopped reading: {stopped}]"
+    elif truncated:
         footer = (
             f"[showing lines {first}-{shown_last} of {total_s}; output limit reached: "
             f"continue with start_line={shown_last + 1}]"
@@ -176,6 +222,7 @@ def _render(ctx: Context, f: BinaryIO, rel: str, size: int, start: Optional[int]
             "end_line": shown_last,
             "truncated": truncated,
             "size_bytes": size,
+            **({"stopped": stopped} if stopped else {}),
         },
     )
 
@@ -190,8 +237,8 @@ def _small_file(f: BinaryIO, size: int, first: int, end: Optional[int], budget: 
         return None
     data = f.read(SMALL_FILE_BYTES + 1)
     f.seek(0)
-    if len(data) > SMALL_FILE_BYTES:
-        return None
+    if len(data) > SMALL_FILE_BYTES or b"\x00" in data:
+        return None  # a NUL past the sniff: _stream stops there and says so
     parts = data.split(b"\n")
     if parts[-1] == b"":  # the file ends with a newline, or is empty
         parts.pop()
@@ -214,15 +261,24 @@ def _small_file(f: BinaryIO, size: int, first: int, end: Optional[int], budget: 
     return lines[:count], first + count - 1 if count else 0, total, truncated
 
 
-def _stream(f: BinaryIO, first: int, end: Optional[int], budget: int) -> _Shown:
-    """Line by line, whatever the file's size: memory stays bounded."""
+def _stream(f: BinaryIO, first: int, end: Optional[int], budget: int, scan: _Budget) -> Tuple[_Shown, str]:
+    """Line by line, whatever the file's size: memory and work stay bounded.
+    Returns what was shown and, if reading stopped early, why."""
     out: list[str] = []
     used = 0
     shown_last = 0  # last line number shown
     n = 0
     truncated = False
     stopped_early = False
-    for n, (raw, dropped) in enumerate(_lines(f), 1):
+    lines = _lines(f, scan)
+    while True:
+        try:
+            raw, dropped = next(lines)
+        except StopIteration:
+            break
+        except _Stop as stop:
+            return (out, shown_last, None, truncated), str(stop)
+        n += 1
         if n < first:
             continue
         if end is not None and n > end:
@@ -242,12 +298,12 @@ def _stream(f: BinaryIO, first: int, end: Optional[int], budget: int) -> _Shown:
     total: Optional[int] = n
     if stopped_early:
         # line n was read but not shown: count it and everything after it
-        rest = _count_remaining_lines(f)
+        rest = _count_remaining_lines(f, scan)
         total = None if rest is None else n + rest
-    return out, shown_last, total, truncated
+    return (out, shown_last, total, truncated), ""
 
 
-def _count_remaining_lines(f: BinaryIO) -> Optional[int]:
+def _count_remaining_lines(f: BinaryIO, scan: _Budget) -> Optional[int]:
     """Lines from the current position to the end (None past COUNT_LIMIT_BYTES).
 
     Every newline ends a line; a final piece without a newline is one more.
@@ -260,7 +316,7 @@ def _count_remaining_lines(f: BinaryIO) -> Optional[int]:
         if not chunk:
             break
         read += len(chunk)
-        if read > COUNT_LIMIT_BYTES:
+        if read > COUNT_LIMIT_BYTES or time.monotonic() > scan.deadline:
             return None
         count += chunk.count(b"\n")
         last = chunk[-1:]

@@ -3,9 +3,15 @@
 Runs a command with NO shell (``argv``; ``shell`` only when the server runs
 with --allow-shell), in its own session and process group, stdin /dev/null,
 stdout and stderr on their own pipes read concurrently into bounded head+tail
-captures. HOME=/tmp, PYTHONDONTWRITEBYTECODE=1, PYTEST_ADDOPTS="-p
-no:cacheprovider", XDG_CACHE_HOME=/tmp/.cache (``env`` overrides), and the
-server's own package directory removed from PYTHONPATH.
+captures. Every run starts clean: HOME and TMPDIR are two fresh, empty
+directories made for this run (XDG_CACHE_HOME under that HOME) and removed
+after it, PYTHONNOUSERSITE=1 (no user site, no usercustomize), and with
+``--wipe-tmp`` (given only in a container, and honoured only when /tmp is a
+tmpfs mount of its own) everything in /tmp and /dev/shm is removed before and
+after each run, so nothing one run writes can change the next. Also
+PYTHONDONTWRITEBYTECODE=1, PYTEST_ADDOPTS="-p no:cacheprovider" (``env``
+overrides all of these), and the server's own package directory removed from
+PYTHONPATH.
 
 At the deadline: SIGTERM to the group and to every process the test started,
 SIGTERM_GRACE_S to exit (output still read), then SIGKILL. After EVERY run,
@@ -37,10 +43,9 @@ import shlex
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import time
-from typing import IO, Any, Mapping, NamedTuple, Optional
+from typing import IO, Any, Mapping, Optional
 
 from sandbox.tools import (
     Context,
@@ -55,218 +60,19 @@ from sandbox.tools import (
 )
 from sandbox.tools.output import HeadTail
 from sandbox.tools.paths import display, resolve
+from sandbox.tools.processes import Reaper, oom_kill_count
 
 DEFAULT_TIMEOUT_S = 300.0
 MAX_TIMEOUT_S = 24 * 3600.0
 SIGTERM_GRACE_S = 1.0
 LEFTOVER_GRACE_S = 0.2  # after the command exits, how long output from leftovers is still read
 DRAIN_S = 0.5
-KILL_ROUNDS_S = 5.0
 MAX_KILLED_REPORTED = 50
 CHUNK = 65536
 REPORT_FILE_LIMIT = 2 * 1024 * 1024
 
 # The directory that holds the `sandbox` package: removed from the child's PYTHONPATH.
 PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-# -- /proc ------------------------------------------------------------------------------
-
-
-class ProcInfo(NamedTuple):
-    pid: int
-    ppid: int
-    pgid: int
-    sid: int
-    state: str
-
-
-def read_stat(pid: int) -> Optional[ProcInfo]:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            data = f.read()
-    except OSError:
-        return None
-    end = data.rfind(b")")  # the command name may itself hold spaces and parentheses
-    fields = data[end + 2 :].split()
-    try:
-        return ProcInfo(pid, int(fields[1]), int(fields[2]), int(fields[3]), fields[0].decode())
-    except (IndexError, ValueError):
-        return None
-
-
-def scan() -> dict[int, ProcInfo]:
-    procs: dict[int, ProcInfo] = {}
-    try:
-        names = os.listdir("/proc")
-    except OSError:
-        return procs
-    for name in names:
-        if name.isdigit():
-            info = read_stat(int(name))
-            if info is not None:
-                procs[info.pid] = info
-    return procs
-
-
-def cmdline(pid: int) -> str:
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            raw = f.read(4096)
-    except OSError:
-        raw = b""
-    text = " ".join(p.decode("utf-8", "replace") for p in raw.split(b"\x00") if p)
-    text = text.replace("\r", "\\r").replace("\n", "\\n")  # one line, whatever the arguments
-    if not text:
-        try:
-            with open(f"/proc/{pid}/comm", "rb") as f:
-                text = "[" + f.read().strip().decode("utf-8", "replace") + "]"
-        except OSError:
-            text = "?"
-    return text if len(text) <= 300 else text[:300] + "..."
-
-
-def become_subreaper() -> bool:
-    """PR_SET_CHILD_SUBREAPER: orphans of our descendants are re-parented to us."""
-    if not sys.platform.startswith("linux"):
-        return False
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        return int(libc.prctl(36, 1, 0, 0, 0)) == 0
-    except Exception:  # no ctypes in this python, no prctl: host mode loses orphans
-        return False
-
-
-def set_undumpable() -> bool:
-    """PR_SET_DUMPABLE 0: processes of our uid can no longer open /proc/<us>/fd/*
-    (the protocol pipes) nor ptrace us. Children get it back when they exec."""
-    if not sys.platform.startswith("linux"):
-        return False
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        return int(libc.prctl(4, 0, 0, 0, 0)) == 0
-    except Exception:
-        return False
-
-
-def in_host_pid_namespace() -> bool:
-    """Kernel threads (kthreadd: ppid 0, pid 2) are visible only from the host's namespace."""
-    return any(p.ppid == 0 and pid != 1 for pid, p in scan().items())
-
-
-def _real_uid(pid: int) -> Optional[int]:
-    """From /proc/<pid>/status (the owner of /proc/<pid> lies for non-dumpable processes)."""
-    try:
-        with open(f"/proc/{pid}/status", "rb") as f:
-            for line in f:
-                if line.startswith(b"Uid:"):
-                    return int(line.split()[1])
-    except (OSError, ValueError, IndexError):
-        pass
-    return None
-
-
-class Reaper:
-    def __init__(self, reap_all: bool) -> None:
-        self.reap_all = reap_all
-        self.me = os.getpid()
-        self.uid = os.getuid()
-
-    def targets(self, sid: Optional[int]) -> dict[int, ProcInfo]:
-        procs = scan()
-        out: dict[int, ProcInfo] = {}
-        if self.reap_all:
-            keep = {self.me}
-            cur = procs.get(self.me)
-            while cur is not None and cur.ppid not in keep and cur.ppid != 0:
-                keep.add(cur.ppid)
-                cur = procs.get(cur.ppid)
-            for pid, p in procs.items():
-                if pid in keep or p.state in ("Z", "X") or _real_uid(pid) != self.uid:
-                    continue
-                out[pid] = p
-            return out
-        children: dict[int, list[int]] = {}
-        for pid, p in procs.items():
-            children.setdefault(p.ppid, []).append(pid)
-        desc: set[int] = set()
-        stack = [self.me]
-        while stack:
-            for c in children.get(stack.pop(), ()):
-                if c not in desc:
-                    desc.add(c)
-                    stack.append(c)
-        for pid, p in procs.items():
-            if pid == self.me or p.state in ("Z", "X"):
-                continue
-            if pid in desc or (sid is not None and (p.sid == sid or p.pgid == sid)):
-                out[pid] = p
-        return out
-
-    def reap_zombies(self, skip: Optional[int]) -> None:
-        """waitpid our zombie children, except ``skip`` (the Popen child, not yet waited)."""
-        for pid, p in scan().items():
-            if p.ppid == self.me and p.state == "Z" and pid != skip:
-                with contextlib.suppress(ChildProcessError):
-                    os.waitpid(pid, os.WNOHANG)
-
-    def _signal(self, pid: int, sig: int, killed: dict[int, str]) -> None:
-        if pid not in killed:
-            killed[pid] = cmdline(pid)
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, sig)
-
-    def terminate(self, proc: subprocess.Popen[bytes], killed: dict[int, str]) -> None:
-        """SIGTERM the command's group and everything else that is ours."""
-        targets = self.targets(proc.pid)  # before any signal: dead processes have no cmdline
-        for pid in targets:
-            killed.setdefault(pid, cmdline(pid))
-        if proc.returncode is None:  # the group id cannot be reused while the leader is unwaited
-            with contextlib.suppress(OSError):
-                os.killpg(proc.pid, signal.SIGTERM)
-        for pid in targets:
-            self._signal(pid, signal.SIGTERM, killed)
-
-    def kill_all(self, proc: Optional[subprocess.Popen[bytes]], killed: dict[int, str]) -> None:
-        """SIGKILL, in rounds until none is left (a fork loop loses the race), then reap."""
-        sid = proc.pid if proc is not None else None
-        end = time.monotonic() + KILL_ROUNDS_S
-        while True:
-            targets = self.targets(sid)
-            if not targets:
-                break
-            for pid in targets:
-                killed.setdefault(pid, cmdline(pid))
-            if proc is not None and proc.returncode is None:
-                with contextlib.suppress(OSError):
-                    os.killpg(proc.pid, signal.SIGKILL)
-            for pid in targets:
-                self._signal(pid, signal.SIGKILL, killed)
-            if self.reap_all and (os.getpid() == 1 or os.getppid() == 1):  # no other ancestor
-                # everything we may signal, but init and us: one atomic sweep
-                with contextlib.suppress(OSError):
-                    os.kill(-1, signal.SIGKILL)
-            self._reap(proc)
-            if time.monotonic() > end:
-                print(
-                    f"codebox-server: {len(targets)} processes survive SIGKILL",
-                    file=sys.stderr,
-                )
-                break
-            time.sleep(0.002)
-        self._reap(proc)
-
-    def _reap(self, proc: Optional[subprocess.Popen[bytes]]) -> None:
-        skip = None
-        if proc is not None:
-            proc.poll()
-            if proc.returncode is None:
-                skip = proc.pid
-        self.reap_zombies(skip)
 
 
 # State for shutdown() (the server calls it when its lifetime ends or on SIGTERM).
@@ -278,43 +84,6 @@ def shutdown() -> None:
     if cur is not None:
         proc, reaper = cur
         reaper.kill_all(proc, {})
-
-
-# -- cgroup OOM counter -----------------------------------------------------------------
-
-
-def _cgroup_files() -> list[str]:
-    files: list[str] = []
-    try:
-        with open("/proc/self/cgroup") as f:
-            lines = f.read().splitlines()
-    except OSError:
-        lines = []
-    for line in lines:
-        parts = line.split(":", 2)
-        if len(parts) != 3:
-            continue
-        _, controllers, path = parts
-        path = path if path != "/" else ""
-        if controllers == "":
-            files.append(f"/sys/fs/cgroup{path}/memory.events")
-        elif "memory" in controllers.split(","):
-            files.append(f"/sys/fs/cgroup/memory{path}/memory.oom_control")
-    files += ["/sys/fs/cgroup/memory.events", "/sys/fs/cgroup/memory/memory.oom_control"]
-    return files
-
-
-def oom_kill_count() -> Optional[int]:
-    for path in _cgroup_files():
-        try:
-            with open(path) as f:
-                for line in f:
-                    key, _, value = line.partition(" ")
-                    if key == "oom_kill":
-                        return int(value)
-        except (OSError, ValueError):
-            continue
-    return None
 
 
 # -- running ----------------------------------------------------------------------------
@@ -383,7 +152,7 @@ def _pump(proc: subprocess.Popen[bytes], pipes: _Pipes, deadline: float) -> bool
         pipes.read_ready(min(deadline - now, 0.05 if exited_at is not None else 0.25))
 
 
-def _child_env(extra: Optional[dict[str, str]]) -> dict[str, str]:
+def _child_env(extra: Optional[dict[str, str]], scratch: str) -> dict[str, str]:
     env = dict(os.environ)
     pp = env.get("PYTHONPATH")
     if pp is not None:
@@ -392,11 +161,14 @@ def _child_env(extra: Optional[dict[str, str]]) -> dict[str, str]:
             env["PYTHONPATH"] = os.pathsep.join(kept)
         else:
             del env["PYTHONPATH"]
+    home = os.path.join(scratch, "home")
     env.update(
-        HOME="/tmp",
+        HOME=home,
+        TMPDIR=os.path.join(scratch, "tmp"),
+        PYTHONNOUSERSITE="1",
         PYTHONDONTWRITEBYTECODE="1",
         PYTEST_ADDOPTS="-p no:cacheprovider",
-        XDG_CACHE_HOME="/tmp/.cache",
+        XDG_CACHE_HOME=os.path.join(home, ".cache"),
     )
     if extra:
         env.update(extra)
@@ -413,6 +185,64 @@ def _remove_tree(path: str) -> None:
         with contextlib.suppress(OSError):
             os.chmod(path, 0o700)
         shutil.rmtree(path, ignore_errors=True)
+
+
+def _make_scratch() -> str:
+    """A fresh directory for one run, holding its HOME and its TMPDIR."""
+    scratch = tempfile.mkdtemp(prefix="codebox-test-")
+    for sub in ("home", "tmp"):
+        os.mkdir(os.path.join(scratch, sub), 0o700)
+    return scratch
+
+
+# What a test can write in the tool container (the root filesystem is read-only): emptied
+# between runs with --wipe-tmp. /dev/shm is docker's own writable tmpfs.
+WIPED_MOUNTS = ("/tmp", "/dev/shm")
+
+
+def _tmpfs_mounts() -> set[str]:
+    found: set[str] = set()
+    try:
+        with open("/proc/self/mountinfo") as f:
+            for line in f:
+                fields = line.split()
+                if len(fields) > 4 and " - tmpfs " in line:
+                    found.add(fields[4])
+    except OSError:
+        pass
+    return found
+
+
+def tmp_is_private_tmpfs() -> bool:
+    """In a container (/.dockerenv or /run/.containerenv), and /tmp is a tmpfs mounted at /tmp
+    itself: the container's own, not a host's shared directory."""
+    if not (os.path.exists("/.dockerenv") or os.path.exists("/run/.containerenv")):
+        return False
+    return "/tmp" in _tmpfs_mounts()
+
+
+def _wipe_scratch_mounts() -> None:
+    """Empty /tmp and /dev/shm (each only if it is a tmpfs of its own): --wipe-tmp only."""
+    mounts = _tmpfs_mounts()
+    for path in WIPED_MOUNTS:
+        if path in mounts:
+            _wipe_tmp(path)
+
+
+def _wipe_tmp(tmp_root: str) -> None:
+    """Remove whatever is in the container's /tmp (a previous run's files, wherever it put them).
+    Only with --wipe-tmp, which the server honours only on a private tmpfs: never a host's /tmp."""
+    try:
+        names = os.listdir(tmp_root)
+    except OSError:
+        return
+    for name in names:
+        path = os.path.join(tmp_root, name)
+        if os.path.isdir(path) and not os.path.islink(path):
+            _remove_tree(path)
+        else:
+            with contextlib.suppress(OSError):
+                os.unlink(path)
 
 
 def _copy_repo(root: str) -> tuple[str, str, int]:
@@ -487,6 +317,9 @@ def run_test(ctx: Context, args: Mapping[str, Any], timeout_s: Optional[float]) 
     start = time.monotonic()
     tmp: Optional[str] = None
     data: dict[str, Any] = {"command": command}
+    if ctx.wipe_tmp:
+        _wipe_scratch_mounts()  # the container's own tmpfs (checked at start): nobody else's files
+    scratch = _make_scratch()
     try:
         workdir = cwd.abs
         if copy_repo:
@@ -496,13 +329,16 @@ def run_test(ctx: Context, args: Mapping[str, Any], timeout_s: Optional[float]) 
             data["copy_s"] = round(time.monotonic() - start, 3)
             if errors:
                 data["copy_errors"] = errors
-        result = _run(ctx, argv, command, workdir, env, start, start + limit, limit, data)
-        if report_file is not None:
+        result = _run(ctx, argv, command, workdir, env, scratch, start, start + limit, limit, data)
+        if report_file is not None:  # read before the scratch space and /tmp are wiped below
             _read_report_file(report_file, data)
         return result
     finally:
         if tmp is not None:
             _remove_tree(tmp)
+        _remove_tree(scratch)
+        if ctx.wipe_tmp:
+            _wipe_scratch_mounts()
 
 
 def _report_path(path: Optional[str]) -> Optional[str]:
@@ -535,6 +371,7 @@ def _run(
     command: str,
     workdir: str,
     env: Optional[dict[str, str]],
+    scratch: str,
     start: float,
     deadline: float,
     limit: float,
@@ -547,7 +384,7 @@ def _run(
         proc = subprocess.Popen(
             argv,
             cwd=workdir,
-            env=_child_env(env),
+            env=_child_env(env, scratch),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

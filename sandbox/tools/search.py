@@ -5,35 +5,52 @@ repository root, in path order (ripgrep's ``--sort path``: depth first, the
 entries of each directory sorted by name). Both engines give the same results:
 
 - ripgrep when it is on PATH: ``rg --json --sort path --hidden --no-ignore
-  --encoding none --no-config`` (``--fixed-strings`` unless ``regex``), the
-  user's ``--glob``\\s then ``--glob '!.git'``;
+  --encoding none --no-config --binary --max-filesize 64M --debug``
+  (``--fixed-strings`` unless ``regex``), the user's ``--glob``\\s then
+  ``--glob '!.git'``; the debug log on stderr is read only for the files rg
+  skipped as too large;
 - a pure-Python walk otherwise, with the same rules: hidden files searched,
-  ``.git`` skipped, .gitignore NOT applied (``--no-ignore``), symlinks not
-  followed during the walk, binary files (a NUL byte in the first 64 KiB)
-  skipped, globs with gitignore syntax (``*`` does not cross ``/``, ``**``,
-  ``?``, ``[...]``, ``{a,b}``, ``!`` negates, a glob without ``/`` matches the
-  file name at any depth, with ``/`` it matches the path from the root, a
+  ``.git`` skipped, .gitignore NOT applied (``--no-ignore``), symlinks and
+  anything but regular files not followed or searched during the walk, globs
+  with gitignore syntax (``*`` does not cross ``/``, ``**``, ``?``, ``[...]``,
+  ``{a,b}``, ``!`` negates, a glob without ``/`` matches the file name at any
+  depth, with ``/`` it matches the path from the root, a
   trailing ``/`` only matches directories; the last matching glob wins; a
   positive glob filters files only, a negative one prunes directories too).
 
+Nothing is skipped silently; the result of a search that ran to the end (not
+cut by max_results or the deadline) says what was not searched or shown:
+- binary files (a NUL byte) ARE searched (rg's ``--binary``: in a file found
+  by the walk each NUL ends a line, in a file named by ``path`` NULs are kept);
+  matches in them are listed, and the files named as binary;
+- files over MAX_FILE_BYTES are not searched (a sparse 100 GB file would take
+  minutes): counted and named;
+- lines over MAX_LINE_BYTES: rg's JSON record of such a match is not shown,
+  the Python engine does not search such a line: counted.
+- symlinks are not followed, FIFOs, sockets and devices never opened: counted
+  and named (rg's walk passes over links to directories without a word, so
+  neither engine lists those).
+A path that names a FIFO, socket or device is refused at once; the search has
+its own deadline (DEFAULT_TIMEOUT_S, or the request's timeout if shorter).
+
 Known differences: regex syntax (Rust regex vs Python re), and on lines that are
 not valid UTF-8 a regex ``.`` matches an invalid byte in Python (as U+FFFD), not
-in ripgrep; lines over 8 MiB are skipped (rg: JSON records over 8 MiB), and a
-NUL byte past the first 64 KiB stops the file at slightly different points.
-Lines are cut at MAX_COLUMNS characters. A path that names one file is searched
-whatever the globs say (as ripgrep does), unless it is binary.
+in ripgrep. Lines are cut at MAX_COLUMNS characters. A path that names one file
+is searched whatever the globs say (as ripgrep does).
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import re
+import stat
 import subprocess
 import threading
 import time
-from typing import Any, Iterator, Mapping, Optional
+from typing import IO, Any, Iterator, List, Mapping, Optional
 
 from sandbox.tools import (
     Context,
@@ -46,15 +63,69 @@ from sandbox.tools import (
     opt_str_list,
     req_str,
 )
-from sandbox.tools.output import HeadTail, drain_in_thread
+from sandbox.tools.globs import Glob, GlobSet  # noqa: F401 (Glob: tests and callers import it from here)
+from sandbox.tools.output import HeadTail
 from sandbox.tools.paths import display, resolve
 
 DEFAULT_MAX_RESULTS = 50
 MAX_RESULTS_CAP = 500
 MAX_COLUMNS = 300
-BINARY_SNIFF = 65536
 MAX_LINE_BYTES = 8 * 1024 * 1024  # a longer line (rg: JSON record) is skipped
+MAX_FILE_BYTES = 64 * 1024 * 1024  # a larger file is not searched (rg --max-filesize 64M)
 DEFAULT_TIMEOUT_S = 30.0
+NAMED_SKIPS = 5  # how many skipped or binary files the result names
+_RG_TOO_LARGE = re.compile(r"\bignoring (.+): (\d+) bytes$")
+_RG_NOT_A_FILE = re.compile(r"\bignoring (.+): failed to pass subject filter: file type: Some\(\w+\(\w+ \{ mode: (\d+)")
+
+
+class Skipped:
+    """What a search did not search or show, and why: the result says it."""
+
+    def __init__(self) -> None:
+        self.large: list[str] = []  # files over MAX_FILE_BYTES
+        self.long_lines = 0  # lines over MAX_LINE_BYTES
+        self.binary: list[str] = []  # files with a NUL byte that had matches
+        self.links: list[str] = []  # symlinks (but to directories), not followed
+        self.special: list[str] = []  # FIFOs, sockets, devices: never opened
+
+    def note_binary(self, path: str) -> None:
+        if path not in self.binary:
+            self.binary.append(path)
+
+    def lines(self, engine: str) -> list[str]:
+        out = []
+        if self.binary:
+            out.append(f"[matches in binary files (NUL bytes; each NUL ends a line): {_names(self.binary)}]")
+        if self.large:
+            mib = MAX_FILE_BYTES // (1024 * 1024)
+            out.append(f"[{len(self.large)} file(s) over {mib} MiB not searched: {_names(self.large)}]")
+        if self.long_lines:
+            what = "matched but not shown" if engine == "rg" else "not searched"
+            out.append(f"[{self.long_lines} line(s) over {MAX_LINE_BYTES // (1024 * 1024)} MiB {what}]")
+        if self.links:
+            out.append(f"[{len(self.links)} symlink(s) not followed: {_names(self.links)}]")
+        if self.special:
+            out.append(f"[{len(self.special)} FIFO, socket or device file(s) not searched: {_names(self.special)}]")
+        return out
+
+    def data(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.binary:
+            out["binary_files"] = self.binary[:NAMED_SKIPS]
+        if self.large:
+            out["large_files_skipped"] = len(self.large)
+        if self.long_lines:
+            out["long_lines_skipped"] = self.long_lines
+        if self.links:
+            out["symlinks_skipped"] = len(self.links)
+        if self.special:
+            out["special_files_skipped"] = len(self.special)
+        return out
+
+
+def _names(paths: list[str]) -> str:
+    more = f" and {len(paths) - NAMED_SKIPS} more" if len(paths) > NAMED_SKIPS else ""
+    return ", ".join(paths[:NAMED_SKIPS]) + more
 
 
 class Match:
@@ -81,123 +152,10 @@ def _clean_line(raw: bytes) -> str:
     return raw.decode("utf-8", "replace")
 
 
-def _is_binary_file(path: str) -> bool:
-    try:
-        with open(path, "rb") as f:
-            return b"\x00" in f.read(BINARY_SNIFF)
-    except OSError:
-        return False
-
-
-# -- globs ----------------------------------------------------------------------------
-
-
-class Glob:
-    """One gitignore-style glob, as ripgrep's --glob reads it."""
-
-    def __init__(self, pattern: str) -> None:
-        self.source = pattern
-        p = pattern
-        self.negated = p.startswith("!")
-        if self.negated:
-            p = p[1:]
-        self.dir_only = p.endswith("/") and len(p) > 1
-        if self.dir_only:
-            p = p.rstrip("/")
-        anchored = p.startswith("/")
-        if anchored:
-            p = p.lstrip("/")
-        elif "/" not in p and not p.startswith("**"):
-            p = "**/" + p  # no slash: matches the name at any depth
-        self.regex = re.compile(_glob_to_regex(p), re.DOTALL)
-
-    def matches(self, rel: str, is_dir: bool) -> bool:
-        if self.dir_only and not is_dir:
-            return False
-        return self.regex.match(rel) is not None
-
-
-def _glob_to_regex(p: str) -> str:
-    out: list[str] = []
-    i, n = 0, len(p)
-    in_brace = 0
-    while i < n:
-        c = p[i]
-        if p.startswith("**/", i) and (i == 0 or p[i - 1] == "/"):
-            out.append("(?:.*/)?")
-            i += 3
-            continue
-        if p.startswith("**", i) and (i == 0 or p[i - 1] == "/") and i + 2 == n:
-            out.append(".*")
-            i += 2
-            continue
-        if c == "*":
-            while i < n and p[i] == "*":
-                i += 1
-            out.append("[^/]*")
-            continue
-        if c == "?":
-            out.append("[^/]")
-        elif c == "[":
-            j = i + 1
-            if j < n and p[j] in "!^":
-                j += 1
-            if j < n and p[j] == "]":
-                j += 1
-            while j < n and p[j] != "]":
-                j += 1
-            if j >= n:
-                out.append(re.escape(c))
-            else:
-                body = p[i + 1 : j]
-                if body[:1] in ("!", "^"):
-                    body = "^" + body[1:]
-                out.append("[" + body.replace("\\", "\\\\") + "]")
-                i = j
-        elif c == "{":
-            in_brace += 1
-            out.append("(?:")
-        elif c == "}" and in_brace:
-            in_brace -= 1
-            out.append(")")
-        elif c == "," and in_brace:
-            out.append("|")
-        elif c == "\\" and i + 1 < n:
-            i += 1
-            out.append(re.escape(p[i]))
-        else:
-            out.append(re.escape(c))
-        i += 1
-    out.extend(")" * in_brace)
-    return "".join(out) + r"\Z"
-
-
-class GlobSet:
-    def __init__(self, patterns: list[str]) -> None:
-        self.globs = [Glob(p) for p in patterns]
-        self.has_positive = any(not g.negated for g in self.globs)
-
-    def _last(self, rel: str, is_dir: bool) -> Optional[Glob]:
-        for g in reversed(self.globs):
-            if g.matches(rel, is_dir):
-                return g
-        return None
-
-    def allow_dir(self, rel: str) -> bool:
-        g = self._last(rel, True)
-        return g is None or not g.negated
-
-    def allow_file(self, rel: str) -> bool:
-        g = self._last(rel, False)
-        if g is None:
-            return not self.has_positive
-        return not g.negated
-
-
 # -- the two engines --------------------------------------------------------------------
 
 
-def _walk(root: str, rel: str, globs: GlobSet) -> Iterator[tuple[str, str]]:
+def _walk(root: str, rel: str, globs: GlobSet, skipped: Skipped) -> Iterator[tuple[str, str]]:
     """(absolute path, path relative to root) of the files to search, in rg's order."""
     base = root if rel == "." else os.path.join(root, rel)
     try:
@@ -208,12 +166,19 @@ def _walk(root: str, rel: str, globs: GlobSet) -> Iterator[tuple[str, str]]:
     for e in entries:
         child = e.name if rel == "." else rel + "/" + e.name
         try:
-            if e.is_symlink():
-                continue
             if e.is_dir(follow_symlinks=False):
                 if globs.allow_dir(child):
-                    yield from _walk(root, child, globs)
-            elif e.is_file(follow_symlinks=False) and globs.allow_file(child):
+                    yield from _walk(root, child, globs, skipped)
+            elif not globs.allow_file(child):
+                continue
+            elif e.is_symlink():
+                if not os.path.isdir(e.path):  # rg passes over links to directories without a word
+                    skipped.links.append(display(child))
+            elif not e.is_file(follow_symlinks=False):
+                skipped.special.append(display(child))
+            elif e.stat(follow_symlinks=False).st_size > MAX_FILE_BYTES:
+                skipped.large.append(display(child))
+            else:
                 yield e.path, child
         except OSError:
             continue
@@ -228,45 +193,80 @@ def _python_search(
     globs: GlobSet,
     limit: int,
     deadline: float,
+    skipped: Skipped,
 ) -> tuple[list[Match], bool, bool]:
     """(matches, more exist, timed out)."""
     pattern = re.compile(query) if regex else None
     needle = query.encode("utf-8", "surrogateescape")
-    files: Iterator[tuple[str, str]] = iter([(os.path.join(root, rel), rel)]) if is_file else _walk(root, rel, globs)
+    files: Iterator[tuple[str, str]]
+    files = iter([(os.path.join(root, rel), rel)]) if is_file else _walk(root, rel, globs, skipped)
     found: list[Match] = []
     for abs_path, rel_path in files:
         if time.monotonic() > deadline:
             return found, False, True
+        shown = display(rel_path)
+        binary: List[bool] = []
+        had = len(found)
         try:
-            hits = _search_file(abs_path, needle, pattern if regex else None)
+            hits = _search_file(abs_path, needle, pattern if regex else None, skipped, binary, not is_file)
+            for lineno, text in hits:
+                if len(found) >= limit:
+                    return found, True, False
+                found.append(Match(shown, lineno, text))
+                if time.monotonic() > deadline:
+                    return found, False, True
         except OSError:
             continue
-        for lineno, text in hits:
-            if len(found) >= limit:
-                return found, True, False
-            found.append(Match(display(rel_path), lineno, text))
+        finally:
+            if binary and len(found) > had:
+                skipped.note_binary(shown)
     return found, False, False
 
 
-def _search_file(path: str, needle: bytes, pattern: Optional[re.Pattern[str]]) -> Iterator[tuple[int, str]]:
-    with open(path, "rb") as f:
-        if b"\x00" in f.read(BINARY_SNIFF):
+def _file_lines(f: Any, skipped: Skipped, binary: List[bool], split_nul: bool) -> Iterator[bytes]:
+    """The lines as rg --binary sees them: a NUL byte makes ``binary`` non-empty and, in a file
+    found by the walk (``split_nul``), ends a line too; rg keeps the NULs of a file named
+    explicitly. Over-long lines are skipped and counted (b"" in their place)."""
+    while True:
+        raw = f.readline(MAX_LINE_BYTES)
+        if not raw:
             return
-        f.seek(0)
-        lineno = 0
-        while True:
-            raw = f.readline(MAX_LINE_BYTES)
-            if not raw:
-                return
-            lineno += 1
-            if not raw.endswith(b"\n") and len(raw) == MAX_LINE_BYTES:
-                while True:  # over-long line: skip the rest of it
-                    more = f.readline(1 << 20)
-                    if not more or more.endswith(b"\n"):
-                        break
+        if not raw.endswith(b"\n") and len(raw) == MAX_LINE_BYTES:
+            skipped.long_lines += 1
+            while True:  # over-long line: skip the rest of it
+                more = f.readline(1 << 20)
+                if not more or more.endswith(b"\n"):
+                    break
+            yield b""  # it still counts as a line
+            continue
+        if b"\x00" in raw:
+            if not binary:
+                binary.append(True)
+            if not split_nul:
+                yield raw
                 continue
-            if b"\x00" in raw:  # binary after all: stop here, as rg does
-                return
+            parts = raw.split(b"\x00")
+            for part in parts[:-1]:
+                yield part + b"\n"
+            if parts[-1]:
+                yield parts[-1]
+            continue
+        yield raw
+
+
+def _search_file(
+    path: str,
+    needle: bytes,
+    pattern: Optional[re.Pattern[str]],
+    skipped: Skipped,
+    binary: List[bool],
+    split_nul: bool,
+) -> Iterator[tuple[int, str]]:
+    """(line number, text) of each matching line."""
+    with open(path, "rb") as f:
+        for lineno, raw in enumerate(_file_lines(f, skipped, binary, split_nul), 1):
+            if not raw:
+                continue
             if pattern is not None:
                 # match the line without its "\n" but with any "\r", as rg does
                 text = raw[:-1] if raw.endswith(b"\n") else raw
@@ -295,10 +295,12 @@ def _rg_search(
     globs: list[str],
     limit: int,
     deadline: float,
+    skipped: Skipped,
 ) -> tuple[list[Match], bool, bool, str]:
     """(matches, more exist, timed out, rg's error text)."""
     cmd = [rg, "--json", "--no-config", "--sort", "path", "--hidden", "--no-ignore"]
-    cmd += ["--encoding", "none", "--color", "never"]
+    cmd += ["--encoding", "none", "--color", "never", "--binary", "--debug"]
+    cmd += ["--max-filesize", str(MAX_FILE_BYTES)]
     if not regex:
         cmd.append("--fixed-strings")
     for g in globs:
@@ -316,7 +318,8 @@ def _rg_search(
     )
     assert proc.stdout is not None and proc.stderr is not None
     err = HeadTail(4000)
-    drainer = drain_in_thread(proc.stderr, err)
+    drainer = threading.Thread(target=_read_rg_log, args=(proc.stderr, err, skipped), daemon=True)
+    drainer.start()
     timed_out = threading.Event()
 
     def on_deadline() -> None:
@@ -334,10 +337,14 @@ def _rg_search(
             if not line:
                 break
             if not line.endswith(b"\n"):  # over-long record: skip it
+                skipped.long_lines += line.startswith(b'{"type":"match"')
                 while True:
                     rest = proc.stdout.readline(1 << 20)
                     if not rest or rest.endswith(b"\n"):
                         break
+                continue
+            if line.startswith(b'{"type":"end"'):
+                _note_rg_binary(line, skipped, found)
                 continue
             if not line.startswith(b'{"type":"match"'):
                 continue
@@ -365,6 +372,53 @@ def _rg_search(
     if proc.returncode == 2 and not more and not timed_out.is_set():
         errors = err.render()[0].strip()
     return found, more, timed_out.is_set(), errors
+
+
+def _note_rg_binary(line: bytes, skipped: Skipped, found: List[Match]) -> None:
+    """An "end" record with a binary_offset: the file had a NUL byte (its matches are listed)."""
+    try:
+        data = json.loads(line)["data"]
+        if data.get("binary_offset") is None:
+            return
+        path = _rg_field(data["path"]).decode("utf-8", "replace")
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return
+    path = path[2:] if path.startswith("./") else path
+    if any(m.path == path for m in found):
+        skipped.note_binary(path)
+
+
+def _note_rg_skip(text: str, skipped: Skipped) -> None:
+    """A file rg's walk left out, from its debug log: too large, a symlink, or not a file."""
+    large = _RG_TOO_LARGE.search(text)
+    if large and int(large.group(2)) > MAX_FILE_BYTES:
+        skipped.large.append(_rg_path(large.group(1)))
+        return
+    other = _RG_NOT_A_FILE.search(text)
+    if other:
+        kind = skipped.links if stat.S_ISLNK(int(other.group(2))) else skipped.special
+        kind.append(_rg_path(other.group(1)))
+
+
+def _rg_path(path: str) -> str:
+    return path[2:] if path.startswith("./") else path
+
+
+def _read_rg_log(stream: IO[bytes], err: HeadTail, skipped: Skipped) -> None:
+    """rg's stderr with --debug: files skipped by --max-filesize are noted, DEBUG lines dropped,
+    the rest (real errors) kept in ``err``."""
+    try:
+        for raw in iter(lambda: stream.readline(65536), b""):
+            text = raw.decode("utf-8", "replace").rstrip("\n")
+            if text.startswith("DEBUG|"):
+                _note_rg_skip(text, skipped)
+                continue
+            err.feed(raw)
+    except (OSError, ValueError):
+        pass
+    finally:
+        with contextlib.suppress(OSError):
+            stream.close()
 
 
 # -- the tool ---------------------------------------------------------------------------
@@ -399,21 +453,28 @@ def search(ctx: Context, args: Mapping[str, Any], timeout_s: Optional[float]) ->
         if "\x00" in g or "\n" in g:
             raise ToolError(f"search: bad glob {g!r}")
     res = resolve(ctx.root, path)
-    if not os.path.exists(res.abs):
-        raise ToolError(f"search: path not found: {display(path)!r}")
-    is_file = not os.path.isdir(res.abs)
-    if is_file and _is_binary_file(res.abs):
+    try:
+        st = os.stat(res.abs)
+    except OSError:
+        raise ToolError(f"search: path not found: {display(path)!r}") from None
+    is_file = not stat.S_ISDIR(st.st_mode)
+    if is_file and not stat.S_ISREG(st.st_mode):
+        raise ToolError(f"search: {display(res.rel)!r} is not a regular file (a FIFO, socket or device); not searched")
+    if is_file and st.st_size > MAX_FILE_BYTES:
+        mib = MAX_FILE_BYTES // (1024 * 1024)
         return ToolResult(
-            output=f"{display(res.rel)!r} is a binary file; not searched",
-            data={"count": 0, "truncated": False, "engine": "none", "binary": True},
+            output=f"{display(res.rel)!r} is {st.st_size} bytes, over search's limit of {mib} MiB; not searched "
+            "(read_file can show parts of it)",
+            data={"count": 0, "truncated": False, "engine": "none", "large_files_skipped": 1},
         )
 
-    deadline = time.monotonic() + (timeout_s if timeout_s else DEFAULT_TIMEOUT_S)
+    deadline = time.monotonic() + (min(timeout_s, DEFAULT_TIMEOUT_S) if timeout_s else DEFAULT_TIMEOUT_S)
     errors = ""
+    skipped = Skipped()
     if ctx.rg:
         engine = "rg"
         found, more, timed_out, errors = _rg_search(
-            ctx.rg, ctx.root, res.rel, query, regex, globs, max_results, deadline
+            ctx.rg, ctx.root, res.rel, query, regex, globs, max_results, deadline, skipped
         )
         if errors and not found:
             first = errors.splitlines()
@@ -428,7 +489,7 @@ def search(ctx: Context, args: Mapping[str, Any], timeout_s: Optional[float]) ->
             except re.error as e:
                 raise ToolError(f"search: invalid regex {query!r}: {e}") from None
         found, more, timed_out = _python_search(
-            ctx.root, res.rel, is_file, query, regex, GlobSet([*globs, "!.git"]), max_results, deadline
+            ctx.root, res.rel, is_file, query, regex, GlobSet([*globs, "!.git"]), max_results, deadline, skipped
         )
 
     lines: list[str] = []
@@ -449,7 +510,11 @@ def search(ctx: Context, args: Mapping[str, Any], timeout_s: Optional[float]) ->
         body += f"\n[showing the first {shown} matches; more exist: narrow the query, the path or the glob]"
     if timed_out:
         body += f"\n[search timed out after {shown} matches]"
-    data: dict[str, Any] = {"count": shown, "truncated": more, "engine": engine}
+    if more or timed_out:
+        skipped = Skipped()  # the walk stopped early: what it passed over so far is a partial list
+    for note in skipped.lines(engine):
+        body += "\n" + note
+    data: dict[str, Any] = {"count": shown, "truncated": more, "engine": engine, **skipped.data()}
     if errors:
         data["errors"] = errors[:1000]
     if timed_out:

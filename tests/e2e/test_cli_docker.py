@@ -200,6 +200,7 @@ def test_a_missing_image_fails_fast_before_the_model_is_asked(tmp_path: Path) ->
     from agent.containers.sandbox import SandboxConfig
 
     model = ScriptedModel([{"message": "never asked"}])
+    tmp_path.chmod(0o755)  # a root-owned repo must be world-readable (the tool container is never root)
     report = run_task(TaskSpec(repo=str(tmp_path), goal="g"), model, MemorySink(),
                       sandbox_config=SandboxConfig(image="codebox-no-such-image:none"))
     assert report.stop_reason == "sandbox_error" and "codebox image build" in (report.error or "")
@@ -216,6 +217,7 @@ def test_a_sandbox_that_cannot_start_ends_the_run_once_with_its_own_message(tmp_
     read = {"tool_calls": [{"name": "read_file", "arguments": {"path": "a.py"}}]}
     model = ScriptedModel([read] * 5)
     started = time.monotonic()
+    tmp_path.chmod(0o755)  # a root-owned repo must be world-readable (the tool container is never root)
     report = run_task(TaskSpec(repo=str(tmp_path), goal="g"), model, MemorySink(),
                       sandbox_config=SandboxConfig(memory="1x"))  # docker-py refuses the unit
     assert report.stop_reason == "sandbox_error", report.render()

@@ -65,3 +65,32 @@ def test_argument_errors(server: ServerProc) -> None:
     assert r["ok"] is False and "missing required argument 'patch'" in r["error"]
     r = server.call("apply_patch", patch=ADD, input=ADD)
     assert r["ok"] is False and "not both" in r["error"]
+
+
+def test_a_path_with_a_control_character_is_refused_before_any_write(server: ServerProc, repo: Path) -> None:
+    evil = "x\x1b]52;c;aGk=\x07.txt"
+    patch = f"*** Begin Patch\n*** Add File: ok.txt\n+a\n*** Add File: {evil}\n+b\n*** End Patch\n"
+    r = server.call("apply_patch", patch=patch)
+    assert r["ok"] is False and "control character" in r["error"]
+    assert sorted(os.listdir(repo)) == ["app.py"]
+
+
+def test_a_patch_never_makes_an_executable_file(server: ServerProc, repo: Path) -> None:
+    tool = repo / "run.sh"
+    tool.write_text("#!/bin/sh\necho run\n")
+    tool.chmod(0o755)
+    move = (
+        "*** Begin Patch\n*** Update File: run.sh\n*** Move to: .husky/pre-commit\n@@\n-echo run\n+echo hook\n"
+        "*** Add File: new.sh\n+#!/bin/sh\n*** End Patch\n"
+    )
+    r = server.call("apply_patch", patch=move)
+    assert r["ok"], r["output"]
+    assert (repo / ".husky" / "pre-commit").stat().st_mode & 0o111 == 0  # the move's source was +x
+    assert (repo / "new.sh").stat().st_mode & 0o111 == 0
+
+
+def test_an_update_in_place_keeps_the_mode(server: ServerProc, repo: Path) -> None:
+    (repo / "app.py").chmod(0o750)
+    r = server.call("apply_patch", patch=UPDATE)
+    assert r["ok"], r["output"]
+    assert (repo / "app.py").stat().st_mode & 0o777 == 0o750

@@ -22,6 +22,9 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> str:
     os.symlink("link_src/util", r / "chain")  # symlink -> symlink -> inside
     os.symlink("../../..", r / "src" / "util" / "up3")  # climbs out through a link
     os.symlink("../..", r / "src" / "util" / "up2")  # back to the root: fine
+    os.symlink("/dev/null", r / "devnull")
+    os.symlink("/proc/self/environ", r / "environ")
+    os.symlink("/sys/kernel", r / "sysk")
     return os.path.realpath(r)
 
 
@@ -51,6 +54,9 @@ def test_paths_inside(root: str, path: str, rel: str) -> None:
     ("path", "needle"),
     [
         ("/etc/passwd", "path escapes the repository: '/etc/passwd' is absolute"),
+        ("devnull", "the symlink 'devnull' points into /dev"),
+        ("environ", "the symlink 'environ' points into /proc"),
+        ("sysk/x", "the symlink 'sysk' points into /sys"),
         ("..", "climbs above the root"),
         ("../etc/passwd", "climbs above the root"),
         ("src/../../etc/passwd", "climbs above the root"),

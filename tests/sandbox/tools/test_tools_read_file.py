@@ -187,11 +187,32 @@ CONTENTS = [
 def test_small_file_path_matches_the_streaming_path(content: bytes, first: int, end: int | None, budget: int) -> None:
     import io
 
-    from sandbox.tools.read_file import _small_file, _stream
+    from sandbox.tools.read_file import _Budget, _small_file, _stream
 
     fast = _small_file(io.BytesIO(content), len(content), first, end, budget)
-    slow = _stream(io.BytesIO(content), first, end, budget)
+    slow, stopped = _stream(io.BytesIO(content), first, end, budget, _Budget(float("inf")))
+    assert stopped == ""
     assert fast is not None
     assert fast[0] == slow[0] and fast[2] == slow[2] and fast[3] == slow[3]
     if fast[0]:
         assert fast[1] == slow[1]
+
+
+def test_a_sparse_file_with_text_first_is_read_with_bounded_work(tree: Path, server: ServerProc) -> None:
+    """Issue 13: 100 GB of holes after a text head used to be read to the end, past the host's deadline."""
+    big = tree / "sparse.log"
+    with open(big, "wb") as f:
+        f.write(b"".join(b"head line %d\n" % i for i in range(2000)))  # 26 KB: past the 8 KiB sniff
+        f.truncate(100 * 1024**3)
+    r = read(server, path="sparse.log", start_line=1990)
+    assert r["ok"], r["output"]
+    assert "head line 1999" in r["output"] and "stopped reading: binary data" in r["output"]
+    assert r["data"]["stopped"].startswith("binary data")
+    r = read(server, path="sparse.log", start_line=2005)
+    assert r["ok"] is False and "nothing to show from line 2005" in r["error"]
+
+
+def test_a_nul_after_the_sniff_stops_reading_there(tree: Path, server: ServerProc) -> None:
+    (tree / "late.txt").write_bytes(b"x\n" * 5000 + b"tail\x00secret\n")
+    r = read(server, path="late.txt", start_line=4999)
+    assert r["ok"] and "secret" not in r["output"] and "stopped reading: binary data" in r["output"]

@@ -19,7 +19,7 @@ import pytest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from tests.sandbox.server_support import REPO, SERVER_PYTHON, ServerProc, alive, make_tree, vm_hwm_kb, wait_dead
 
-from sandbox.tools.run_test import oom_kill_count, scan
+from sandbox.tools.processes import oom_kill_count, scan
 
 PY = sys.executable
 
@@ -116,7 +116,9 @@ def test_environment_stdin_session_and_no_shell(server: ServerProc, tree: Path) 
         import json, os, sys
         print(json.dumps({
             "env": {k: os.environ.get(k) for k in
-                    ("HOME", "PYTHONDONTWRITEBYTECODE", "PYTEST_ADDOPTS", "XDG_CACHE_HOME", "FOO", "PYTHONPATH")},
+                    ("PYTHONDONTWRITEBYTECODE", "PYTEST_ADDOPTS", "PYTHONNOUSERSITE", "FOO", "PYTHONPATH")},
+            "home": os.environ["HOME"], "tmpdir": os.environ["TMPDIR"], "cache": os.environ["XDG_CACHE_HOME"],
+            "home_empty": os.listdir(os.environ["HOME"]) == [] and os.listdir(os.environ["TMPDIR"]) == [],
             "stdin": os.readlink("/proc/self/fd/0"),
             "stdin_data": sys.stdin.read(),
             "session_leader": os.getsid(0) == os.getpid(),
@@ -130,19 +132,39 @@ def test_environment_stdin_session_and_no_shell(server: ServerProc, tree: Path) 
     assert r["ok"], r["output"]
     info = json.loads(r["output"].split("---\n", 1)[1])
     assert info["env"] == {
-        "HOME": "/tmp",
         "PYTHONDONTWRITEBYTECODE": "1",
         "PYTEST_ADDOPTS": "-p no:cacheprovider",
-        "XDG_CACHE_HOME": "/tmp/.cache",
+        "PYTHONNOUSERSITE": "1",
         "FOO": "bar",
         "PYTHONPATH": None,  # the server's own package path is not passed on
     }
+    assert info["home_empty"] and info["cache"] == info["home"] + "/.cache"
+    assert os.path.dirname(info["home"]) == os.path.dirname(info["tmpdir"])
     assert info["stdin"] == "/dev/null" and info["stdin_data"] == ""
     assert info["session_leader"] and info["pgrp_leader"]
     assert info["cwd"] == str(tree.resolve())
     assert info["argv"] == ["$HOME", "a b", ";", "*"]  # no shell: nothing expanded
     r = run(server, [PY, "-c", "import os; print(os.environ['HOME'])"], env={"HOME": "/elsewhere"})
     assert r["output"].endswith("/elsewhere")
+
+
+def test_every_run_gets_a_fresh_home_and_tmpdir(server: ServerProc) -> None:
+    """Issue 13: run 1 plants a usercustomize.py in its user site; run 2 must not see it."""
+    plant = textwrap.dedent(
+        """
+        import os, site
+        os.makedirs(site.getusersitepackages(), exist_ok=True)
+        open(os.path.join(site.getusersitepackages(), "usercustomize.py"), "w").write("import os; os._exit(0)")
+        open(os.path.join(os.environ["TMPDIR"], "marker"), "w").write("x")
+        print(os.environ["HOME"])
+        """
+    )
+    first = run(server, [PY, "-c", plant])
+    assert first["ok"], first["output"]
+    home = first["output"].rsplit("\n", 1)[-1]
+    assert not os.path.exists(home)  # removed after the run
+    second = run(server, [PY, "-c", "import os, sys; print(os.listdir(os.environ['TMPDIR'])); sys.exit(3)"])
+    assert second["data"]["exit_code"] == 3 and "[]" in second["output"]
 
 
 def test_cwd(server: ServerProc, tree: Path) -> None:

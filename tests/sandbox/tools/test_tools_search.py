@@ -100,10 +100,19 @@ def test_default_search_results(servers: dict[str, ServerProc], engine: str) -> 
     assert r["ok"] and r["outcome"] == "ok"
     lines = r["output"].splitlines()
     paths = [line.split(":", 1)[0] for line in lines]
-    # hidden files yes; .git (even nested), binary files, symlinks, fifos: no
+    # hidden files and binary files (named as such) yes; .git (even nested), symlinks, fifos: no
     assert ".hidden/config.txt" in paths
     assert not any(".git" in p for p in paths)
-    assert "bin.dat" not in paths and not any(p.startswith("link_") for p in paths)
+    assert "bin.dat:1: needle" in lines and "bin.dat:2: \x01\x02binary needle" in lines
+    assert lines[-3:] == [
+        "[matches in binary files (NUL bytes; each NUL ends a line): bin.dat]",
+        "[3 symlink(s) not followed: link_app, link_etc, src/rel_escape]",
+        "[1 FIFO, socket or device file(s) not searched: fifo]",
+    ]
+    assert r["data"]["binary_files"] == ["bin.dat"]
+    assert r["data"]["symlinks_skipped"] == 3 and r["data"]["special_files_skipped"] == 1
+    lines, paths = lines[:-3], paths[:-3]
+    assert not any(p.startswith("link_") for p in paths)
     # rg's --sort path order: byte order of names, depth first
     assert (
         paths.index(".hidden/config.txt") < paths.index("README.md") < paths.index("Zeta.txt") < paths.index("crlf.txt")
@@ -136,7 +145,7 @@ def test_errors(servers: dict[str, ServerProc], engine: str) -> None:
     r = search(s, query="a(", regex=True)
     assert r["ok"] is False and "invalid regex 'a('" in r["error"]
     r = search(s, query="a(")  # literal: fine
-    assert r["ok"] and r["output"] == "no matches for 'a('"
+    assert r["ok"] and r["output"].startswith("no matches for 'a('\n[3 symlink(s) not followed")
     cases: list[tuple[dict[str, Any], str]] = [
         ({"query": ""}, "query is empty"),
         ({"query": "a\nb"}, "single line"),
@@ -154,8 +163,48 @@ def test_errors(servers: dict[str, ServerProc], engine: str) -> None:
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_binary_file_named_explicitly(servers: dict[str, ServerProc], engine: str) -> None:
-    r = search(servers[engine], query="needle", path="bin.dat")
-    assert r["ok"] and "binary file; not searched" in r["output"]
+    r = search(servers[engine], query="binary", path="bin.dat")
+    assert r["ok"] and r["output"].startswith("bin.dat:1: needle\x00\x01\x02binary needle\n[matches in binary files")
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Issue 13: matches after a NUL byte, in an over-long line, in a huge sparse file."""
+    root = tmp_path_factory.mktemp("hostile")
+    (root / "a_nul_first.bin").write_bytes(b"\x00\x00head\nsecret after nul\n")
+    (root / "b_nul_late.txt").write_bytes(b"secret one\n" + b"x\n" * 40000 + b"\x00\nsecret two\n")
+    (root / "c_long.txt").write_bytes(b"x" * (9 * 1024 * 1024) + b" secret\nshort secret\n")
+    with open(root / "d_sparse.dat", "wb") as f:
+        f.write(b"secret at the start\n")
+        f.truncate(100 * 1024**3)
+    (root / "e_plain.txt").write_text("plain secret\n")
+    os.mkfifo(root / "f_fifo")
+    os.symlink("/proc/self/environ", root / "g_environ")
+    return root
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_search_says_what_it_skipped(hostile: Path, engine: str) -> None:
+    server = ServerProc(hostile, "--search-engine", engine)
+    try:
+        r = search(server, query="secret")
+        assert r["ok"], r["output"]
+        lines = r["output"].splitlines()
+        assert "a_nul_first.bin:4: secret after nul" in lines
+        assert "b_nul_late.txt:1: secret one" in lines and "b_nul_late.txt:40004: secret two" in lines
+        assert "c_long.txt:2: short secret" in lines and "e_plain.txt:1: plain secret" in lines
+        assert "[matches in binary files (NUL bytes; each NUL ends a line): a_nul_first.bin, b_nul_late.txt]" in lines
+        assert "[1 file(s) over 64 MiB not searched: d_sparse.dat]" in lines
+        assert any(line.startswith("[1 line(s) over 8 MiB ") for line in lines)
+        assert r["data"]["large_files_skipped"] == 1 and r["data"]["long_lines_skipped"] == 1
+        assert "[1 FIFO, socket or device file(s) not searched: f_fifo]" in lines
+        assert "[1 symlink(s) not followed: g_environ]" in lines
+        r = search(server, query="secret", path="f_fifo")
+        assert r["ok"] is False and "not a regular file" in r["error"]
+        r = search(server, query="secret", path="d_sparse.dat")
+        assert r["ok"] and "over search's limit of 64 MiB; not searched" in r["output"]
+    finally:
+        server.close()
 
 
 def test_python_search_stops_at_the_deadline(servers: dict[str, ServerProc]) -> None:
