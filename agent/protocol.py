@@ -9,7 +9,7 @@ import time
 import uuid
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
 
 def new_id(prefix: str) -> str:
@@ -112,6 +112,7 @@ EventType = Literal[
     "model.retry",  # a model request failed and is retried: attempt, wait_s, reason
     "model.error",  # the model could not be reached or refused: no more retries
     "context.trimmed",  # old tool results were shortened to fit the budget
+    "note",  # a note the loop sent to the model in the user's turn (text)
     "turn.end",  # the run ended: reason, and the report
 ]
 
@@ -149,6 +150,16 @@ class TaskSpec(BaseModel):
     max_steps: int = Field(default=30, ge=1)
     timeout_s: float = Field(default=900.0, gt=0)
     model: str | None = None
+
+    @model_validator(mode="after")
+    def _rules_need_a_writing_policy(self) -> TaskSpec:
+        """allow/deny with read-only would be silently ignored: a mistake, said at once."""
+        if self.policy == "read-only" and (self.allow or self.deny):
+            raise ValueError(
+                "allow/deny rules choose what may be written, and the read-only policy writes nothing: "
+                "use the workspace-write or ask policy, or drop the rules"
+            )
+        return self
 
 
 StopReason = Literal[
@@ -190,6 +201,8 @@ class TestRun(BaseModel):
     outcome: str
     exit_code: int | None = None
     duration_s: float = 0.0
+    # The failing tests by name, as the output listed them (pytest, unittest, go test).
+    failed_tests: list[str] = Field(default_factory=list)
 
 
 class Report(BaseModel):
@@ -212,26 +225,7 @@ class Report(BaseModel):
     duration_s: float
 
     def render(self) -> str:
-        """A readable summary for the console."""
-        lines = [
-            f"task {self.task_id}: {self.status} ({self.stop_reason}) after {self.steps} steps, "
-            f"{len(self.tool_calls)} tool calls, {self.duration_s:.1f}s",
-        ]
-        if self.error:
-            lines.append(f"error: {self.error}")
-        if self.files_changed:
-            lines.append("files changed: " + ", ".join(self.files_changed))
-        if self.last_test:
-            t = self.last_test
-            lines.append(f"last test: {' '.join(t.command)} -> {t.outcome} (exit {t.exit_code})")
-        if self.usage:
-            u = self.usage
-            lines.append(f"tokens: {u.input_tokens} in, {u.output_tokens} out")
-        denied = sum(1 for c in self.tool_calls if c.decision == "deny")
-        failed = sum(1 for c in self.tool_calls if not c.ok)
-        if failed:
-            lines.append(f"failed calls: {failed} (denied by policy: {denied})")
-        if self.final_message:
-            lines.append("final message:")
-            lines.extend("  " + line for line in self.final_message.splitlines())
-        return "\n".join(lines)
+        """A readable plain-text summary (escaped: safe to print on a terminal)."""
+        from agent.console.render import summary_text
+
+        return summary_text(self)

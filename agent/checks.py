@@ -1,0 +1,106 @@
+"""Everything a user can get wrong, checked before any container starts or any model is asked,
+each with a one-line message that names the flag (never pydantic's raw text)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+from collections.abc import Mapping
+from pathlib import Path
+from urllib.parse import urlparse
+
+from pydantic import ValidationError
+
+from agent.console.escape import one_line
+
+# A model field and the flag that sets it, for messages a person can act on.
+FLAG_FOR_FIELD = {
+    "max_steps": "--max-steps",
+    "timeout_s": "--timeout",
+    "pids_limit": "--pids",
+    "cpus": "--cpus",
+    "memory": "--memory",
+    "image": "--image",
+    "goal": "the goal",
+    "allow": "--allow",
+    "deny": "--deny",
+    "policy": "--policy",
+    "test_cmd": "--test-cmd",
+}
+
+
+def validation_message(exc: ValidationError, flags: Mapping[str, str] = FLAG_FOR_FIELD) -> str:
+    """The first problem of a ValidationError in one line: ``--pids: must be ... (got 5)``."""
+    error = exc.errors(include_url=False)[0]
+    loc = ".".join(str(part) for part in error["loc"])
+    message = str(error["msg"]).removeprefix("Value error, ")
+    message = message[:1].lower() + message[1:]
+    got = error.get("input")
+    shown = f" (got {json.dumps(got) if isinstance(got, str) else got})" if loc and _scalar(got) else ""
+    where = flags.get(loc, loc)
+    return one_line(f"{where}: {message}{shown}" if where else message, 300)
+
+
+def _scalar(value: object) -> bool:
+    return isinstance(value, str | int | float) and not isinstance(value, bool)
+
+
+def url_problem(url: str | None, flag: str = "--base-url") -> str | None:
+    """Why an endpoint URL cannot be used, or None: found now, not after six retries."""
+    if url is None:
+        return None
+    parts = urlparse(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return (
+            f"{flag} {one_line(json.dumps(url), 100)} is not an http(s) URL: give the endpoint, "
+            "e.g. http://127.0.0.1:8000/v1"
+        )
+    try:
+        parts.port  # noqa: B018 - parsing the port is the check
+    except ValueError:
+        return f"{flag} {one_line(json.dumps(url), 100)} has a bad port number"
+    return None
+
+
+def number_problem(flag: str, value: float | None, *, minimum: float, inclusive: bool = True) -> str | None:
+    """Why a numeric flag is out of range, or None."""
+    if value is None:
+        return None
+    ok = value >= minimum if inclusive else value > minimum
+    if ok:
+        return None
+    bound = f"at least {minimum:g}" if inclusive else f"more than {minimum:g}"
+    return f"{flag} must be {bound} (got {value:g})"
+
+
+def test_command(text: str | None) -> tuple[list[str], str | None]:
+    """The test command as argv, or why it cannot be split (an unbalanced quote...)."""
+    if not text:
+        return [], None
+    try:
+        argv = shlex.split(text)
+    except ValueError as exc:
+        return [], f"--test-cmd {one_line(json.dumps(text), 100)} cannot be split into words: {exc}"
+    if not argv:
+        return [], "--test-cmd is empty"
+    return argv, None
+
+
+def model_option_problems(
+    base_url: str | None, request_timeout: float | None, temperature: float | None
+) -> str | None:
+    """The model options that can be judged without asking the model."""
+    env_url = os.environ.get("OPENAI_BASE_URL") or None
+    return (
+        url_problem(base_url)
+        or (url_problem(env_url, "OPENAI_BASE_URL") if base_url is None else None)
+        or number_problem("--request-timeout", request_timeout, minimum=0, inclusive=False)
+        or _temperature_problem(temperature)
+    )
+
+
+def _temperature_problem(temperature: float | None) -> str | None:
+    if temperature is None or 0 <= temperature <= 2:
+        return None
+    return f"--temperature must be between 0 and 2 (got {temperature:g})"
