@@ -5,16 +5,16 @@ from __future__ import annotations
 import json
 import re
 import sys
-import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
 from pydantic import ValidationError
 
+from agent.console.batch_view import BatchView, table_text
 from agent.containers.sandbox import SandboxConfig
 from agent.events import FanoutSink, JsonlSink
 from agent.loop import CancelToken, Limits
@@ -80,47 +80,6 @@ def finished_report(task_dir: Path) -> Report | None:
     return None if report.status == "cancelled" else report
 
 
-@dataclass
-class Progress:
-    total: int
-    stream: TextIO = field(default_factory=lambda: sys.stderr)
-    done: int = 0
-    failed: int = 0
-    skipped: int = 0
-    running: int = 0
-    _lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def update(self, *, started: int = 0, finished: Report | None = None, skipped: bool = False) -> None:
-        with self._lock:
-            self.running += started
-            if skipped:
-                self.skipped += 1
-                self.done += 1
-            if finished is not None:
-                self.running -= 1
-                self.done += 1
-                if finished.status != "completed":
-                    self.failed += 1
-            self._draw(finished)
-
-    def _draw(self, finished: Report | None) -> None:
-        width = 30
-        filled = int(width * self.done / max(self.total, 1))
-        bar = "#" * filled + "." * (width - filled)
-        line = (
-            f"[{bar}] {self.done}/{self.total} done · {self.failed} failed · {self.running} running"
-            + (f" · {self.skipped} resumed" if self.skipped else "")
-        )
-        if self.stream.isatty():
-            self.stream.write("\r" + line)
-            if self.done == self.total:
-                self.stream.write("\n")
-        else:
-            note = f"  ({finished.task_id}: {finished.status}/{finished.stop_reason})" if finished else ""
-            self.stream.write(line + note + "\n")
-        self.stream.flush()
-
-
 def run_batch(
     tasks: list[TaskSpec],
     out_dir: Path,
@@ -131,11 +90,16 @@ def run_batch(
     limits: Limits | None = None,
     cancel: CancelToken | None = None,
     progress_stream: TextIO | None = None,
+    view: BatchView | None = None,
 ) -> list[Report]:
-    """Run the tasks; every task that ran ends with a report on disk, whatever went wrong."""
+    """Run the tasks; every task that ran ends with a report on disk, whatever went wrong.
+
+    ``view`` (default: a BatchView on ``progress_stream``, stderr) is told of every start, event,
+    finish and resumed task; it draws the progress and knows nothing else of the batch.
+    """
     cancel = cancel or CancelToken()
     out_dir.mkdir(parents=True, exist_ok=True)
-    progress = Progress(total=len(tasks), stream=progress_stream or sys.stderr)
+    progress = view or BatchView(len(tasks), progress_stream or sys.stderr)
     reports: dict[str, Report] = {}
     started: set[str] = set()
 
@@ -144,15 +108,15 @@ def run_batch(
         previous = finished_report(task_dir)
         if previous is not None:
             reports[task.id] = previous
-            progress.update(skipped=True)
+            progress.skipped(previous)
             return
         if cancel.cancelled:
             return  # never started: a later run picks it up
         task_dir.mkdir(parents=True, exist_ok=True)
         (task_dir / "events.jsonl").unlink(missing_ok=True)
-        sink = FanoutSink(JsonlSink(task_dir / "events.jsonl"))
+        sink = FanoutSink(JsonlSink(task_dir / "events.jsonl"), progress.sink(task.id))
         started.add(task.id)
-        progress.update(started=1)
+        progress.started(task.id)
         try:
             try:
                 model = make_model(task)
@@ -166,7 +130,7 @@ def run_batch(
             sink.close()
         _write_atomic(task_dir / "report.json", report.model_dump_json(indent=2))
         reports[task.id] = report
-        progress.update(finished=report)
+        progress.finished(report)
 
     def guarded(task: TaskSpec) -> None:
         try:
@@ -176,13 +140,17 @@ def run_batch(
                                    FanoutSink())
             reports[task.id] = report
             print(f"codebox: task {task.id}: {report.error}", file=sys.stderr)
-            progress.update(finished=report, started=0 if task.id in started else 1)
+            progress.finished(report)
 
-    with ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="codebox-task") as pool:
-        futures = [pool.submit(guarded, task) for task in tasks]
-        for future in futures:
-            while not future.done():
-                time.sleep(0.05)  # keeps the main thread free for signal handlers
+    try:
+        with ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="codebox-task") as pool:
+            futures = [pool.submit(guarded, task) for task in tasks]
+            for future in futures:
+                while not future.done():
+                    time.sleep(0.05)  # keeps the main thread free for signal handlers
+    finally:
+        if view is None:
+            progress.close()
     ordered = [reports[t.id] for t in tasks if t.id in reports]
     write_summary(out_dir, ordered)
     return ordered
@@ -217,22 +185,5 @@ def write_summary(out_dir: Path, reports: list[Report]) -> None:
 
 
 def render_table(reports: list[Report]) -> str:
-    rows = summary_rows(reports)
-    header = ("task", "status", "reason", "steps", "calls", "files", "test", "time")
-    body = [
-        (
-            str(r["task_id"]),
-            str(r["status"]),
-            str(r["stop_reason"]),
-            str(r["steps"]),
-            str(r["tool_calls"]),
-            str(r["files_changed"]),
-            str(r["last_test"] or "-"),
-            f"{r['duration_s']:.1f}s",
-        )
-        for r in rows
-    ]
-    widths = [max(len(h), *(len(b[i]) for b in body)) if body else len(h) for i, h in enumerate(header)]
-    lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True))]
-    lines += ["  ".join(c.ljust(w) for c, w in zip(b, widths, strict=True)) for b in body]
-    return "\n".join(lines)
+    """The final table as plain text, each task's error in its last column (escaped)."""
+    return table_text(reports)

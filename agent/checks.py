@@ -7,7 +7,6 @@ import json
 import os
 import shlex
 from collections.abc import Mapping
-from pathlib import Path
 from urllib.parse import urlparse
 
 from pydantic import ValidationError

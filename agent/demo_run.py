@@ -14,7 +14,10 @@ import tempfile
 from pathlib import Path
 
 from agent.cli import cancel_on_signals
-from agent.events import ConsoleSink, FanoutSink, JsonlSink
+from agent.console.escape import printable
+from agent.console.live import RunConsole
+from agent.console.render import print_summary
+from agent.events import FanoutSink, JsonlSink
 from agent.loop import CancelToken
 from agent.model.scripted import ScriptedModel
 from agent.protocol import TaskSpec
@@ -74,7 +77,7 @@ def run_demo(keep: bool = False, image: str | None = None, out: Path | None = No
         timeout_s=300,
     )
     events = (out or workdir) / "events.jsonl"
-    sink = FanoutSink(ConsoleSink(sys.stdout), JsonlSink(events))
+    sink = FanoutSink(RunConsole(sys.stdout), JsonlSink(events))
     cancel = CancelToken()
     try:
         with cancel_on_signals(cancel):
@@ -87,9 +90,9 @@ def run_demo(keep: bool = False, image: str | None = None, out: Path | None = No
             )
     finally:
         sink.close()
-    say("\n" + report.render())
+    print_summary(report, sys.stdout)
     diff = _diff(before, _snapshot(repo))
-    say("\ndiff of the repository:\n" + (diff or "(no change)"))
+    say("\ndiff of the repository:\n" + (printable(diff, multiline=True) or "(no change)"))
     say(f"events: {events}")
     report_path = (out or workdir) / "report.json"
     report_path.write_text(report.model_dump_json(indent=2), encoding="utf-8")
