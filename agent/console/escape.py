@@ -33,7 +33,7 @@ def printable(text: object, *, multiline: bool = False) -> str:
     """``text`` with every control character (C0, DEL, C1), format character (bidi overrides,
     zero-width) and unassigned or private code point shown as an escape.
 
-    With ``multiline``, line breaks stay (``\\r\\n`` and lone ``\\r`` become ``\\n``); without,
+    With ``multiline``, line breaks stay (``\\r\\n`` becomes ``\\n``, a lone ``\\r`` is escaped); without,
     they are escaped too, so the result is exactly one line.
     """
     value = text if isinstance(text, str) else str(text)

@@ -23,6 +23,7 @@ from agent.console.escape import one_line, printable
 from agent.console.render import OUTCOME_STYLE
 from agent.console.terminal import Writer, safe
 from agent.protocol import AgentEvent
+from agent.tools.test_names import failing_tests
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 
@@ -163,7 +164,11 @@ class RunConsole:
             line.append(f" ✓ {outcome}", style="green")
         line.append(f" {float(d.get('duration_s') or 0):.2f}s", style="dim")
         if d.get("is_error"):
-            line.append(" — " + one_line(_first_line(d.get("content", "")), 100), style="red")
+            failing = failing_tests(str(d.get("content", ""))) if d.get("name") == "run_test" else []
+            detail = _first_line(d.get("content", ""))
+            if failing:
+                detail = f"{len(failing)} failing: " + ", ".join(failing[:3])
+            line.append(" — " + one_line(detail, 140), style="red")
         return [line]
 
     def _call_head(self, event: AgentEvent, d: dict[str, Any]) -> Text:
