@@ -14,6 +14,7 @@ from typing import TextIO
 
 from pydantic import ValidationError
 
+from agent.checks import error_message
 from agent.console.batch_view import BatchView, table_text
 from agent.containers.sandbox import SandboxConfig
 from agent.events import FanoutSink, JsonlSink
@@ -50,9 +51,7 @@ def load_tasks(path: Path) -> tuple[list[TaskSpec], list[TaskFileError]]:
         try:
             task = TaskSpec.model_validate_json(line)
         except ValidationError as exc:
-            problems = "; ".join(
-                f"{'.'.join(str(p) for p in e['loc']) or 'line'}: {e['msg']}" for e in exc.errors()
-            )
+            problems = "; ".join(error_message(e, {}) for e in exc.errors(include_url=False))
             errors.append(TaskFileError(number, problems))
             continue
         if task.id in seen:

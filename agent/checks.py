@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from urllib.parse import urlparse
 
 from pydantic import ValidationError
+from pydantic_core import ErrorDetails
 
 from agent.console.escape import one_line
 
@@ -31,14 +32,36 @@ FLAG_FOR_FIELD = {
 
 def validation_message(exc: ValidationError, flags: Mapping[str, str] = FLAG_FOR_FIELD) -> str:
     """The first problem of a ValidationError in one line: ``--pids: must be ... (got 5)``."""
-    error = exc.errors(include_url=False)[0]
+    return error_message(exc.errors(include_url=False)[0], flags)
+
+
+def error_message(error: ErrorDetails, flags: Mapping[str, str] = FLAG_FOR_FIELD) -> str:
+    """One pydantic error in words: ``where: what is wrong (got value)``; ``where`` is the flag
+    when ``flags`` names one, else the field's path; no where for a whole-object rule."""
     loc = ".".join(str(part) for part in error["loc"])
-    message = str(error["msg"]).removeprefix("Value error, ")
-    message = message[:1].lower() + message[1:]
+    message = _plain_words(error["type"], str(error["msg"]), error.get("ctx") or {})
     got = error.get("input")
-    shown = f" (got {json.dumps(got) if isinstance(got, str) else got})" if loc and _scalar(got) else ""
+    shown = ""
+    if loc and _scalar(got):
+        shown = f" (got {json.dumps(got) if isinstance(got, str) else format(got, 'g')})"
     where = flags.get(loc, loc)
     return one_line(f"{where}: {message}{shown}" if where else message, 300)
+
+
+_BOUNDS = {"greater_than_equal": ("ge", "must be at least"), "greater_than": ("gt", "must be more than"),
+           "less_than_equal": ("le", "must be at most"), "less_than": ("lt", "must be less than")}
+
+
+def _plain_words(kind: str, message: str, ctx: Mapping[str, object]) -> str:
+    """pydantic's "Input should be greater than or equal to 1" as "must be at least 1"."""
+    if kind in _BOUNDS:
+        key, words = _BOUNDS[kind]
+        bound = ctx.get(key)
+        return f"{words} {bound:g}" if isinstance(bound, int | float) else f"{words} {bound}"
+    message = message.removeprefix("Value error, ")
+    if message.startswith("Input should"):
+        message = "must" + message.removeprefix("Input should")
+    return message
 
 
 def _scalar(value: object) -> bool:

@@ -280,6 +280,10 @@ def cmd_batch(args: argparse.Namespace) -> int:
     )
     if problem:
         return _usage_error(problem)
+    try:
+        sandbox_config = _sandbox_config(args)
+    except ValidationError as exc:
+        return _usage_error(checks.validation_message(exc))
     tasks, errors = load_tasks(Path(args.tasks))
     if errors:
         print(f"codebox: {printable(args.tasks)} has {len(errors)} bad line(s); nothing was run:", file=sys.stderr)
@@ -288,10 +292,6 @@ def cmd_batch(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     if not tasks:
         return _usage_error(f"{args.tasks} has no tasks")
-    try:
-        sandbox_config = _sandbox_config(args)
-    except ValidationError as exc:
-        return _usage_error(checks.validation_message(exc))
     for task in tasks:
         problem = _test_program_problem(task, task.image or sandbox_config.image)
         if problem:
