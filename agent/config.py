@@ -21,6 +21,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from agent.checks import error_message
 from agent.console.escape import one_line
 from agent.containers.spec import SandboxConfig
 from agent.errors import CodeboxError
@@ -128,8 +129,8 @@ def load_settings() -> CodeboxSettings:
         where = [name for name, data in sources.items() if key in data]
         if os.environ.get(f"CODEBOX_{key.upper()}") is not None:
             where.insert(0, f"the environment variable CODEBOX_{key.upper()}")
-        message = str(error["msg"]).removeprefix("Value error, ")
+        message = error_message(error, {})
         if error["type"] == "extra_forbidden":
-            message = "unknown key (known: " + ", ".join(CodeboxSettings.model_fields) + ")"
+            message = f"{key}: unknown key (known: " + ", ".join(CodeboxSettings.model_fields) + ")"
         origin = where[0] if where else "the configuration"
-        raise ConfigError(one_line(f"{origin}: {key}: {message}", 400)) from exc
+        raise ConfigError(one_line(f"{origin}: {message}", 400)) from exc
