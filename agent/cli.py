@@ -351,7 +351,7 @@ def cmd_image(args: argparse.Namespace) -> int:
             tag = ensure_sandbox_image(offline=False if args.pull else None)
         print(f"codebox: sandbox image ready: {tag}")
     except ImageError as exc:
-        print(f"codebox: {exc}", file=sys.stderr)
+        print(f"codebox: {printable(exc)}", file=sys.stderr)
         return EXIT_STOPPED
     return EXIT_OK
 
@@ -362,7 +362,7 @@ def cmd_gc(args: argparse.Namespace) -> int:
     try:
         removed = reap_leftovers(log=print)
     except SandboxError as exc:
-        print(f"codebox: {exc}", file=sys.stderr)
+        print(f"codebox: {printable(exc)}", file=sys.stderr)
         return EXIT_STOPPED
     print(f"codebox: removed {len(removed)} leftover container(s)")
     return EXIT_OK

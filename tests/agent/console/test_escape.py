@@ -7,13 +7,12 @@ from __future__ import annotations
 import io
 
 import pytest
-from hostile_text import BIDI, CLEAR, HOSTILE, OSC52, TITLE
 
 from agent.console.batch_view import BatchView, table_text
 from agent.console.escape import one_line, printable
 from agent.console.live import RunConsole
 from agent.console.render import ChangeLog, print_summary
-from agent.protocol import AgentEvent, Report, TestRun, ToolCallRecord
+from tests.hostile_text import BIDI, CLEAR, OSC52, TITLE, hostile_events, hostile_report
 
 
 def test_printable_shows_control_characters_as_escapes() -> None:
@@ -29,38 +28,6 @@ def test_printable_shows_control_characters_as_escapes() -> None:
 def no_control(text: str) -> None:
     bad = [c for c in text if not (c.isprintable() or c in "\n\t" or c == "\u00a0")]
     assert not bad, f"raw control characters reached the console: {bad!r}"
-
-
-def hostile_events() -> list[AgentEvent]:
-    name = f"src/evil{HOSTILE}.py"
-    data = [
-        ("turn.start", 0, {"goal": "fix " + HOSTILE, "model": "m" + TITLE, "policy": "p", "repo": "/r" + CLEAR}),
-        ("message", 1, {"text": "thinking " + OSC52, "final": False}),
-        ("tool.start", 1, {"name": "apply_patch", "decision": "deny", "reason": f"{name!r} no", "summary": name}),
-        ("tool.start", 2, {"name": "apply_patch", "decision": "allow", "summary": name}),
-        ("tool.end", 2, {"name": "apply_patch", "decision": "allow", "is_error": False, "outcome": "ok",
-                         "summary": name, "content": "", "data": {"diff": f"--- a/{name}\n+++ b/{name}\n+{OSC52}\n"}}),
-        ("tool.end", 3, {"name": "run_test", "decision": "allow", "is_error": True, "outcome": "failed",
-                         "summary": TITLE + " -k x", "content": f"FAILED tests/t.py::test_{CLEAR} - boom\n"}),
-        ("model.retry", 4, {"attempt": 1, "wait_s": 1.0, "reason": "server said " + TITLE}),
-        ("note", 4, {"text": "[codebox] " + OSC52}),
-        ("model.error", 4, {"error": "bad " + CLEAR}),
-        ("message", 5, {"text": "done " + HOSTILE, "final": True}),
-        ("turn.end", 5, {"reason": "final_message", "status": "completed"}),
-    ]
-    return [AgentEvent(type=t, task_id="t" + TITLE, seq=i, step=s, data=d) for i, (t, s, d) in enumerate(data)]
-
-
-def hostile_report() -> Report:
-    return Report(
-        task_id="t" + TITLE, goal="g" + HOSTILE, repo="/r", model="m" + OSC52, status="error",
-        stop_reason="sandbox_error", final_message="all done" + HOSTILE + "\nsecond line" + CLEAR,
-        error="it broke: " + HOSTILE, files_changed=[f"evil{OSC52}.py", f"b{CLEAR}.py"],
-        last_test=TestRun(command=["pytest", TITLE, OSC52], outcome="failed" + CLEAR, exit_code=1,
-                          failed_tests=[f"t.py::test_{HOSTILE}"]),
-        tool_calls=[ToolCallRecord(call_id="c", name="x", decision="deny", ok=False, error=HOSTILE)],
-        started_at=0.0, duration_s=1.0,
-    )
 
 
 @pytest.mark.parametrize("styled", [False, True])

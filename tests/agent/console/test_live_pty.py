@@ -11,13 +11,12 @@ from contextlib import contextmanager
 from typing import TextIO
 
 import pytest
-from hostile_text import HOSTILE, raw_attacks_in
-from test_escape import hostile_events, hostile_report
 
 from agent.console.batch_view import BatchView, print_table
 from agent.console.live import RunConsole
 from agent.console.render import ChangeLog, print_summary
 from agent.protocol import AgentEvent
+from tests.hostile_text import HOSTILE, hostile_events, hostile_report, raw_attacks_in
 
 
 @contextmanager
