@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TextIO
 
+from rich import box
 from rich.console import Console, ConsoleOptions, Group, RenderResult
 from rich.live import Live
 from rich.table import Table
@@ -196,9 +197,10 @@ def print_table(reports: list[Report], stream: TextIO, styled: bool | None = Non
     if writer.console is None:
         stream.write(table_text(reports) + "\n")
         return
-    table = Table(header_style="bold")
-    for name in HEADER:
-        table.add_column(name, overflow="fold")
+    table = Table(header_style="bold", box=box.SIMPLE_HEAD)
+    for name in HEADER:  # every column keeps its width; the error folds into what is left
+        table.add_column(name, no_wrap=name != "error", overflow="fold" if name == "error" else "ellipsis",
+                         min_width=20 if name == "error" else None)
     for report, row in zip(reports, table_rows(reports), strict=True):
         style = STATUS_STYLE.get(report.status, "")
         table.add_row(*(Text(cell, style=style if i == 1 else ("red" if i == 8 else "")) for i, cell in enumerate(row)))
