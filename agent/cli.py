@@ -342,13 +342,16 @@ def cmd_image(args: argparse.Namespace) -> int:
     )
 
     try:
+        def log(line: str) -> None:  # docker's build output: escaped like everything foreign
+            print(printable(line))
+
         if args.force:
             base = REGISTRY_BASE_IMAGE if image_exists(REGISTRY_BASE_IMAGE) else BASE_IMAGE
             if base == BASE_IMAGE:
-                build_base()  # reused when present
-            tag = build_sandbox(base=base, force=True)
+                build_base(log=log)  # reused when present
+            tag = build_sandbox(base=base, force=True, log=log)
         else:
-            tag = ensure_sandbox_image(offline=False if args.pull else None)
+            tag = ensure_sandbox_image(offline=False if args.pull else None, log=log)
         print(f"codebox: sandbox image ready: {tag}")
     except ImageError as exc:
         print(f"codebox: {printable(exc)}", file=sys.stderr)
@@ -360,7 +363,7 @@ def cmd_gc(args: argparse.Namespace) -> int:
     from agent.containers.sandbox import SandboxError, reap_leftovers
 
     try:
-        removed = reap_leftovers(log=print)
+        removed = reap_leftovers(log=lambda line: print(printable(line)))
     except SandboxError as exc:
         print(f"codebox: {printable(exc)}", file=sys.stderr)
         return EXIT_STOPPED

@@ -56,7 +56,7 @@ def run_demo(keep: bool = False, image: str | None = None, out: Path | None = No
     say("codebox demo — the model is SCRIPTED (agent/demo/script.json): no model key or network needed.")
     say("Everything else is real: the agent loop, the policy, and a network-less Docker sandbox per task.\n")
     try:
-        tag = image or ensure_sandbox_image(log=lambda line: say(f"  [image] {line}"))
+        tag = image or ensure_sandbox_image(log=lambda line: say(f"  [image] {printable(line)}"))
     except ImageError as exc:
         print(f"codebox: {exc}", file=sys.stderr)
         return 1
