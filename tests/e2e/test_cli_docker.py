@@ -144,7 +144,8 @@ def test_batch_cancel_then_resume(tmp_path: Path) -> None:
     assert f"{len(finished_first)} resumed" in text, text
 
 
-def test_ask_policy_prompts_on_the_terminal(tmp_path: Path) -> None:
+@pytest.mark.parametrize("quiet", [True, False], ids=["quiet", "live-console"])
+def test_ask_policy_prompts_on_the_terminal(tmp_path: Path, quiet: bool) -> None:
     import pty
 
     repo = tmp_path / "repo"
@@ -163,7 +164,8 @@ def test_ask_policy_prompts_on_the_terminal(tmp_path: Path) -> None:
         os.chdir(ROOT)
         os.environ["PYTHONPATH"] = str(ROOT)
         os.execv(sys.executable, [sys.executable, "-m", "agent.cli", "run", "--repo", str(repo), "--policy", "ask",
-                                  "--model", f"scripted:{script}", "--report", str(report_path), "--quiet", "go"])
+                                  "--model", f"scripted:{script}", "--report", str(report_path),
+                                  *(["--quiet"] if quiet else []), "go"])
     answers = ["n\n", "a\n"]
     given = 0
     seen = b""
