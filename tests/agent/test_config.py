@@ -78,7 +78,8 @@ def test_a_flag_replaces_the_configured_list(
         ("user", "modle = 'x'\n", "{user}: modle: unknown key (known: model, base_url,"),
         ("user", "max_steps = 0\n", "{user}: max_steps: must be at least 1 (got 0)"),
         ("user", "max_steps = [\n", "{user}: cannot read it as TOML:"),
-        ("project", "[tool.codebox]\npolicy = 'yolo'\n", "{project} [tool.codebox]: policy: must be 'read-only', 'workspace-write' or 'ask' (got \"yolo\")"),
+        ("project", "[tool.codebox]\npolicy = 'yolo'\n",
+         "{project} [tool.codebox]: policy: must be 'read-only', 'workspace-write' or 'ask' (got \"yolo\")"),
     ],
 )
 def test_a_bad_config_is_a_usage_error_naming_file_and_key(
