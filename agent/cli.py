@@ -1,15 +1,11 @@
-"""The `codebox` command: run, batch, demo, image, gc."""
+"""The `codebox` command: run, batch, demo, image, gc, view."""
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
-import signal
 import sys
-from collections.abc import Iterator
 from pathlib import Path
-from types import FrameType
 from typing import Any, TextIO
 
 from pydantic import ValidationError
@@ -24,31 +20,13 @@ from agent.loop import CancelToken, Limits
 from agent.model.base import ModelClient, ModelError
 from agent.policy import Answer, AskFn
 from agent.protocol import Report, TaskSpec
+from agent.signals import cancel_on_signals
 from agent.tools import PreparedCall
 
 # 0: the task completed; 1: it did not (stopped, error; or --require-tests and the last test
 # failed or never ran); 2: a usage error, found before anything ran; 130: cancelled.
 EXIT_OK, EXIT_STOPPED, EXIT_USAGE, EXIT_CANCELLED = 0, 1, 2, 130
 PASSING_OUTCOMES = ("ok", "passed")
-
-
-@contextlib.contextmanager
-def cancel_on_signals(cancel: CancelToken, stream: TextIO = sys.stderr) -> Iterator[None]:
-    """Ctrl-C or SIGTERM cancels the run cleanly; a second Ctrl-C exits at once."""
-
-    def handler(signum: int, frame: FrameType | None) -> None:
-        name = signal.Signals(signum).name
-        if cancel.cancelled and signum == signal.SIGINT:
-            raise KeyboardInterrupt
-        stream.write(f"\ncodebox: {name} received: stopping (the sandbox is being removed)\n")
-        cancel.cancel(f"{name} received")
-
-    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for sig, old in previous.items():
-            signal.signal(sig, old)
 
 
 def terminal_ask(call: PreparedCall) -> Answer:
@@ -105,17 +83,18 @@ def _openai_options(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def _model_spec(args: argparse.Namespace, task: TaskSpec | None = None) -> str:
-    spec = (task.model if task and task.model else None) or args.model or os.environ.get("CODEBOX_MODEL")
+def _model_spec(args: argparse.Namespace, task: TaskSpec | None = None) -> str | None:
+    return (task.model if task and task.model else None) or args.model or os.environ.get("CODEBOX_MODEL")
+
+
+def _make_model(args: argparse.Namespace, task: TaskSpec) -> ModelClient:
+    """A batch task's model (a ModelError when none is given or it cannot be built)."""
+    from agent.model.factory import build_model
+
+    spec = _model_spec(args, task)
     if not spec:
         raise ModelError("no model given: pass --model NAME (or scripted:FILE), or set CODEBOX_MODEL")
-    return spec
-
-
-def _make_model(args: argparse.Namespace, task: TaskSpec | None = None) -> ModelClient:
-    from agent.runner import build_model
-
-    return build_model(_model_spec(args, task), **_openai_options(args))
+    return build_model(spec, **_openai_options(args))
 
 
 def _sandbox_config(args: argparse.Namespace) -> Any:
@@ -200,7 +179,7 @@ def _test_program_problem(task: TaskSpec, image: str) -> str | None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from agent.runner import failed_report, run_task
+    from agent.runner import run_spec
 
     task, sandbox_config, problem = _run_task_spec(args)
     if problem or task is None:
@@ -227,20 +206,16 @@ def cmd_run(args: argparse.Namespace) -> int:
     cancel = CancelToken()
     try:
         with cancel_on_signals(cancel):
-            try:
-                model = _make_model(args, task)
-            except ModelError as exc:
-                report = failed_report(task, args.model or "?", "model_error", str(exc), sink)
-            else:
-                report = run_task(
-                    task,
-                    model,
-                    sink,
-                    sandbox_config=sandbox_config,
-                    cancel=cancel,
-                    limits=Limits(max_steps=args.max_steps, timeout_s=args.timeout),
-                    ask=_asking(console) if task.policy == "ask" else None,
-                )
+            report = run_spec(
+                task,
+                _model_spec(args, task),
+                _openai_options(args),
+                sink,
+                sandbox_config=sandbox_config,
+                cancel=cancel,
+                limits=Limits(max_steps=args.max_steps, timeout_s=args.timeout),
+                ask=_asking(console) if task.policy == "ask" else None,
+            )
     finally:
         sink.close()
     _finish_report(report, args, console_stream, None if args.no_diff else changes)
@@ -356,6 +331,33 @@ def cmd_image(args: argparse.Namespace) -> int:
     except ImageError as exc:
         print(f"codebox: {printable(exc)}", file=sys.stderr)
         return EXIT_STOPPED
+    return EXIT_OK
+
+
+def cmd_view(args: argparse.Namespace) -> int:
+    import contextlib
+
+    from agent.view import ViewError, load, render
+    from agent.view.load import default_output
+    from agent.view.serve import make_server
+
+    path = Path(args.path)
+    try:
+        html = render(load(path))
+        if args.out or not args.serve:
+            out = Path(args.out) if args.out else default_output(path)
+            out.write_text(html, encoding="utf-8")
+            print(f"codebox: wrote {out} (open it in a browser)")
+        if not args.serve:
+            return EXIT_OK
+        server = make_server(lambda: render(load(path)), args.port)
+    except ViewError as exc:
+        return _usage_error(str(exc))
+    except OSError as exc:  # the output file, or the port
+        return _usage_error(f"view: {exc}")
+    print(f"codebox: serving {path} at http://127.0.0.1:{server.server_port}/ (Ctrl-C stops)", flush=True)
+    with contextlib.suppress(KeyboardInterrupt), server:
+        server.serve_forever()
     return EXIT_OK
 
 
@@ -490,6 +492,13 @@ def build_parser(settings: CodeboxSettings | None = None) -> argparse.ArgumentPa
     build.add_argument("--force", action="store_true", help="rebuild even if it exists")
     build.add_argument("--pull", action="store_true", help="build on the registry base (pulled) instead of offline")
     build.set_defaults(func=cmd_image)
+
+    view = sub.add_parser("view", help="runs and batches as one HTML page (a batch --out folder, events or report)")
+    view.add_argument("path", help="a batch --out folder, a task folder, an events .jsonl or a report .json")
+    view.add_argument("--out", help="the HTML file to write (default: PATH/view.html, or FILE.html next to a file)")
+    view.add_argument("--serve", action="store_true", help="serve the page on 127.0.0.1 (re-read at each reload)")
+    view.add_argument("--port", type=int, default=8765, help="port for --serve (0: any free port)")
+    view.set_defaults(func=cmd_view)
 
     gc = sub.add_parser("gc", help="remove leftover codebox containers of dead runs")
     gc.set_defaults(func=cmd_gc)

@@ -13,7 +13,6 @@ import sys
 import tempfile
 from pathlib import Path
 
-from agent.cli import cancel_on_signals
 from agent.console.escape import printable
 from agent.console.live import RunConsole
 from agent.console.render import print_summary
@@ -22,6 +21,7 @@ from agent.loop import CancelToken
 from agent.model.scripted import ScriptedModel
 from agent.protocol import TaskSpec
 from agent.runner import run_task
+from agent.signals import cancel_on_signals
 
 DEMO_DIR = Path(__file__).resolve().parent / "demo"
 TEST_CMD = ["python3", "-m", "pytest", "-q"]

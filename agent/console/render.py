@@ -9,10 +9,9 @@ from rich.text import Text
 
 from agent.console.escape import printable
 from agent.console.terminal import Writer, safe
-from agent.protocol import AgentEvent
 
-if TYPE_CHECKING:  # protocol imports this module lazily, from Report.render
-    from agent.protocol import Report
+if TYPE_CHECKING:  # protocol imports this module (Report.render): no import back at run time
+    from agent.protocol import AgentEvent, Report
 
 STATUS_STYLE = {"completed": "bold green", "stopped": "bold yellow", "cancelled": "bold yellow", "error": "bold red"}
 OUTCOME_STYLE = {"ok": "green", "passed": "green", "failed": "red", "error": "red", "timeout": "yellow"}
