@@ -7,12 +7,14 @@ import json
 import os
 import shlex
 from collections.abc import Mapping
+from pathlib import Path
 from urllib.parse import urlparse
 
 from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
 from agent.console.escape import one_line
+from agent.protocol import TaskSpec
 
 # A model field and the flag that sets it, for messages a person can act on.
 FLAG_FOR_FIELD = {
@@ -96,7 +98,7 @@ def number_problem(flag: str, value: float | None, *, minimum: float, inclusive:
     return f"{flag} must be {bound} (got {value:g})"
 
 
-def test_command(text: str | None) -> tuple[list[str], str | None]:
+def split_test_command(text: str | None) -> tuple[list[str], str | None]:
     """The test command as argv, or why it cannot be split (an unbalanced quote...)."""
     if not text:
         return [], None
@@ -126,3 +128,24 @@ def _temperature_problem(temperature: float | None) -> str | None:
     if temperature is None or 0 <= temperature <= 2:
         return None
     return f"--temperature must be between 0 and 2 (got {temperature:g})"
+
+
+def missing_test_program(task: TaskSpec, image: str) -> str | None:
+    """The test command's program must exist: in the repository (a relative path with a /),
+    else in the image (on PATH, or an absolute path). A cheap probe, cached per image."""
+    if not task.test_cmd:
+        return None
+    program = task.test_cmd[0]
+    if "/" in program and not program.startswith("/"):
+        if (Path(task.repo) / program).is_file():
+            return None
+        return f"--test-cmd: {one_line(repr(program))} is not a file in the repository {one_line(task.repo)}"
+    from agent.containers.probe import program_in_image
+
+    if program_in_image(image, program) is False:
+        where = "at that path" if program.startswith("/") else "on PATH"
+        return (
+            f"--test-cmd: the program {one_line(repr(program))} is not {where} in the image {one_line(image)} "
+            "(a typo? or pass --image with one that has it)"
+        )
+    return None

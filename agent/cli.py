@@ -135,7 +135,7 @@ def _tests_note(report: Report) -> str | None:
 def _run_task_spec(args: argparse.Namespace) -> tuple[TaskSpec | None, Any, str | None]:
     """The task and the sandbox config from the flags, or the first user mistake in one line."""
     problem = checks.model_option_problems(args.base_url, args.request_timeout, args.temperature)
-    test_cmd, split_problem = checks.test_command(args.test_cmd)
+    test_cmd, split_problem = checks.split_test_command(args.test_cmd)
     if problem or split_problem:
         return None, None, problem or split_problem
     try:
@@ -157,27 +157,6 @@ def _run_task_spec(args: argparse.Namespace) -> tuple[TaskSpec | None, Any, str 
     return task, sandbox_config, None
 
 
-def _test_program_problem(task: TaskSpec, image: str) -> str | None:
-    """The test command's program must exist: in the repository (a relative path with a /),
-    else in the image (on PATH, or an absolute path). A cheap probe, cached per image."""
-    if not task.test_cmd:
-        return None
-    program = task.test_cmd[0]
-    if "/" in program and not program.startswith("/"):
-        if (Path(task.repo) / program).is_file():
-            return None
-        return f"--test-cmd: {one_line(repr(program))} is not a file in the repository {one_line(task.repo)}"
-    from agent.containers.probe import program_in_image
-
-    if program_in_image(image, program) is False:
-        where = "at that path" if program.startswith("/") else "on PATH"
-        return (
-            f"--test-cmd: the program {one_line(repr(program))} is not {where} in the image {one_line(image)} "
-            "(a typo? or pass --image with one that has it)"
-        )
-    return None
-
-
 def cmd_run(args: argparse.Namespace) -> int:
     from agent.runner import run_spec
 
@@ -186,7 +165,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         return _usage_error(problem or "bad arguments")
     if task.policy == "ask" and not _has_terminal():
         return _usage_error("--policy ask needs a terminal to ask on; use workspace-write with --allow")
-    problem = _test_program_problem(task, sandbox_config.image)
+    problem = checks.missing_test_program(task, sandbox_config.image)
     if problem:
         return _usage_error(problem)
     console_stream = sys.stderr if args.json else sys.stdout
@@ -268,7 +247,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
     if not tasks:
         return _usage_error(f"{args.tasks} has no tasks")
     for task in tasks:
-        problem = _test_program_problem(task, task.image or sandbox_config.image)
+        problem = checks.missing_test_program(task, task.image or sandbox_config.image)
         if problem:
             return _usage_error(f"task {task.id}: {problem} (nothing was run)")
     out = Path(args.out)
