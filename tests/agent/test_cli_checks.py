@@ -119,3 +119,22 @@ def test_output_last_message_and_require_tests_without_a_test(
     out = capsys.readouterr().out
     assert "codebox: --require-tests: the run completed but no test ran" in out
     assert "\x1b" not in out and out.count("done \\x1b]0;t\\x07") == 1
+
+
+def test_json_keeps_stdout_for_events_only(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import agent.runner as runner
+    from agent.protocol import AgentEvent
+
+    def fake_run_task(task: object, model: object, sink: object, **kw: object) -> Report:
+        sink.emit(AgentEvent(type="turn.start", task_id="t", seq=1, step=0, data={"goal": "g"}))  # type: ignore[attr-defined]
+        return report().model_copy(update={"final_message": "done"})
+
+    monkeypatch.setattr(runner, "run_task", fake_run_task)
+    script = tmp_path / "s.json"
+    script.write_text(json.dumps({"turns": [{"message": "done"}]}))
+    assert main(["run", "--repo", str(tmp_path), "--model", f"scripted:{script}", "--json", "goal"]) == 0
+    captured = capsys.readouterr()
+    assert [json.loads(line)["type"] for line in captured.out.splitlines()] == ["turn.start"]
+    assert "final message:" in captured.err and "■ completed" in captured.err
