@@ -290,6 +290,7 @@ def cmd_image(args: argparse.Namespace) -> int:
         REGISTRY_BASE_IMAGE,
         ImageError,
         build_base,
+        build_lock,
         build_sandbox,
         ensure_sandbox_image,
         image_exists,
@@ -300,10 +301,11 @@ def cmd_image(args: argparse.Namespace) -> int:
             print(printable(line))
 
         if args.force:
-            base = REGISTRY_BASE_IMAGE if image_exists(REGISTRY_BASE_IMAGE) else BASE_IMAGE
-            if base == BASE_IMAGE:
-                build_base(log=log)  # reused when present
-            tag = build_sandbox(base=base, force=True, log=log)
+            with build_lock(log):
+                base = REGISTRY_BASE_IMAGE if image_exists(REGISTRY_BASE_IMAGE) else BASE_IMAGE
+                if base == BASE_IMAGE:
+                    build_base(log=log)  # reused when present
+                tag = build_sandbox(base=base, force=True, log=log)
         else:
             tag = ensure_sandbox_image(offline=False if args.pull else None, log=log)
         print(f"codebox: sandbox image ready: {tag}")
@@ -365,15 +367,6 @@ class _HelpFormatter(argparse.HelpFormatter):
         return text + " (default: %(default)s)"
 
 
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("codebox")
-    except PackageNotFoundError:
-        return "unknown (not installed)"
-
-
 def _add_model_options(p: argparse.ArgumentParser, c: CodeboxSettings) -> None:
     g = p.add_argument_group("model")
     g.add_argument("--model", default=c.model,
@@ -401,6 +394,25 @@ def _add_limits(p: argparse.ArgumentParser, max_steps: int | None, timeout: floa
     p.add_argument("--timeout", type=float, default=timeout, help=f"wall-clock budget per task, seconds{what}")
 
 
+def version_text() -> str:
+    """The version, and the sandbox image it expects (files only: no Docker call)."""
+    from agent import __version__
+    from agent.containers.image import SANDBOX_IMAGE, image_format
+
+    return f"codebox {__version__} (sandbox image {SANDBOX_IMAGE}, image format {image_format()})"
+
+
+class _VersionAction(argparse.Action):
+    """--version as one unwrapped line (argparse's own action wraps it to the terminal)."""
+
+    def __init__(self, option_strings: list[str], dest: str, help: str | None = None) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
+        print(version_text())
+        parser.exit()
+
+
 CONFIG_EPILOG = (
     "Defaults come from, highest first: the flags, CODEBOX_* environment variables, [tool.codebox] in "
     "./pyproject.toml, then {user}. Exit codes: 0 completed, 1 the task did not complete "
@@ -417,7 +429,7 @@ def build_parser(settings: CodeboxSettings | None = None) -> argparse.ArgumentPa
         description="A coding agent whose every tool call runs in a network-less Docker sandbox.",
         epilog=epilog,
     )
-    parser.add_argument("--version", action="version", version=f"codebox {_version()}")
+    parser.add_argument("--version", action=_VersionAction, help="print the version and the sandbox image it expects")
     sub = parser.add_subparsers(dest="command", required=True)
 
     run = sub.add_parser("run", help="run one task on a repository", formatter_class=_HelpFormatter, epilog=epilog)
