@@ -98,6 +98,23 @@ def number_problem(flag: str, value: float | None, *, minimum: float, inclusive:
     return f"{flag} must be {bound} (got {value:g})"
 
 
+def output_file_problem(path: str | None, flag: str) -> str | None:
+    """A file the run writes at its end must be writable now, not after the run's work is done."""
+    if not path:
+        return None
+    target = Path(path).expanduser()
+    shown = f"{flag} {one_line(json.dumps(path), 200)}"
+    # The nearest folder that exists: the run creates the missing ones below it.
+    folder = next((p for p in [target.parent, *target.parent.parents] if p.exists()), Path("/"))
+    if target.is_dir():
+        return f"{shown} is a folder, not a file"
+    if not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
+        return f"{shown} cannot be written ({one_line(str(folder), 200)} is not a writable folder)"
+    if target.exists() and not os.access(target, os.W_OK):
+        return f"{shown} cannot be written (permission denied)"
+    return None
+
+
 def split_test_command(text: str | None) -> tuple[list[str], str | None]:
     """The test command as argv, or why it cannot be split (an unbalanced quote...)."""
     if not text:

@@ -165,7 +165,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         return _usage_error(problem or "bad arguments")
     if task.policy == "ask" and not _has_terminal():
         return _usage_error("--policy ask needs a terminal to ask on; use workspace-write with --allow")
-    problem = checks.missing_test_program(task, sandbox_config.image)
+    problem = (
+        checks.output_file_problem(args.report, "--report")
+        or checks.output_file_problem(args.output_last_message, "--output-last-message")
+        or checks.missing_test_program(task, sandbox_config.image)
+    )
     if problem:
         return _usage_error(problem)
     console_stream = sys.stderr if args.json else sys.stdout
@@ -207,13 +211,9 @@ def _usage_error(message: str) -> int:
 
 
 def _finish_report(report: Report, args: argparse.Namespace, stream: TextIO, changes: ChangeLog | None) -> None:
-    if args.report:
-        Path(args.report).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.report).write_text(report.model_dump_json(indent=2), encoding="utf-8")
-    if args.output_last_message:
-        # A file, not the terminal: the message as the model wrote it ("" when there was none).
-        Path(args.output_last_message).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.output_last_message).write_text(report.final_message or "", encoding="utf-8")
+    _write_out(args.report, report.model_dump_json(indent=2), "--report")
+    # A file, not the terminal: the message as the model wrote it ("" when there was none).
+    _write_out(args.output_last_message, report.final_message or "", "--output-last-message")
     print_summary(report, stream, changes)
     if args.report:
         stream.write(f"report: {printable(args.report)}\n")
@@ -221,6 +221,17 @@ def _finish_report(report: Report, args: argparse.Namespace, stream: TextIO, cha
     if note:
         stream.write(f"codebox: {note}\n")
     stream.flush()
+
+
+def _write_out(path: str | None, text: str, flag: str) -> None:
+    """Checked up front; a write that still fails (a full disk) is a message, not a traceback."""
+    if not path:
+        return
+    try:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        print(f"codebox: {flag}: cannot write {printable(path)}: {printable(exc)}", file=sys.stderr)
 
 
 def cmd_batch(args: argparse.Namespace) -> int:

@@ -32,6 +32,9 @@ MISTAKES = [
     (["--test-cmd", "pytest 'unbalanced"], "--test-cmd \"pytest 'unbalanced\" cannot be split into words: "
                                            "No closing quotation"),
     (["--test-cmd", "./run-tests.sh"], "--test-cmd: './run-tests.sh' is not a file in the repository {repo}"),
+    (["--report", "{repo}"], '--report "{repo}" is a folder, not a file'),
+    (["--output-last-message", "/etc/hostname/last.txt"],
+     '--output-last-message "/etc/hostname/last.txt" cannot be written (/etc/hostname is not a writable folder)'),
 ]
 
 
@@ -41,6 +44,7 @@ def test_each_mistake_is_one_line_before_anything_runs(
 ) -> None:
     # scripted:missing would be a model error (exit 1) if the model were built: exit 2 shows
     # the check came first; no container is started either (no Docker needed for these).
+    flags = [flag.format(repo=tmp_path) for flag in flags]
     code = main(["run", "--repo", str(tmp_path), "--model", "scripted:missing", *flags, "goal"])
     err = capsys.readouterr().err
     assert code == 2
