@@ -94,8 +94,8 @@ class RunConsole:
     def _follow(self, event: AgentEvent) -> None:
         d = event.data
         if event.type == "turn.start":
-            self._start_live()
             self._thinking(1)
+            self._start_live()
         elif event.type == "tool.start" and d.get("decision") == "allow":
             label = Text(f"[{event.step}] ") + Text(str(d.get("name", "")), style="bold")
             label.append(" " + one_line(d.get("summary", ""), 60))
@@ -108,6 +108,8 @@ class RunConsole:
         elif event.type in ("turn.end", "model.error") or d.get("final"):
             self.status.set(None)
             self._stop_live()
+        if self._live is not None:
+            self._live.refresh()  # a new state shows at once, not at the next tick
 
     def _thinking(self, step: int) -> None:
         self.status.set(Text(f"[{step}] ") + Text("model thinking", style="magenta"))
