@@ -6,29 +6,45 @@ set -euo pipefail
 cd "$(dirname "$0")"
 export TESTCONTAINERS_RYUK_DISABLED=true  # its reaper image cannot be pulled without a registry
 
+say() { printf '\033[1mdev.sh:\033[0m %s\n' "$*" >&2; }  # what it is doing, on stderr
+if [ -n "${NO_COLOR:-}" ] || [ ! -t 2 ]; then say() { printf 'dev.sh: %s\n' "$*" >&2; }; fi
+
 python=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
   "$python" -c 'import sys; sys.exit(sys.version_info < (3, 11))' ||
     { echo "codebox needs Python >= 3.11 (set PYTHON=/path/to/python3.11)" >&2; exit 1; }
+  say "creating the virtual environment .venv with $("$python" --version)"
   "$python" -m venv .venv ||
     { rm -rf .venv; echo "cannot create a venv: on Debian/Ubuntu, apt-get install python3-venv" >&2; exit 1; }
 fi
 stamp=.venv/.codebox-installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+  started=$SECONDS
+  say "step 1/2: upgrading pip in .venv"
   .venv/bin/python -m pip install --quiet --upgrade pip
-  .venv/bin/python -m pip install --quiet -e '.[dev]'
+  say "step 2/2: installing codebox and its dev tools into .venv (first time: about 2 minutes; pip's own lines follow)"
+  # Not --quiet: pip's "Collecting ..." lines and progress bars show that it is working.
+  .venv/bin/python -m pip install -e '.[dev]'
   touch "$stamp"
+  say "installed in $((SECONDS - started)) s"
+else
+  say "the .venv is up to date (delete .venv/.codebox-installed to reinstall)"
 fi
 export PATH="$PWD/.venv/bin:$PATH"
 
 case "${1:-}" in
   demo)
+    say "running the demo (it builds the sandbox image first if it is missing)"
     exec codebox demo "${@:2}"
     ;;
   test)
+    say "ruff: lint"
     ruff check agent sandbox
+    say "mypy: types"
     mypy
+    say "the sandbox image (built only if missing)"
     codebox image build
+    say "pytest: the whole suite"
     exec python -m pytest "${@:2}"
     ;;
   *)

@@ -6,15 +6,17 @@ import json
 import re
 import sys
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
 from pydantic import ValidationError
 
+from agent.checks import error_message
+from agent.console.batch_view import BatchView, table_text
 from agent.containers.spec import SandboxConfig
 from agent.engines import Engine, JobLimits, LocalEngine, TaskJob, TaskOutcome
-from agent.events import EventSink, JsonlSink
+from agent.events import EventSink, FanoutSink, JsonlSink
 from agent.loop import CancelToken
 from agent.protocol import Report, TaskSpec
 
@@ -45,9 +47,7 @@ def load_tasks(path: Path) -> tuple[list[TaskSpec], list[TaskFileError]]:
         try:
             task = TaskSpec.model_validate_json(line)
         except ValidationError as exc:
-            problems = "; ".join(
-                f"{'.'.join(str(p) for p in e['loc']) or 'line'}: {e['msg']}" for e in exc.errors()
-            )
+            problems = "; ".join(error_message(e, {}) for e in exc.errors(include_url=False))
             errors.append(TaskFileError(number, problems))
             continue
         if task.id in seen:
@@ -75,47 +75,6 @@ def finished_report(task_dir: Path, cancelled_too: bool = False) -> Report | Non
     return None if report.status == "cancelled" and not cancelled_too else report
 
 
-@dataclass
-class Progress:
-    total: int
-    stream: TextIO = field(default_factory=lambda: sys.stderr)
-    done: int = 0
-    failed: int = 0
-    skipped: int = 0
-    running: int = 0
-    _lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def update(self, *, started: int = 0, finished: Report | None = None, skipped: bool = False) -> None:
-        with self._lock:
-            self.running += started
-            if skipped:
-                self.skipped += 1
-                self.done += 1
-            if finished is not None:
-                self.running -= 1
-                self.done += 1
-                if finished.status != "completed":
-                    self.failed += 1
-            self._draw(finished)
-
-    def _draw(self, finished: Report | None) -> None:
-        width = 30
-        filled = int(width * self.done / max(self.total, 1))
-        bar = "#" * filled + "." * (width - filled)
-        line = (
-            f"[{bar}] {self.done}/{self.total} done · {self.failed} failed · {self.running} running"
-            + (f" · {self.skipped} resumed" if self.skipped else "")
-        )
-        if self.stream.isatty():
-            self.stream.write("\r" + line)
-            if self.done == self.total:
-                self.stream.write("\n")
-        else:
-            note = f"  ({finished.task_id}: {finished.status}/{finished.stop_reason})" if finished else ""
-            self.stream.write(line + note + "\n")
-        self.stream.flush()
-
-
 def select_tasks(tasks: list[TaskSpec], pattern: str | None) -> list[TaskSpec]:
     """The tasks whose id matches ``pattern`` anywhere (re.search); all of them for None."""
     if not pattern:
@@ -139,6 +98,7 @@ def run_batch(
     retry_errors: bool = False,
     keep_workspaces: bool = False,
     selected: list[TaskSpec] | None = None,
+    view: BatchView | None = None,
 ) -> list[Report]:
     """Run the tasks (or the ``selected`` few of them), each in its own workspace; return the reports.
 
@@ -146,25 +106,31 @@ def run_batch(
     whatever went wrong. A finished task is not run again (a cancelled one is; an errored
     one with ``retry_errors``). Only this driver writes ``out_dir``; the engine (default: a
     local thread pool of ``jobs``) only hands outcomes back. predictions.jsonl and
-    summary.jsonl cover every task of ``tasks`` that has a report.
+    summary.jsonl cover every task of ``tasks`` that has a report. ``view`` (default: a
+    BatchView on ``progress_stream``, stderr) is told of every start, event, finish and
+    resumed task; it draws the progress and knows nothing else of the batch.
     """
     cancel = cancel or CancelToken()
     out_dir.mkdir(parents=True, exist_ok=True)
     chosen = tasks if selected is None else selected
-    progress = Progress(total=len(chosen), stream=progress_stream or sys.stderr)
+    progress = view or BatchView(len(chosen), progress_stream or sys.stderr)
     reports: dict[str, Report] = {}
     to_run: list[TaskJob] = []
     for task in chosen:
         previous = finished_report(out_dir / task.id)
         if previous is not None and not (retry_errors and previous.status == "error"):
             reports[task.id] = previous
-            progress.update(skipped=True)
+            progress.skipped(previous)
             continue
         to_run.append(_job(task, model, model_options or {}, sandbox_config, limits, keep_workspaces, out_dir))
     driver = _Driver(out_dir, reports, progress)
     if engine is None:
         engine = LocalEngine(jobs, live_sink=driver.live_sink)
-    engine.run(to_run, driver.on_outcome, cancel, on_start=driver.on_start)
+    try:
+        engine.run(to_run, driver.on_outcome, cancel, on_start=driver.on_start)
+    finally:
+        if view is None:
+            progress.close()
     write_outputs(out_dir, tasks)
     return [reports[t.id] for t in chosen if t.id in reports]
 
@@ -193,7 +159,7 @@ def _attempts(task_dir: Path) -> int:
 class _Driver:
     """The only writer of ``--out``: clears a task's folder when it starts, writes its outcome when it ends."""
 
-    def __init__(self, out_dir: Path, reports: dict[str, Report], progress: Progress) -> None:
+    def __init__(self, out_dir: Path, reports: dict[str, Report], progress: BatchView) -> None:
         self.out_dir = out_dir
         self.reports = reports
         self.progress = progress
@@ -209,16 +175,18 @@ class _Driver:
                 (task_dir / name).unlink(missing_ok=True)
         except OSError:
             pass  # on_outcome reports the folder's problem
-        self.progress.update(started=1)
+        self.progress.started(job.task.id)
 
-    def live_sink(self, job: TaskJob) -> EventSink | None:
+    def live_sink(self, job: TaskJob) -> EventSink:
+        """The events file, written as events happen, and the progress view (which shows them)."""
+        view = self.progress.sink(job.task.id)
         try:
-            sink = JsonlSink(self.out_dir / job.task.id / "events.jsonl")
+            events = JsonlSink(self.out_dir / job.task.id / "events.jsonl")
         except OSError:
-            return None  # written from the outcome instead (or reported as unwritable there)
+            return view  # the file is written from the outcome instead (or reported as unwritable there)
         with self._lock:
             self.live.add(job.task.id)
-        return sink
+        return FanoutSink(events, view)
 
     def on_outcome(self, outcome: TaskOutcome) -> None:
         report = outcome.report
@@ -229,7 +197,7 @@ class _Driver:
                                                "error": f"its results could not be written: {exc}"})
             print(f"codebox: task {outcome.task_id}: {report.error}", file=sys.stderr)
         self.reports[outcome.task_id] = report
-        self.progress.update(finished=report)
+        self.progress.finished(report)
 
     def _write(self, outcome: TaskOutcome) -> None:
         task_dir = self.out_dir / outcome.task_id
@@ -296,22 +264,5 @@ def write_outputs(out_dir: Path, tasks: list[TaskSpec]) -> None:
 
 
 def render_table(reports: list[Report]) -> str:
-    rows = summary_rows(reports)
-    header = ("task", "status", "reason", "steps", "calls", "files", "test", "time")
-    body = [
-        (
-            str(r["task_id"]),
-            str(r["status"]),
-            str(r["stop_reason"]),
-            str(r["steps"]),
-            str(r["tool_calls"]),
-            str(r["files_changed"]),
-            str(r["last_test"] or "-"),
-            f"{r['duration_s']:.1f}s",
-        )
-        for r in rows
-    ]
-    widths = [max(len(h), *(len(b[i]) for b in body)) if body else len(h) for i, h in enumerate(header)]
-    lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True))]
-    lines += ["  ".join(c.ljust(w) for c, w in zip(b, widths, strict=True)) for b in body]
-    return "\n".join(lines)
+    """The final table as plain text, each task's error in its last column (escaped)."""
+    return table_text(reports)

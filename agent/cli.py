@@ -1,4 +1,4 @@
-"""The `codebox` command: run, batch, eval, demo, image, gc, view."""
+"""The `codebox` command: run, batch, eval, env, demo, image, view, gc."""
 
 from __future__ import annotations
 
@@ -11,26 +11,36 @@ import tempfile
 from pathlib import Path
 from typing import Any, TextIO
 
-from agent.events import ConsoleSink, EventSink, FanoutSink, JsonlSink
+from pydantic import ValidationError
+
+from agent import checks
+from agent.config import CodeboxSettings, ConfigError, load_settings, user_config_file
+from agent.console.escape import one_line, printable
+from agent.console.live import RunConsole
+from agent.console.render import ChangeLog, print_summary
+from agent.events import EventSink, FanoutSink, JsonlSink
 from agent.host_run import HOST_RUN_HELP
 from agent.loop import CancelToken, Limits
-from agent.policy import Answer
+from agent.policy import Answer, AskFn
 from agent.protocol import Report, TaskSpec
 from agent.signals import cancel_on_signals
 from agent.tools import PreparedCall
 
+# 0: the task completed; 1: it did not (stopped, error; or --require-tests and the last test
+# failed or never ran); 2: a usage error, found before anything ran; 130: cancelled.
 EXIT_OK, EXIT_STOPPED, EXIT_USAGE, EXIT_CANCELLED = 0, 1, 2, 130
+PASSING_OUTCOMES = ("ok", "passed")
 
 
 def terminal_ask(call: PreparedCall) -> Answer:
     """The `ask` policy's question, on the terminal (not stdin: that may be a pipe)."""
     with open("/dev/tty", encoding="utf-8") as tty_in, open("/dev/tty", "w", encoding="utf-8") as tty:
         # Paths and patch lines come from the model: no terminal escape may redraw the question.
-        paths = ", ".join(_printable(p) for p in call.write_paths)
+        paths = ", ".join(printable(p) for p in call.write_paths)
         tty.write(f"\ncodebox: the model wants to write: {paths}\n")
         patch = str(getattr(call.args, "patch", ""))
         for line in patch.splitlines()[:40]:
-            tty.write(f"  {_printable(line)}\n")
+            tty.write(f"  {printable(line)}\n")
         while True:
             tty.write("Allow? [y]es / [n]o / [a]lways for these paths: ")
             tty.flush()
@@ -46,9 +56,16 @@ def terminal_ask(call: PreparedCall) -> Answer:
                 return "no"
 
 
-def _printable(text: str) -> str:
-    """Control characters shown as escapes (\\x1b ...), the rest as it is."""
-    return "".join(c if c.isprintable() or c == "\t" else repr(c)[1:-1] for c in text)
+def _asking(console: RunConsole | None) -> AskFn:
+    """terminal_ask, with the live status line paused while the question is on screen."""
+    if console is None:
+        return terminal_ask
+
+    def ask(call: PreparedCall) -> Answer:
+        with console.paused():
+            return terminal_ask(call)
+
+    return ask
 
 
 def _has_terminal() -> bool:
@@ -74,6 +91,7 @@ def _model_spec(args: argparse.Namespace, task: TaskSpec | None = None) -> str |
 
 
 def _sandbox_config(args: argparse.Namespace) -> Any:
+    """SandboxConfig from the flags; ValidationError on a bad value (--memory lots, --pids 5)."""
     from agent.containers.sandbox import SandboxConfig
 
     options: dict[str, Any] = {"memory": args.memory, "pids_limit": args.pids, "cpus": args.cpus}
@@ -82,19 +100,37 @@ def _sandbox_config(args: argparse.Namespace) -> Any:
     return SandboxConfig(**{k: v for k, v in options.items() if v is not None})
 
 
-def _exit_code(report: Report) -> int:
-    if report.status == "completed":
-        return EXIT_OK
-    return EXIT_CANCELLED if report.status == "cancelled" else EXIT_STOPPED
+def _exit_code(report: Report, require_tests: bool = False) -> int:
+    if report.status == "cancelled":
+        return EXIT_CANCELLED
+    if report.status != "completed":
+        return EXIT_STOPPED
+    if require_tests and (report.last_test is None or report.last_test.outcome not in PASSING_OUTCOMES):
+        return EXIT_STOPPED
+    return EXIT_OK
+
+
+def _tests_note(report: Report) -> str | None:
+    """Why --require-tests turns a completed run into exit 1, or None."""
+    if report.status != "completed":
+        return None
+    if report.last_test is None:
+        return "--require-tests: the run completed but no test ran"
+    if report.last_test.outcome not in PASSING_OUTCOMES:
+        test = report.last_test
+        return f"--require-tests: the last test run ended {one_line(test.outcome)} (exit {test.exit_code})"
+    return None
 
 
 # --- commands ------------------------------------------------------------------------------------
 
 
-def cmd_run(args: argparse.Namespace) -> int:
-    from agent.runner import run_task_isolated
-
-    patch_text = ""
+def _run_task_spec(args: argparse.Namespace) -> tuple[TaskSpec | None, Any, str | None]:
+    """The task and the sandbox config from the flags, or the first user mistake in one line."""
+    problem = checks.model_option_problems(args.base_url, args.request_timeout, args.temperature)
+    test_cmd, split_problem = checks.split_test_command(args.test_cmd)
+    if problem or split_problem:
+        return None, None, problem or split_problem
     try:
         task = TaskSpec(
             repo=str(Path(args.repo).expanduser().resolve()),
@@ -102,7 +138,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             policy=args.policy,
             allow=args.allow,
             deny=args.deny,
-            test_cmd=shlex.split(args.test_cmd) if args.test_cmd else [],
+            test_cmd=test_cmd,
             test_in_copy=args.test_in_copy,
             image=args.image,
             env=args.env or "auto",
@@ -110,15 +146,32 @@ def cmd_run(args: argparse.Namespace) -> int:
             timeout_s=args.timeout,
         )
         sandbox_config = _sandbox_config(args)
-    except ValueError as exc:  # shlex's unbalanced quote, or a ValidationError (--max-steps 0 ...)
-        return _usage_error(f"bad arguments: {exc}")
+    except ValidationError as exc:
+        return None, None, checks.validation_message(exc)
+    return task, sandbox_config, None
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from agent.runner import run_task_isolated
+
+    task, sandbox_config, problem = _run_task_spec(args)
+    if problem or task is None:
+        return _usage_error(problem or "bad arguments")
     if task.policy == "ask" and not _has_terminal():
-        print("codebox: --policy ask needs a terminal to ask on; use workspace-write with --allow", file=sys.stderr)
-        return EXIT_USAGE
+        return _usage_error("--policy ask needs a terminal to ask on; use workspace-write with --allow")
+    problem = (
+        checks.output_file_problem(args.report, "--report")
+        or checks.output_file_problem(args.output_last_message, "--output-last-message")
+        or checks.missing_test_program(task, sandbox_config.image)
+    )
+    if problem:
+        return _usage_error(problem)
     console_stream = sys.stderr if args.json else sys.stdout
-    sinks: list[EventSink] = []
-    if not args.quiet:
-        sinks.append(ConsoleSink(console_stream))
+    console = None if args.quiet else RunConsole(console_stream)
+    changes = ChangeLog()
+    sinks: list[EventSink] = [changes]
+    if console is not None:
+        sinks.append(console)
     if args.json:
         sinks.append(JsonlSink.to_stream(sys.stdout))
     if args.events:
@@ -133,13 +186,14 @@ def cmd_run(args: argparse.Namespace) -> int:
         return prepared
     sink = FanoutSink(*sinks)
     cancel = CancelToken()
+    patch_text = ""
     try:
         with cancel_on_signals(cancel):
             options: dict[str, Any] = dict(
                 sandbox_config=sandbox_config,
                 cancel=cancel,
                 limits=Limits(max_steps=args.max_steps, timeout_s=args.timeout),
-                ask=terminal_ask if task.policy == "ask" else None,
+                ask=_asking(console) if task.policy == "ask" else None,
                 prepared_env=prepared,
             )
             spec, model_options = _model_spec(args, task), _openai_options(args)
@@ -149,11 +203,11 @@ def cmd_run(args: argparse.Namespace) -> int:
                 report = _run_in_place(task, spec, model_options, sink, options)
     finally:
         sink.close()
-    _finish_report(report, args.report, console_stream)
+    _finish_report(report, args, console_stream, None if args.no_diff else changes)
     if args.isolated and report.patch is not None:
         _write_patch(patch_text, args.patch or str(Path(tempfile.gettempdir()) / f"codebox-{task.id}.diff"),
                      task.repo, console_stream)
-    return _exit_code(report)
+    return _exit_code(report, args.require_tests)
 
 
 def _prepare_env(task: TaskSpec, base_image: str) -> Any:
@@ -205,63 +259,94 @@ def _write_patch(patch: str, path: str, repo: str, stream: TextIO) -> None:
 
 
 def _usage_error(message: str) -> int:
-    print(f"codebox: {message}", file=sys.stderr)
+    print(f"codebox: {printable(message)}", file=sys.stderr)
     return EXIT_USAGE
 
 
-def _finish_report(report: Report, path: str | None, stream: TextIO) -> None:
-    if path:
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        Path(path).write_text(report.model_dump_json(indent=2), encoding="utf-8")
-    stream.write("\n" + report.render() + "\n")
-    if path:
-        stream.write(f"report: {path}\n")
+def _finish_report(report: Report, args: argparse.Namespace, stream: TextIO, changes: ChangeLog | None) -> None:
+    _write_out(args.report, report.model_dump_json(indent=2), "--report")
+    # A file, not the terminal: the message as the model wrote it ("" when there was none).
+    _write_out(args.output_last_message, report.final_message or "", "--output-last-message")
+    print_summary(report, stream, changes)
+    if args.report:
+        stream.write(f"report: {printable(args.report)}\n")
+    note = _tests_note(report) if args.require_tests else None
+    if note:
+        stream.write(f"codebox: {note}\n")
     stream.flush()
 
 
+def _write_out(path: str | None, text: str, flag: str) -> None:
+    """Checked up front; a write that still fails (a full disk) is a message, not a traceback."""
+    if not path:
+        return
+    try:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        print(f"codebox: {flag}: cannot write {printable(path)}: {printable(exc)}", file=sys.stderr)
+
+
 def cmd_batch(args: argparse.Namespace) -> int:
-    from agent.batch import load_tasks, render_table, run_batch, select_tasks
+    from agent.batch import load_tasks, run_batch, select_tasks
+    from agent.console.batch_view import BatchView, print_table
     from agent.engines import JobLimits
 
+    problem = checks.model_option_problems(args.base_url, args.request_timeout, args.temperature) or (
+        checks.number_problem("--jobs", args.jobs, minimum=1)
+        or checks.number_problem("--max-steps", args.max_steps, minimum=1)
+        or checks.number_problem("--timeout", args.timeout, minimum=0, inclusive=False)
+    )
+    if problem:
+        return _usage_error(problem)
+    try:
+        sandbox_config = _sandbox_config(args)
+        # Each task's own max_steps / timeout_s apply; the flags, when given, cap them all.
+        limits = JobLimits(max_steps=args.max_steps, timeout_s=args.timeout)
+    except ValidationError as exc:
+        return _usage_error(checks.validation_message(exc))
     tasks, errors = load_tasks(Path(args.tasks))
     if errors:
-        print(f"codebox: {args.tasks} has {len(errors)} bad line(s); nothing was run:", file=sys.stderr)
+        print(f"codebox: {printable(args.tasks)} has {len(errors)} bad line(s); nothing was run:", file=sys.stderr)
         for error in errors:
-            print(f"  {error}", file=sys.stderr)
+            print(f"  {printable(error)}", file=sys.stderr)
         return EXIT_USAGE
     if not tasks:
-        print(f"codebox: {args.tasks} has no tasks", file=sys.stderr)
-        return EXIT_USAGE
+        return _usage_error(f"{args.tasks} has no tasks")
     if args.env:  # the flag, when given, sets every task's environment
         tasks = [task.model_copy(update={"env": args.env}) for task in tasks]
     try:
         selected = select_tasks(tasks, args.filter)
-        sandbox_config = _sandbox_config(args)
-        # Each task's own max_steps / timeout_s apply; the flags, when given, cap them all.
-        limits = JobLimits(max_steps=args.max_steps, timeout_s=args.timeout)
     except re.error as exc:
         return _usage_error(f"bad --filter: {exc}")
-    except ValueError as exc:
-        return _usage_error(f"bad arguments: {exc}")
     if not selected:
         return _usage_error(f"--filter {args.filter!r} matches no task id in {args.tasks}")
+    for task in selected:
+        problem = checks.missing_test_program(task, task.image or sandbox_config.image)
+        if problem:
+            return _usage_error(f"task {task.id}: {problem} (nothing was run)")
     out = Path(args.out)
     cancel = CancelToken()
-    with cancel_on_signals(cancel):
-        reports = run_batch(
-            tasks,
-            out,
-            model=args.model or os.environ.get("CODEBOX_MODEL"),
-            model_options=_openai_options(args),
-            jobs=args.jobs,
-            sandbox_config=sandbox_config,
-            limits=limits,
-            cancel=cancel,
-            retry_errors=args.retry_errors,
-            keep_workspaces=args.keep_workspaces,
-            selected=selected,
-        )
-    print(render_table(reports))
+    view = BatchView(len(selected), sys.stderr)
+    try:
+        with cancel_on_signals(cancel):
+            reports = run_batch(
+                tasks,
+                out,
+                model=args.model or os.environ.get("CODEBOX_MODEL"),
+                model_options=_openai_options(args),
+                jobs=args.jobs,
+                sandbox_config=sandbox_config,
+                limits=limits,
+                cancel=cancel,
+                retry_errors=args.retry_errors,
+                keep_workspaces=args.keep_workspaces,
+                selected=selected,
+                view=view,
+            )
+    finally:
+        view.close()
+    print_table(reports, sys.stdout)
     print(f"\nsummary: {out / 'summary.jsonl'} · predictions: {out / 'predictions.jsonl'}"
           f" · per task: {out}/<id>/report.json, events.jsonl, patch.diff")
     if cancel.cancelled:
@@ -319,17 +404,20 @@ def cmd_image(args: argparse.Namespace) -> int:
     )
 
     try:
+        def log(line: str) -> None:  # docker's build output: escaped like everything foreign
+            print(printable(line))
+
         if args.force:
-            with build_lock(print):
+            with build_lock(log):
                 base = REGISTRY_BASE_IMAGE if image_exists(REGISTRY_BASE_IMAGE) else BASE_IMAGE
                 if base == BASE_IMAGE:
-                    build_base()  # reused when present
-                tag = build_sandbox(base=base, force=True)
+                    build_base(log=log)  # reused when present
+                tag = build_sandbox(base=base, force=True, log=log)
         else:
-            tag = ensure_sandbox_image(offline=False if args.pull else None)
+            tag = ensure_sandbox_image(offline=False if args.pull else None, log=log)
         print(f"codebox: sandbox image ready: {tag}")
     except ImageError as exc:
-        print(f"codebox: {exc}", file=sys.stderr)
+        print(f"codebox: {printable(exc)}", file=sys.stderr)
         return EXIT_STOPPED
     return EXIT_OK
 
@@ -365,9 +453,9 @@ def cmd_gc(args: argparse.Namespace) -> int:
     from agent.containers.sandbox import SandboxError, reap_leftovers
 
     try:
-        removed = reap_leftovers(log=print)
+        removed = reap_leftovers(log=lambda line: print(printable(line)))
     except SandboxError as exc:
-        print(f"codebox: {exc}", file=sys.stderr)
+        print(f"codebox: {printable(exc)}", file=sys.stderr)
         return EXIT_STOPPED
     print(f"codebox: removed {len(removed)} leftover container(s)")
     return EXIT_OK
@@ -464,25 +552,39 @@ def _add_env_parser(sub: Any) -> None:
 # --- parser --------------------------------------------------------------------------------------
 
 
-def _add_model_options(p: argparse.ArgumentParser) -> None:
+class _HelpFormatter(argparse.HelpFormatter):
+    """Shows each option's default (after the config file) unless it has none."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if "%(default)" in text or action.default in (None, False, [], argparse.SUPPRESS):
+            return text
+        return text + " (default: %(default)s)"
+
+
+def _add_model_options(p: argparse.ArgumentParser, c: CodeboxSettings) -> None:
     g = p.add_argument_group("model")
-    g.add_argument("--model", help="model name for an OpenAI-compatible API, or scripted:FILE (env CODEBOX_MODEL)")
-    g.add_argument("--base-url", help="OpenAI-compatible endpoint (env OPENAI_BASE_URL)")
-    g.add_argument("--api-key-env", default=None, help="variable that holds the API key (default OPENAI_API_KEY)")
-    g.add_argument("--request-timeout", type=float, default=None, help="seconds per model request")
-    g.add_argument("--temperature", type=float, default=None)
-    g.add_argument("--api", choices=["chat", "responses"], default=None, help="Chat Completions (default) or Responses")
+    g.add_argument("--model", default=c.model,
+                   help="model name for an OpenAI-compatible API, or scripted:FILE (env CODEBOX_MODEL)")
+    g.add_argument("--base-url", default=c.base_url, help="OpenAI-compatible endpoint (env OPENAI_BASE_URL)")
+    g.add_argument("--api-key-env", default=c.api_key_env,
+                   help="variable that holds the API key (default OPENAI_API_KEY)")
+    g.add_argument("--request-timeout", type=float, default=c.request_timeout, help="seconds per model request")
+    g.add_argument("--temperature", type=float, default=c.temperature)
+    g.add_argument("--api", choices=["chat", "responses"], default=c.api,
+                   help="Chat Completions (default) or Responses")
 
 
-def _add_sandbox_options(p: argparse.ArgumentParser) -> None:
+def _add_sandbox_options(p: argparse.ArgumentParser, c: CodeboxSettings) -> None:
     g = p.add_argument_group("sandbox")
-    g.add_argument("--image", help="sandbox image (any image with python3; default codebox-sandbox:latest)")
+    g.add_argument("--image", default=c.image,
+                   help="sandbox image (any image with python3; default codebox-sandbox:latest)")
     g.add_argument("--env", default=None, metavar="auto|none|IMAGE",
                    help="dependency environment: auto builds or reuses one from what the repo declares (default "
                         "for run; for batch, the task's own `env`), none uses the image as it is")
-    g.add_argument("--memory", help="container memory limit, e.g. 1g")
-    g.add_argument("--pids", type=int, help="container process limit")
-    g.add_argument("--cpus", type=float, help="container CPU limit")
+    g.add_argument("--memory", default=c.memory, help="container memory limit, e.g. 512m or 2g")
+    g.add_argument("--pids", type=int, default=c.pids, help="container process limit")
+    g.add_argument("--cpus", type=float, default=c.cpus, help="container CPU limit")
 
 
 def _add_limits(p: argparse.ArgumentParser, max_steps: int | None, timeout: float | None, what: str) -> None:
@@ -509,20 +611,38 @@ class _VersionAction(argparse.Action):
         parser.exit()
 
 
-def build_parser() -> argparse.ArgumentParser:
+CONFIG_EPILOG = (
+    "Defaults come from, highest first: the flags, CODEBOX_* environment variables, [tool.codebox] in "
+    "./pyproject.toml, then {user}. Exit codes: 0 completed, 1 the task did not complete "
+    "(or --require-tests and the last test failed or never ran), 2 usage error, 130 cancelled."
+)
+
+
+def build_parser(settings: CodeboxSettings | None = None) -> argparse.ArgumentParser:
+    """The parser; its defaults are ``settings`` (the config files), built-in ones when None."""
+    c = settings or CodeboxSettings.model_construct()
+    epilog = CONFIG_EPILOG.format(user=user_config_file())
     parser = argparse.ArgumentParser(
-        prog="codebox", description="A coding agent whose every tool call runs in a network-less Docker sandbox."
+        prog="codebox",
+        description="A coding agent whose every tool call runs in a network-less Docker sandbox.",
+        epilog=epilog,
     )
     parser.add_argument("--version", action=_VersionAction, help="print the version and the sandbox image it expects")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    run = sub.add_parser("run", help="run one task on a repository")
+    run = sub.add_parser("run", help="run one task on a repository", formatter_class=_HelpFormatter, epilog=epilog)
     run.add_argument("goal", help="what the agent should do")
-    run.add_argument("--repo", required=True, help="the repository (mounted read-only unless the policy allows writes)")
-    run.add_argument("--policy", choices=["read-only", "workspace-write", "ask"], default="read-only")
-    run.add_argument("--allow", action="append", default=[], metavar="GLOB", help="writable paths. " + HOST_RUN_HELP)
-    run.add_argument("--deny", action="append", default=[], metavar="GLOB", help="paths never written")
-    run.add_argument("--test-cmd", help='the test command run_test runs, e.g. "python3 -m pytest -q"')
+    run.add_argument("--repo", required=True,
+                     help="the repository (mounted read-only unless the policy allows writes)")
+    run.add_argument("--policy", choices=["read-only", "workspace-write", "ask"], default=c.policy,
+                     help="what the model may write: nothing, the --allow paths, or what you approve")
+    run.add_argument("--allow", action="append", default=None, metavar="GLOB",
+                     help=f"writable paths, gitignore-style globs (default: {' '.join(c.allow) or '**'}). "
+                     + HOST_RUN_HELP)
+    run.add_argument("--deny", action="append", default=None, metavar="GLOB",
+                     help=f"paths never written, gitignore-style globs (default: {' '.join(c.deny) or 'none'})")
+    run.add_argument("--test-cmd", default=c.test_cmd,
+                     help='the test command run_test runs, e.g. "python3 -m pytest -q"')
     run.add_argument(
         "--test-in-copy",
         action="store_true",
@@ -535,23 +655,28 @@ def build_parser() -> argparse.ArgumentParser:
                      "(default: codebox-<id>.diff in the temporary folder)")
     run.add_argument("--events", help="write every event to this JSONL file")
     run.add_argument("--report", help="write the report to this JSON file")
+    run.add_argument("--output-last-message", metavar="FILE", help="write the model's final message to FILE")
     run.add_argument("--json", action="store_true", help="events as JSON lines on stdout (progress goes to stderr)")
-    run.add_argument("--quiet", action="store_true", help="no live progress")
-    _add_limits(run, TaskSpec.model_fields["max_steps"].default, TaskSpec.model_fields["timeout_s"].default, "")
-    _add_model_options(run)
-    _add_sandbox_options(run)
-    run.set_defaults(func=cmd_run)
+    run.add_argument("--quiet", action="store_true", help="no live progress (the summary is still printed)")
+    run.add_argument("--no-diff", action="store_true", help="do not print the diff of what the run changed")
+    run.add_argument("--require-tests", action="store_true",
+                     help="exit 1 unless the last test run passed (a failing or missing test run fails the command)")
+    _add_limits(run, c.max_steps, c.timeout, "")
+    _add_model_options(run, c)
+    _add_sandbox_options(run, c)
+    run.set_defaults(func=cmd_run, _allow=c.allow, _deny=c.deny)
 
-    batch = sub.add_parser("batch", help="run a JSONL file of tasks, N at a time")
+    batch = sub.add_parser("batch", help="run a JSONL file of tasks, N at a time", formatter_class=_HelpFormatter,
+                           epilog=epilog)
     batch.add_argument("tasks", help="JSONL: one task a line (id, repo, goal, policy, test_cmd, ...)")
-    batch.add_argument("--jobs", type=int, default=2, help="tasks at once")
+    batch.add_argument("--jobs", type=int, default=c.jobs, help="tasks at once")
     batch.add_argument("--out", default="codebox-out", help="folder for reports, event logs, patches and the summary")
     batch.add_argument("--filter", metavar="REGEX", help="run only the tasks whose id matches (re.search)")
     batch.add_argument("--retry-errors", action="store_true", help="run again the tasks that ended in error")
     batch.add_argument("--keep-workspaces", action="store_true", help="leave each task's working copy on disk")
     _add_limits(batch, None, None, " (caps every task's own value; default: the task's)")
-    _add_model_options(batch)
-    _add_sandbox_options(batch)
+    _add_model_options(batch, c)
+    _add_sandbox_options(batch, c)
     batch.set_defaults(func=cmd_batch)
 
     ev = sub.add_parser("eval", help="SWE-bench-style evaluation: apply each prediction, run the named tests offline")
@@ -560,7 +685,7 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--out", required=True, help="folder for <id>/eval.json and results.json")
     ev.add_argument("--jobs", type=int, default=2, help="instances at once")
     ev.add_argument("--timeout", type=float, default=1800.0, help="seconds for one instance's test run")
-    _add_sandbox_options(ev)
+    _add_sandbox_options(ev, c)
     ev.set_defaults(func=cmd_eval)
 
     demo = sub.add_parser("demo", help="the whole pipeline on a bundled buggy repo, with a scripted model")
@@ -590,7 +715,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    try:
+        settings = load_settings()
+    except ConfigError as exc:
+        return _usage_error(str(exc))
+    args = build_parser(settings).parse_args(argv)
+    if getattr(args, "_allow", None) is not None:  # `run`: a flag replaces the config's list
+        args.allow = args._allow if args.allow is None else args.allow
+        args.deny = args._deny if args.deny is None else args.deny
     code: int = args.func(args)
     return code
 

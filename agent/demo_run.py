@@ -13,7 +13,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-from agent.events import ConsoleSink, FanoutSink, JsonlSink
+from agent.console.escape import printable
+from agent.console.live import RunConsole
+from agent.console.render import print_summary
+from agent.events import FanoutSink, JsonlSink
 from agent.loop import CancelToken
 from agent.model.scripted import ScriptedModel
 from agent.protocol import TaskSpec
@@ -53,7 +56,7 @@ def run_demo(keep: bool = False, image: str | None = None, out: Path | None = No
     say("codebox demo — the model is SCRIPTED (agent/demo/script.json): no model key or network needed.")
     say("Everything else is real: the agent loop, the policy, and a network-less Docker sandbox per task.\n")
     try:
-        tag = image or ensure_sandbox_image(log=lambda line: say(f"  [image] {line}"))
+        tag = image or ensure_sandbox_image(log=lambda line: say(f"  [image] {printable(line)}"))
     except ImageError as exc:
         print(f"codebox: {exc}", file=sys.stderr)
         return 1
@@ -74,7 +77,7 @@ def run_demo(keep: bool = False, image: str | None = None, out: Path | None = No
         timeout_s=300,
     )
     events = (out or workdir) / "events.jsonl"
-    sink = FanoutSink(ConsoleSink(sys.stdout), JsonlSink(events))
+    sink = FanoutSink(RunConsole(sys.stdout), JsonlSink(events))
     cancel = CancelToken()
     try:
         with cancel_on_signals(cancel):
@@ -87,9 +90,9 @@ def run_demo(keep: bool = False, image: str | None = None, out: Path | None = No
             )
     finally:
         sink.close()
-    say("\n" + report.render())
+    print_summary(report, sys.stdout)
     diff = _diff(before, _snapshot(repo))
-    say("\ndiff of the repository:\n" + (diff or "(no change)"))
+    say("\ndiff of the repository:\n" + (printable(diff, multiline=True) or "(no change)"))
     say(f"events: {events}")
     report_path = (out or workdir) / "report.json"
     report_path.write_text(report.model_dump_json(indent=2), encoding="utf-8")

@@ -1,8 +1,7 @@
-"""Event sinks: where the agent's events go (memory, a JSONL file, the console, a callback)."""
+"""Event sinks: where the agent's events go (memory, a JSONL file, a callback; the console is agent.console)."""
 
 from __future__ import annotations
 
-import json
 import sys
 import threading
 from collections.abc import Callable
@@ -70,64 +69,6 @@ class JsonlSink:
     def close(self) -> None:
         if self._owned:
             self._stream.close()
-
-
-def _short(value: Any, limit: int = 100) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    text = " ".join(text.split())
-    # What the model or the repository wrote reaches a terminal: no escape sequence gets through.
-    text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-class ConsoleSink:
-    """Readable progress: each tool call with its decision and duration, then the final message."""
-
-    def __init__(self, stream: TextIO | None = None, prefix: str = "") -> None:
-        self.stream = stream or sys.stderr
-        self.prefix = prefix
-
-    def _line(self, text: str) -> None:
-        self.stream.write(f"{self.prefix}{text}\n")
-        self.stream.flush()
-
-    def emit(self, event: AgentEvent) -> None:
-        d = event.data
-        if event.type == "turn.start":
-            self._line(f"▶ task {event.task_id}: {_short(d.get('goal', ''), 120)}")
-            self._line(f"  model {d.get('model')} · policy {d.get('policy')} · repo {d.get('repo')}")
-        elif event.type == "tool.start":
-            if d.get("decision") != "allow":
-                self._line(
-                    f"  [{event.step}] {d.get('name')} ✗ {d.get('decision')}: {_short(d.get('reason', ''))}"
-                )
-        elif event.type == "tool.end":
-            if d.get("decision", "allow") != "allow":
-                return
-            mark = "✓" if not d.get("is_error") else "✗"
-            self._line(
-                f"  [{event.step}] {d.get('name')} {_short(d.get('summary', ''), 60)} "
-                f"{mark} {d.get('outcome')} {d.get('duration_s', 0):.2f}s"
-                + ("" if not d.get("is_error") else f" — {_short(d.get('content', ''), 90)}")
-            )
-        elif event.type == "message":
-            if d.get("final"):
-                self._line("■ final message:")
-                for line in str(d.get("text", "")).splitlines():
-                    self._line(f"  {line}")
-            else:
-                self._line(f"  … {_short(d.get('text', ''), 110)}")
-        elif event.type == "model.retry":
-            self._line(f"  model retry {d.get('attempt')} in {d.get('wait_s', 0):.1f}s: {d.get('reason')}")
-        elif event.type == "model.error":
-            self._line(f"  model error: {d.get('error')}")
-        elif event.type == "context.trimmed":
-            self._line(f"  context: shortened {d.get('results')} old tool results")
-        elif event.type == "turn.end":
-            self._line(f"■ {d.get('status')} ({d.get('reason')})")
-
-    def close(self) -> None:
-        pass
 
 
 class FanoutSink:

@@ -140,6 +140,7 @@ class _Run:
             model=self.agent.model.name,
             policy=self.agent.policy.name,
             max_steps=self.limits.max_steps,
+            instructions=self.agent.instructions,
         )
         final: str | None = None
         try:
@@ -205,6 +206,7 @@ class _Run:
                 raise _Stop("model_error", f"the model sent {self.empty_replies} empty replies in a row")
             note = "[codebox] Your reply was empty. Call a tool, or answer with your final message."
         self.context.append(UserMessage(content=note))
+        self.emit("note", text=note)
 
     # --- model -----------------------------------------------------------------------------------
 
@@ -296,6 +298,7 @@ class _Run:
             reason=verdict.reason,
             asked=verdict.asked,
             write_paths=prepared.write_paths,
+            summary=self.agent.registry.summary(call),
         )
         if not verdict.allowed:
             content = f"Denied by policy ({self.agent.policy.name}): {verdict.reason}. The call was not run."

@@ -11,11 +11,13 @@ import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Literal
 
+from agent.globs import GlobRules, glob_match, normalize
 from agent.host_run import HOST_RUN_GLOBS
 from agent.tools import PreparedCall
+
+__all__ = ["glob_match", "normalize"]  # re-exported: the one glob dialect lives in agent.globs
 
 Decision = Literal["allow", "deny"]
 Answer = Literal["yes", "no", "always"]
@@ -90,58 +92,6 @@ def path_problem(path: str) -> str | None:
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
 
-def normalize(path: str) -> str:
-    return "/".join(p for p in path.split("/") if p not in ("", "."))
-
-
-@lru_cache(maxsize=512)
-def _glob_regex(pattern: str) -> re.Pattern[str]:
-    """A glob as a regex: `*` and `?` stay within a path segment, `**` crosses them."""
-    out = []
-    i = 0
-    pat = normalize(pattern)
-    while i < len(pat):
-        c = pat[i]
-        if pat.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif pat.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif c == "*":
-            out.append("[^/]*")
-            i += 1
-        elif c == "?":
-            out.append("[^/]")
-            i += 1
-        elif c == "[":
-            end = pat.find("]", i + 1)
-            if end == -1:
-                out.append(re.escape(c))
-                i += 1
-            else:
-                body = pat[i + 1 : end]
-                if body.startswith("!"):
-                    body = "^" + body[1:]
-                out.append(f"[{body}]")
-                i = end + 1
-        else:
-            out.append(re.escape(c))
-            i += 1
-    return re.compile("".join(out) + r"\Z")
-
-
-def glob_match(path: str, pattern: str) -> bool:
-    """Match a repository path against a glob; a pattern naming a directory covers what is under it."""
-    path = normalize(path)
-    regex = _glob_regex(pattern)
-    if regex.match(path):
-        return True
-    # "src" or "src/" as a pattern means everything below src.
-    prefix = normalize(pattern)
-    return not any(ch in prefix for ch in "*?[") and path.startswith(prefix + "/")
-
-
 def _literal_head(pattern: str) -> str:
     """The leading part of a glob before its first wildcard, without a trailing slash."""
     return re.split(r"[*?\[]", normalize(pattern), maxsplit=1)[0].rstrip("/")
@@ -165,7 +115,11 @@ def names_explicitly(rule: str, protected: str) -> bool:
 
 class WorkspaceWritePolicy(Policy):
     """Writes allowed to paths matching an allow glob and no deny glob; .git never; files the host
-    runs by itself (agent.host_run) only when an allow rule names them explicitly."""
+    runs by itself (agent.host_run) only when an allow rule names them explicitly.
+
+    Globs are gitignore's dialect plus ``{a,b}`` (agent.globs says it all): ``*.pem``
+    matches at any depth, a folder's name covers what is under it.
+    """
 
     name = "workspace-write"
     allows_writes = True
@@ -176,6 +130,10 @@ class WorkspaceWritePolicy(Policy):
         self.allow = list(allow) or ["**"]
         self.deny = [*deny, ".git/**"]
         self.protected = list(protected)
+        self._allow_rules = GlobRules(self.allow)
+        # Deny rules ignore letter case (the repo may live on a case-insensitive filesystem:
+        # SRC/Secrets is src/secrets there); allow rules do not, which errs on the safe side.
+        self._deny_rules = GlobRules(self.deny, ignore_case=True)
 
     def _host_run_problem(self, path: str) -> str | None:
         for area in self.protected:
@@ -195,11 +153,9 @@ class WorkspaceWritePolicy(Policy):
         problem = path_problem(path)
         if problem:
             return problem
-        # Deny rules ignore letter case (the repo may live on a case-insensitive filesystem:
-        # SRC/Secrets is src/secrets there); allow rules do not, which errs on the safe side.
-        if any(glob_match(path.lower(), d.lower()) for d in self.deny):
+        if self._deny_rules.matches(path):
             return "matches a deny rule"
-        if not any(glob_match(path, a) for a in self.allow):
+        if not self._allow_rules.matches(path):
             return f"matches no allow rule ({', '.join(self.allow)})"
         return self._host_run_problem(path)
 

@@ -113,6 +113,7 @@ EventType = Literal[
     "model.retry",  # a model request failed and is retried: attempt, wait_s, reason
     "model.error",  # the model could not be reached or refused: no more retries
     "context.trimmed",  # old tool results were shortened to fit the budget
+    "note",  # a note the loop sent to the model in the user's turn (text)
     "turn.end",  # the run ended: reason, and the report
 ]
 
@@ -195,6 +196,16 @@ class TaskSpec(BaseModel):
         """The id a predictions file uses for this task (SWE-bench's instance_id when given)."""
         return self.instance_id or self.id
 
+    @model_validator(mode="after")
+    def _rules_need_a_writing_policy(self) -> TaskSpec:
+        """allow/deny with read-only would be silently ignored: a mistake, said at once."""
+        if self.policy == "read-only" and (self.allow or self.deny):
+            raise ValueError(
+                "allow/deny rules choose what may be written, and the read-only policy writes nothing: "
+                "use the workspace-write or ask policy, or drop the rules"
+            )
+        return self
+
 
 StopReason = Literal[
     "final_message",
@@ -239,6 +250,8 @@ class TestRun(BaseModel):
     outcome: str
     exit_code: int | None = None
     duration_s: float = 0.0
+    # The failing tests by name, as the output listed them (pytest, unittest, go test).
+    failed_tests: list[str] = Field(default_factory=list)
 
 
 class EnvInfo(BaseModel):
@@ -253,6 +266,7 @@ class EnvInfo(BaseModel):
     python: str = ""
     notes: list[str] = Field(default_factory=list)
     duration_s: float = 0.0
+
 
 class PatchSummary(BaseModel):
     """What a task's patch touches: its files and its line counts (binary files count no lines)."""
@@ -288,29 +302,7 @@ class Report(BaseModel):
     patch: PatchSummary | None = None
 
     def render(self) -> str:
-        """A readable summary for the console."""
-        lines = [
-            f"task {self.task_id}: {self.status} ({self.stop_reason}) after {self.steps} steps, "
-            f"{len(self.tool_calls)} tool calls, {self.duration_s:.1f}s",
-        ]
-        if self.error:
-            lines.append(f"error: {self.error}")
-        if self.files_changed:
-            lines.append("files changed: " + ", ".join(self.files_changed))
-        if self.last_test:
-            t = self.last_test
-            lines.append(f"last test: {' '.join(t.command)} -> {t.outcome} (exit {t.exit_code})")
-        if self.env and self.env.image != self.env.base_image:
-            how = "built" if self.env.built else "reused"
-            lines.append(f"env: {self.env.image} ({len(self.env.installed)} packages, {how})")
-        if self.usage:
-            u = self.usage
-            lines.append(f"tokens: {u.input_tokens} in, {u.output_tokens} out")
-        denied = sum(1 for c in self.tool_calls if c.decision == "deny")
-        failed = sum(1 for c in self.tool_calls if not c.ok)
-        if failed:
-            lines.append(f"failed calls: {failed} (denied by policy: {denied})")
-        if self.final_message:
-            lines.append("final message:")
-            lines.extend("  " + line for line in self.final_message.splitlines())
-        return "\n".join(lines)
+        """A readable plain-text summary (escaped: safe to print on a terminal)."""
+        from agent.console.render import summary_text
+
+        return summary_text(self)

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import docker.types
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 from agent.containers.leftovers import (
     LABEL_EXPIRES,
@@ -53,6 +53,22 @@ class SandboxConfig(BaseModel):
     default_timeout_s: float = Field(default=60.0, gt=0)
     user: str | None = None  # default: "uid:gid" owning the repo dir on the host
     allow_shell: bool = False
+
+    @field_validator("memory")
+    @classmethod
+    def _memory_is_a_size(cls, value: str) -> str:
+        """Docker's own size syntax, found before any container is created."""
+        match = _SIZE.fullmatch(value.strip())
+        if not match:
+            raise ValueError("a size is a number with a unit b, k, m or g, e.g. 512m or 2g")
+        number, unit = float(match.group(1)), (match.group(2) or "b").lower()[0]
+        if number * _UNIT_BYTES[unit] < 6 * 2**20:
+            raise ValueError("Docker needs at least 6m of memory")
+        return value.strip()
+
+
+_SIZE = re.compile(r"(\d+(?:\.\d+)?)([bkmgBKMG][bB]?)?")
+_UNIT_BYTES = {"b": 1, "k": 2**10, "m": 2**20, "g": 2**30}
 
 
 def _safe_name(text: str, limit: int = 40) -> str:

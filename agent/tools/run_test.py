@@ -13,6 +13,7 @@ from pydantic import BaseModel, Field
 from agent.protocol import TestRun
 from agent.tools.base import RunEffects, ToolArgs, ToolContext, ToolHandler, ToolResult, result_from_reply
 from agent.tools.test_args import TestArgsError, check_test_args
+from agent.tools.test_names import failing_tests
 
 
 class RunTestArgs(ToolArgs):
@@ -67,4 +68,5 @@ class RunTestTool(ToolHandler):
             outcome=result.outcome,
             exit_code=result.data.get("exit_code"),
             duration_s=float(result.data.get("duration_s") or 0.0),
+            failed_tests=failing_tests(result.content),
         )

@@ -148,7 +148,8 @@ def _test(report: dict[str, Any], timeline: list[StepView]) -> TestView | None:
     command = last.get("command")
     output = call.content if call else ""
     listed = last.get("failing") or last.get("failed_tests")
-    failing = [text(t) for t in listed] if isinstance(listed, list) else failing_tests(output)
+    # An empty list from the report (TestRun.failed_tests' default) still lets the output speak.
+    failing = [text(t) for t in listed] if isinstance(listed, list) and listed else failing_tests(output)
     return TestView(
         command=" ".join(text(a) for a in command) if isinstance(command, list) else text(command),
         outcome=text(last.get("outcome")) or (call.outcome if call else ""),

@@ -229,9 +229,9 @@ def test_cli_run_usage_errors_are_clear(tmp_path: Path, capsys: pytest.CaptureFi
     assert main([*base, "--test-cmd", "pytest 'unbalanced", "g"]) == 2
     assert "No closing quotation" in capsys.readouterr().err
     assert main([*base, "--max-steps", "0", "g"]) == 2
-    assert "max_steps" in capsys.readouterr().err
+    assert "--max-steps" in capsys.readouterr().err
     assert main([*base, "--pids", "5", "g"]) == 2
-    assert "pids_limit" in capsys.readouterr().err
+    assert "--pids" in capsys.readouterr().err
     assert main([*base, "--events", "/proc/nope/e.jsonl", "g"]) == 2
     assert "cannot write the events file" in capsys.readouterr().err
 

@@ -441,3 +441,23 @@ def test_a_bug_in_codebox_ends_the_run_with_internal_error_and_a_report() -> Non
     assert report.status == "error" and report.stop_reason == "internal_error"
     assert report.error == "RuntimeError: boom"
     assert sink.types()[-1] == "turn.end"
+
+
+def test_events_carry_the_system_prompt_and_every_note_sent_to_the_model() -> None:
+    agent, sink, model, _ = make_agent([{}, {"message": "done"}])
+    agent.run(task())
+    start = sink.events[0]
+    assert start.type == "turn.start" and start.data["instructions"] == agent.instructions
+    notes = [e for e in sink.events if e.type == "note"]
+    sent = model.requests[1][1][-1]
+    assert len(notes) == 1 and notes[0].data["text"] == sent.content and "empty" in sent.content
+
+
+def test_failing_tests_are_named_in_the_report() -> None:
+    output = "..F\nFAILED tests/test_a.py::test_x - AssertionError\nFAILED tests/test_a.py::test_y\n1 passed\n"
+    sandbox = FakeSandbox({"run_test": lambda a: FakeReply(ok=False, output=output, outcome="failed",
+                                                           data={"exit_code": 1})})
+    agent, _, _, _ = make_agent([{"tool_calls": [{"name": "run_test", "arguments": {}}]}, {"message": "ok"}], sandbox)
+    report = agent.run(task())
+    assert report.last_test is not None
+    assert report.last_test.failed_tests == ["tests/test_a.py::test_x", "tests/test_a.py::test_y"]

@@ -81,7 +81,8 @@ def test_one_bad_path_in_a_multi_file_patch_denies_the_whole_patch() -> None:
     ("path", "pattern", "expected"),
     [
         ("a.py", "*.py", True),
-        ("src/a.py", "*.py", False),
+        ("src/a.py", "*.py", True),  # gitignore: no slash, any depth
+        ("src/a.py", "/*.py", False),
         ("src/a.py", "**/*.py", True),
         ("a.py", "**/*.py", True),
         ("src/deep/a.py", "src/**", True),

@@ -10,7 +10,7 @@ import pytest
 from pydantic import BaseModel
 
 from agent.context import ContextStore
-from agent.events import ConsoleSink, FanoutSink, JsonlSink, MemorySink
+from agent.events import FanoutSink, JsonlSink, MemorySink
 from agent.model.base import ModelError
 from agent.model.scripted import ScriptedModel
 from agent.protocol import (
@@ -145,17 +145,6 @@ def test_fanout_survives_a_broken_sink() -> None:
     fan = FanoutSink(Broken(), memory)
     fan.emit(_event(1))
     assert len(memory.events) == 1 and "disk full" in fan.errors[0]
-
-
-def test_console_sink_is_readable() -> None:
-    out = io.StringIO()
-    sink = ConsoleSink(out)
-    sink.emit(AgentEvent(type="turn.start", task_id="t", seq=1, step=0, data={"goal": "fix", "model": "m"}))
-    sink.emit(AgentEvent(type="tool.end", task_id="t", seq=2, step=1,
-                         data={"name": "search", "decision": "allow", "outcome": "ok", "duration_s": 0.01}))
-    sink.emit(AgentEvent(type="message", task_id="t", seq=3, step=2, data={"text": "all done", "final": True}))
-    text = out.getvalue()
-    assert "search" in text and "all done" in text and "fix" in text
 
 
 # --- scripted model ------------------------------------------------------------------------------

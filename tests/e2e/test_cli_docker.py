@@ -142,10 +142,11 @@ def test_batch_cancel_then_resume(tmp_path: Path) -> None:
     assert [r["status"] for r in rows] == ["completed"] * 4
     finished_first = done_before
     assert finished_first, "some tasks should have finished before the cancel"
-    assert f"{len(finished_first)} resumed" in text
+    assert f"{len(finished_first)} resumed" in text, text
 
 
-def test_ask_policy_prompts_on_the_terminal(tmp_path: Path) -> None:
+@pytest.mark.parametrize("quiet", [True, False], ids=["quiet", "live-console"])
+def test_ask_policy_prompts_on_the_terminal(tmp_path: Path, quiet: bool) -> None:
     import pty
 
     repo = tmp_path / "repo"
@@ -164,7 +165,8 @@ def test_ask_policy_prompts_on_the_terminal(tmp_path: Path) -> None:
         os.chdir(ROOT)
         os.environ["PYTHONPATH"] = str(ROOT)
         os.execv(sys.executable, [sys.executable, "-m", "agent.cli", "run", "--repo", str(repo), "--policy", "ask",
-                                  "--model", f"scripted:{script}", "--report", str(report_path), "--quiet", "go"])
+                                  "--model", f"scripted:{script}", "--report", str(report_path),
+                                  *(["--quiet"] if quiet else []), "go"])
     answers = ["n\n", "a\n"]
     given = 0
     seen = b""
@@ -219,7 +221,7 @@ def test_a_sandbox_that_cannot_start_ends_the_run_once_with_its_own_message(tmp_
     started = time.monotonic()
     tmp_path.chmod(0o755)  # a root-owned repo must be world-readable (the tool container is never root)
     report = run_task(TaskSpec(repo=str(tmp_path), goal="g"), model, MemorySink(),
-                      sandbox_config=SandboxConfig(memory="1x"))  # docker-py refuses the unit
+                      sandbox_config=SandboxConfig.model_construct(memory="1x"))  # unchecked: docker-py refuses it
     assert report.stop_reason == "sandbox_error", report.render()
     assert "could not start" in (report.error or "") and "memory" in (report.error or "")
     assert len(model.requests) == 1 and time.monotonic() - started < 10

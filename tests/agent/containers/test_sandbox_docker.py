@@ -748,7 +748,8 @@ def test_any_image_with_python3_serves_as_the_sandbox(repo: Path) -> None:
 
 
 def test_a_limit_docker_refuses_is_a_sandbox_error(image: str, repo: Path) -> None:
-    sandbox = Sandbox(repo, SandboxConfig(image=image, memory="1x"), task_id="bad-limit")
+    # SandboxConfig refuses "1x" itself now; unchecked, it reaches docker-py, which refuses it too.
+    sandbox = Sandbox(repo, SandboxConfig.model_construct(image=image, memory="1x"), task_id="bad-limit")
     try:
         with pytest.raises(SandboxError, match="cannot create the sandbox container"):
             sandbox.start()

@@ -1,0 +1,207 @@
+"""The batch on the console: fed by task events and reports, it shows one row per running task
+(id, step, current tool, elapsed), the finished count, and at the end a table with each error.
+
+On a terminal it redraws in place with rich; elsewhere it writes one plain line per finished
+task. It knows nothing of how tasks run: engines call started / sink / finished / skipped.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import TextIO
+
+from rich import box
+from rich.console import Console, ConsoleOptions, Group, RenderResult
+from rich.live import Live
+from rich.table import Table
+from rich.text import Text
+
+from agent.console.escape import one_line
+from agent.console.render import STATUS_STYLE
+from agent.console.terminal import Writer
+from agent.protocol import AgentEvent, Report
+
+MAX_ROWS = 20  # running tasks shown at once; the rest are counted
+ERROR_WIDTH = 80
+
+
+@dataclass
+class _Running:
+    started: float = field(default_factory=time.monotonic)
+    step: int = 0
+    tool: str = "model thinking"
+
+
+class _TaskSink:
+    """One task's events, turned into its row."""
+
+    def __init__(self, view: BatchView, task_id: str) -> None:
+        self.view = view
+        self.task_id = task_id
+
+    def emit(self, event: AgentEvent) -> None:
+        self.view.on_event(self.task_id, event)
+
+    def close(self) -> None:
+        pass
+
+
+class BatchView:
+    def __init__(self, total: int, stream: TextIO | None = None, styled: bool | None = None) -> None:
+        self.total = total
+        self.writer = Writer(stream or sys.stderr, styled)
+        self.running: dict[str, _Running] = {}
+        self.done = self.failed = self.cancelled = self.resumed = 0
+        self._lock = threading.RLock()
+        self._live: Live | None = None
+        if self.writer.console is not None:
+            self._live = Live(
+                _Board(self), console=self.writer.console, refresh_per_second=4, transient=True,
+                redirect_stdout=False, redirect_stderr=False,
+            )
+            self._live.start()
+
+    # --- what the engine calls -------------------------------------------------------------------
+
+    def sink(self, task_id: str) -> _TaskSink:
+        return _TaskSink(self, task_id)
+
+    def started(self, task_id: str) -> None:
+        with self._lock:
+            self.running[task_id] = _Running()
+
+    def skipped(self, report: Report) -> None:
+        """A task finished by an earlier run of the batch (resumed)."""
+        with self._lock:
+            self.done += 1
+            self.resumed += 1
+            self._count(report)
+            self._note(report, resumed=True)
+
+    def finished(self, report: Report) -> None:
+        with self._lock:
+            self.running.pop(report.task_id, None)
+            self.done += 1
+            self._count(report)
+            self._note(report)
+
+    def on_event(self, task_id: str, event: AgentEvent) -> None:
+        with self._lock:
+            row = self.running.get(task_id)
+            if row is None:
+                return
+            row.step = event.step
+            d = event.data
+            if event.type == "tool.start" and d.get("decision") == "allow":
+                row.tool = f"{d.get('name')} {one_line(d.get('summary', ''), 40)}".strip()
+            elif event.type in ("tool.end", "turn.start", "note") or (event.type == "message" and not d.get("final")):
+                row.tool = "model thinking"
+
+    def close(self) -> None:
+        with self._lock:
+            if self._live is not None:
+                self._live.stop()
+                self._live = None
+
+    # --- drawing ---------------------------------------------------------------------------------
+
+    def _count(self, report: Report) -> None:
+        if report.status == "cancelled":
+            self.cancelled += 1
+        elif report.status != "completed":
+            self.failed += 1
+
+    def counts(self) -> str:
+        line = f"{self.done}/{self.total} done · {self.failed} failed · {len(self.running)} running"
+        if self.cancelled:
+            line += f" · {self.cancelled} cancelled"
+        if self.resumed:
+            line += f" · {self.resumed} resumed"
+        return line
+
+    def _note(self, report: Report, resumed: bool = False) -> None:
+        mark = "✓" if report.status == "completed" else "✗"
+        line = Text(f"{mark} ", style=STATUS_STYLE.get(report.status, "bold"))
+        line.append(one_line(report.task_id), style="bold")
+        line.append(f" {report.status} ({report.stop_reason}) {report.duration_s:.1f}s")
+        if resumed:
+            line.append(" (resumed: finished earlier)", style="dim")
+        if report.error:
+            line.append(" — " + one_line(report.error, ERROR_WIDTH), style="red")
+        if self._live is None:
+            line.append(f"   [{self.counts()}]", style="dim")
+        self.writer.line(line)
+
+    def rows(self) -> list[tuple[str, str, str, str]]:
+        now = time.monotonic()
+        with self._lock:
+            items = list(self.running.items())[:MAX_ROWS]
+        return [(one_line(tid, 40), str(r.step), one_line(r.tool, 50), f"{now - r.started:.0f}s") for tid, r in items]
+
+
+class _Board:
+    """The live part: the counts and one row per running task."""
+
+    def __init__(self, view: BatchView) -> None:
+        self.view = view
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        table = Table(box=None, pad_edge=False, show_edge=False, header_style="dim")
+        for name in ("task", "step", "now", "elapsed"):
+            table.add_column(name, no_wrap=True, overflow="ellipsis")
+        for row in self.view.rows():
+            table.add_row(*row)
+        hidden = len(self.view.running) - MAX_ROWS
+        parts: list[Text | Table] = [Text(self.view.counts(), style="bold"), table]
+        if hidden > 0:
+            parts.append(Text(f"… and {hidden} more running", style="dim"))
+        yield Group(*parts)
+
+
+# --- the final table -----------------------------------------------------------------------------
+
+HEADER = ("task", "status", "reason", "steps", "calls", "files", "test", "time", "error")
+
+
+def table_rows(reports: list[Report]) -> list[tuple[str, ...]]:
+    return [
+        (
+            one_line(r.task_id),
+            r.status,
+            r.stop_reason,
+            str(r.steps),
+            str(len(r.tool_calls)),
+            str(len(r.files_changed)),
+            one_line(r.last_test.outcome) if r.last_test else "-",
+            f"{r.duration_s:.1f}s",
+            one_line(r.error, ERROR_WIDTH) if r.error else "",
+        )
+        for r in reports
+    ]
+
+
+def table_text(reports: list[Report]) -> str:
+    """The final table as aligned plain text (every cell escaped)."""
+    body = table_rows(reports)
+    widths = [max([len(h), *(len(b[i]) for b in body)]) for i, h in enumerate(HEADER)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(HEADER, widths, strict=True)).rstrip()]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(b, widths, strict=True)).rstrip() for b in body]
+    return "\n".join(lines)
+
+
+def print_table(reports: list[Report], stream: TextIO, styled: bool | None = None) -> None:
+    writer = Writer(stream, styled)
+    if writer.console is None:
+        stream.write(table_text(reports) + "\n")
+        return
+    table = Table(header_style="bold", box=box.SIMPLE_HEAD)
+    for name in HEADER:  # every column keeps its width; the error folds into what is left
+        table.add_column(name, no_wrap=name != "error", overflow="fold" if name == "error" else "ellipsis",
+                         min_width=20 if name == "error" else None)
+    for report, row in zip(reports, table_rows(reports), strict=True):
+        style = STATUS_STYLE.get(report.status, "")
+        table.add_row(*(Text(cell, style=style if i == 1 else ("red" if i == 8 else "")) for i, cell in enumerate(row)))
+    writer.console.print(table)

@@ -1,0 +1,133 @@
+"""The end of a run on the console: the summary (status, files, last test with the failing tests
+by name, totals, the final message once) and the diff of what the run changed."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, TextIO
+
+from rich.text import Text
+
+from agent.console.escape import printable
+from agent.console.terminal import Writer, safe
+
+if TYPE_CHECKING:  # protocol imports this module (Report.render): no import back at run time
+    from agent.protocol import AgentEvent, Report
+
+STATUS_STYLE = {"completed": "bold green", "stopped": "bold yellow", "cancelled": "bold yellow", "error": "bold red"}
+OUTCOME_STYLE = {"ok": "green", "passed": "green", "failed": "red", "error": "red", "timeout": "yellow"}
+MAX_FAILED_SHOWN = 10
+
+
+class ChangeLog:
+    """An event sink that keeps the diff of every patch the run applied, in order.
+
+    The diff is the one the sandbox computed while applying each patch (apply_patch's
+    ``data.diff``), so it shows what this run changed, and nothing the repository had
+    changed before it; a file patched twice appears twice, in the order of the patches.
+    """
+
+    def __init__(self) -> None:
+        self.diffs: list[str] = []
+        self.truncated = False
+
+    def emit(self, event: AgentEvent) -> None:
+        data = event.data
+        if event.type != "tool.end" or data.get("decision") != "allow" or data.get("is_error"):
+            return
+        result = data.get("data") or {}
+        diff = result.get("diff") if isinstance(result, dict) else None
+        if isinstance(diff, str) and diff.strip():
+            self.diffs.append(diff if diff.endswith("\n") else diff + "\n")
+            self.truncated = self.truncated or bool(result.get("diff_truncated"))
+
+    def close(self) -> None:
+        pass
+
+
+def summary_lines(report: Report) -> list[Text]:
+    """The summary as styled lines; every value that came from outside is escaped."""
+    r = report
+    status = Text(f"■ {r.status} ({r.stop_reason})", style=STATUS_STYLE.get(r.status, "bold"))
+    status.append(
+        f" task {printable(r.task_id)} · {r.steps} steps · {len(r.tool_calls)} tool calls · {r.duration_s:.1f}s",
+        style="",
+    )
+    lines = [status]
+    if r.error:
+        lines.append(Text("error: ", style="bold red") + safe(r.error, "red"))
+    if r.files_changed:
+        lines.append(Text("files changed: ", style="bold") + safe(", ".join(r.files_changed)))
+    if r.last_test:
+        lines.extend(_test_lines(r))
+    if r.env and r.env.image != r.env.base_image:
+        how = "built" if r.env.built else "reused"
+        lines.append(Text("env: ", style="bold") + safe(f"{r.env.image} ({len(r.env.installed)} packages, {how})"))
+    if r.patch is not None:
+        lines.append(Text(f"patch: {len(r.patch.files)} files, +{r.patch.added} -{r.patch.removed}", style="dim"))
+    if r.usage:
+        lines.append(Text(f"tokens: {r.usage.input_tokens} in, {r.usage.output_tokens} out", style="dim"))
+    denied = sum(1 for c in r.tool_calls if c.decision == "deny")
+    failed = sum(1 for c in r.tool_calls if not c.ok)
+    if failed:
+        lines.append(Text(f"failed calls: {failed} (denied by policy: {denied})", style="yellow"))
+    if r.final_message:
+        lines.append(Text("final message:", style="bold"))
+        lines.extend(safe("  " + line) for line in printable(r.final_message, multiline=True).split("\n"))
+    return lines
+
+
+def _test_lines(report: Report) -> list[Text]:
+    t = report.last_test
+    assert t is not None
+    line = Text("last test: ", style="bold") + safe(" ".join(t.command)) + Text(" -> ")
+    line.append(printable(t.outcome), style=OUTCOME_STYLE.get(t.outcome, "yellow"))
+    line.append(f" (exit {t.exit_code})")
+    lines = [line]
+    if t.failed_tests:
+        lines.append(Text(f"failing tests ({len(t.failed_tests)}):", style="red"))
+        lines.extend(safe(f"  {name}", "red") for name in t.failed_tests[:MAX_FAILED_SHOWN])
+        if len(t.failed_tests) > MAX_FAILED_SHOWN:
+            lines.append(Text(f"  … and {len(t.failed_tests) - MAX_FAILED_SHOWN} more", style="red"))
+    return lines
+
+
+def summary_text(report: Report) -> str:
+    """The summary as plain text (escaped)."""
+    return "\n".join(line.plain for line in summary_lines(report))
+
+
+def diff_lines(changes: ChangeLog) -> list[Text]:
+    """The run's diff, escaped, coloured line by line (+ green, - red, @@ cyan, headers bold)."""
+    if not changes.diffs:
+        return [Text("diff: no file changed", style="dim")]
+    lines = [Text("diff of what the run changed:", style="bold")]
+    for diff in changes.diffs:
+        for raw in printable(diff.rstrip("\n"), multiline=True).split("\n"):
+            lines.append(Text(raw, style=_diff_style(raw)))
+    if changes.truncated:
+        lines.append(Text("(the diff of at least one patch was cut: see the files themselves)", style="yellow"))
+    return lines
+
+
+def _diff_style(line: str) -> str:
+    if line.startswith(("+++", "---", "diff ", "new file", "deleted file", "rename ")):
+        return "bold"
+    if line.startswith("+"):
+        return "green"
+    if line.startswith("-"):
+        return "red"
+    if line.startswith("@@"):
+        return "cyan"
+    return ""
+
+
+def print_summary(report: Report, stream: TextIO, changes: ChangeLog | None = None, styled: bool | None = None) -> None:
+    """The summary, then (when ``changes`` is given) the diff, on ``stream``."""
+    writer = Writer(stream, styled)
+    writer.line(Text(""))
+    for line in summary_lines(report):
+        writer.line(line)
+    if changes is not None:
+        writer.line(Text(""))
+        for line in diff_lines(changes):
+            writer.line(line)

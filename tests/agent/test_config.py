@@ -1,0 +1,95 @@
+"""The config file: codebox.toml in the user's config folder, [tool.codebox] in ./pyproject.toml,
+CODEBOX_* variables; flags win; a bad file is a one-line usage error naming the file and key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agent.cli import build_parser, main
+from agent.config import ConfigError, load_settings
+
+
+@pytest.fixture
+def places(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
+    """(the user's codebox.toml, the project's pyproject.toml), both absent at first."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    project = tmp_path / "project"
+    project.mkdir()
+    monkeypatch.chdir(project)
+    for name in ("CODEBOX_MODEL", "CODEBOX_JOBS", "CODEBOX_MAX_STEPS", "CODEBOX_POLICY"):
+        monkeypatch.delenv(name, raising=False)
+    user = tmp_path / "config" / "codebox" / "codebox.toml"
+    user.parent.mkdir(parents=True)
+    return user, project / "pyproject.toml"
+
+
+def test_built_in_defaults_without_files(places: tuple[Path, Path]) -> None:
+    settings = load_settings()
+    assert settings.model is None and settings.max_steps == 30 and settings.policy == "read-only"
+    assert settings.memory == "1g" and settings.jobs == 2
+
+
+def test_precedence_flags_env_project_user(places: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    user, project = places
+    user.write_text('model = "user-model"\nmax_steps = 11\njobs = 3\nmemory = "2g"\ndeny = ["*.pem"]\n')
+    project.write_text('[project]\nname = "x"\n[tool.codebox]\nmax_steps = 22\npolicy = "workspace-write"\n')
+    monkeypatch.setenv("CODEBOX_JOBS", "5")
+    settings = load_settings()
+    assert settings.model == "user-model"  # only the user's file sets it
+    assert settings.max_steps == 22  # the project's file wins over the user's
+    assert settings.jobs == 5  # the environment wins over both
+    args = build_parser(settings).parse_args(["run", "--repo", ".", "--max-steps", "7", "g"])
+    assert args.max_steps == 7 and args.policy == "workspace-write" and args.memory == "2g"
+    assert args._deny == ["*.pem"]
+
+
+def test_help_shows_the_config_defaults(places: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    user, _ = places
+    user.write_text('max_steps = 44\ndeny = ["*.pem", "*.key"]\n')
+    with pytest.raises(SystemExit):
+        main(["run", "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert "(default: 44)" in out and "(default: *.pem *.key)" in out
+
+
+def test_a_flag_replaces_the_configured_list(
+    places: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    user, _ = places
+    user.write_text('policy = "workspace-write"\nallow = ["src/**"]\n')
+    seen = {}
+
+    def fake_cmd_run(args: object) -> int:
+        seen["allow"] = args.allow  # type: ignore[attr-defined]
+        return 0
+
+    import agent.cli as cli
+
+    monkeypatch.setattr(cli, "cmd_run", fake_cmd_run)  # the parser binds cmd_run when it is built
+    assert main(["run", "--repo", ".", "g"]) == 0 and seen["allow"] == ["src/**"]
+    assert main(["run", "--repo", ".", "--allow", "docs/**", "g"]) == 0 and seen["allow"] == ["docs/**"]
+
+
+@pytest.mark.parametrize(
+    ("where", "content", "message"),
+    [
+        ("user", "modle = 'x'\n", "{user}: modle: unknown key (known: model, base_url,"),
+        ("user", "max_steps = 0\n", "{user}: max_steps: must be at least 1 (got 0)"),
+        ("user", "max_steps = [\n", "{user}: cannot read it as TOML:"),
+        ("project", "[tool.codebox]\npolicy = 'yolo'\n",
+         "{project} [tool.codebox]: policy: must be 'read-only', 'workspace-write' or 'ask' (got \"yolo\")"),
+    ],
+)
+def test_a_bad_config_is_a_usage_error_naming_file_and_key(
+    places: tuple[Path, Path], capsys: pytest.CaptureFixture[str], where: str, content: str, message: str
+) -> None:
+    user, project = places
+    (user if where == "user" else project).write_text(content)
+    with pytest.raises(ConfigError):
+        load_settings()
+    assert main(["run", "--repo", ".", "g"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("codebox: " + message.format(user=user, project=project)), err
+    assert err.count("\n") == 1
