@@ -36,7 +36,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import IO, Any, Mapping, NamedTuple, Optional
+from typing import IO, Any, Mapping, Optional
 
 from sandbox.tools import (
     Context,
@@ -51,6 +51,16 @@ from sandbox.tools import (
 )
 from sandbox.tools.output import HeadTail
 from sandbox.tools.paths import display, resolve
+
+# Re-exported: they used to live here (the server now imports the light sandbox.tools.procs).
+from sandbox.tools.procs import (  # noqa: F401
+    ProcInfo,
+    become_subreaper,
+    in_host_pid_namespace,
+    read_stat,
+    scan,
+    set_undumpable,
+)
 
 DEFAULT_TIMEOUT_S = 300.0
 MAX_TIMEOUT_S = 24 * 3600.0
@@ -68,42 +78,6 @@ PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath
 # -- /proc ------------------------------------------------------------------------------
 
 
-class ProcInfo(NamedTuple):
-    pid: int
-    ppid: int
-    pgid: int
-    sid: int
-    state: str
-
-
-def read_stat(pid: int) -> Optional[ProcInfo]:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            data = f.read()
-    except OSError:
-        return None
-    end = data.rfind(b")")  # the command name may itself hold spaces and parentheses
-    fields = data[end + 2 :].split()
-    try:
-        return ProcInfo(pid, int(fields[1]), int(fields[2]), int(fields[3]), fields[0].decode())
-    except (IndexError, ValueError):
-        return None
-
-
-def scan() -> dict[int, ProcInfo]:
-    procs: dict[int, ProcInfo] = {}
-    try:
-        names = os.listdir("/proc")
-    except OSError:
-        return procs
-    for name in names:
-        if name.isdigit():
-            info = read_stat(int(name))
-            if info is not None:
-                procs[info.pid] = info
-    return procs
-
-
 def cmdline(pid: int) -> str:
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as f:
@@ -119,38 +93,6 @@ def cmdline(pid: int) -> str:
         except OSError:
             text = "?"
     return text if len(text) <= 300 else text[:300] + "..."
-
-
-def become_subreaper() -> bool:
-    """PR_SET_CHILD_SUBREAPER: orphans of our descendants are re-parented to us."""
-    if not sys.platform.startswith("linux"):
-        return False
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        return int(libc.prctl(36, 1, 0, 0, 0)) == 0
-    except Exception:  # no ctypes in this python, no prctl: host mode loses orphans
-        return False
-
-
-def set_undumpable() -> bool:
-    """PR_SET_DUMPABLE 0: processes of our uid can no longer open /proc/<us>/fd/*
-    (the protocol pipes) nor ptrace us. Children get it back when they exec."""
-    if not sys.platform.startswith("linux"):
-        return False
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        return int(libc.prctl(4, 0, 0, 0, 0)) == 0
-    except Exception:
-        return False
-
-
-def in_host_pid_namespace() -> bool:
-    """Kernel threads (kthreadd: ppid 0, pid 2) are visible only from the host's namespace."""
-    return any(p.ppid == 0 and pid != 1 for pid, p in scan().items())
 
 
 def _real_uid(pid: int) -> Optional[int]:
