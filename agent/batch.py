@@ -15,6 +15,7 @@ from typing import TextIO
 
 from pydantic import ValidationError
 
+from agent.containers.pool import PlannedTask, WarmPool
 from agent.containers.sandbox import SandboxConfig
 from agent.events import FanoutSink, JsonlSink
 from agent.loop import CancelToken, Limits
@@ -131,10 +132,15 @@ def run_batch(
     limits: Limits | None = None,
     cancel: CancelToken | None = None,
     progress_stream: TextIO | None = None,
+    warm: bool = True,
 ) -> list[Report]:
-    """Run the tasks; every task that ran ends with a report on disk, whatever went wrong."""
+    """Run the tasks; every task that ran ends with a report on disk, whatever went wrong.
+
+    ``warm``: start each queued task's sandbox while the tasks before it run (agent.containers.pool).
+    """
     cancel = cancel or CancelToken()
     out_dir.mkdir(parents=True, exist_ok=True)
+    pool = WarmPool(max(1, jobs) if warm else 0, warm_plan(tasks, out_dir, sandbox_config))
     progress = Progress(total=len(tasks), stream=progress_stream or sys.stderr)
     reports: dict[str, Report] = {}
     started: set[str] = set()
@@ -159,7 +165,9 @@ def run_batch(
             except ModelError as exc:
                 report = failed_report(task, task.model or "?", "model_error", str(exc), sink)
             else:
-                report = run_task(task, model, sink, sandbox_config=sandbox_config, cancel=cancel, limits=limits)
+                report = run_task(
+                    task, model, sink, sandbox_config=sandbox_config, cancel=cancel, limits=limits, warm=pool
+                )
         except Exception as exc:  # one task's crash never stops the others
             report = failed_report(task, task.model or "?", "sandbox_error", f"{type(exc).__name__}: {exc}", sink)
         finally:
@@ -178,14 +186,25 @@ def run_batch(
             print(f"codebox: task {task.id}: {report.error}", file=sys.stderr)
             progress.update(finished=report, started=0 if task.id in started else 1)
 
-    with ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="codebox-task") as pool:
-        futures = [pool.submit(guarded, task) for task in tasks]
+    with pool, ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="codebox-task") as executor:
+        futures = [executor.submit(guarded, task) for task in tasks]
         for future in futures:
             while not future.done():
                 time.sleep(0.05)  # keeps the main thread free for signal handlers
     ordered = [reports[t.id] for t in tasks if t.id in reports]
     write_summary(out_dir, ordered)
     return ordered
+
+
+def warm_plan(tasks: list[TaskSpec], out_dir: Path, sandbox_config: SandboxConfig | None) -> list[PlannedTask]:
+    """The tasks that will run, in order, with the folder and limits run_task will use."""
+    base = sandbox_config or SandboxConfig()
+    plan = []
+    for t in tasks:
+        if finished_report(out_dir / t.id) is None:
+            config = base.model_copy(update={"image": t.image}) if t.image else base
+            plan.append(PlannedTask(t.id, Path(t.repo).expanduser().resolve(), config))
+    return plan
 
 
 def _write_atomic(path: Path, text: str) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
@@ -18,6 +18,9 @@ from agent.model.scripted import ScriptedModel
 from agent.policy import ApproveOncePolicy, AskFn, Policy, ReadOnlyPolicy, WorkspaceWritePolicy
 from agent.protocol import STATUS_FOR_REASON, AgentEvent, Report, StopReason, TaskSpec
 from agent.tools import ToolContext, ToolRegistry
+
+if TYPE_CHECKING:
+    from agent.containers.pool import WarmPool
 
 
 def build_policy(task: TaskSpec, ask: AskFn | None = None) -> Policy:
@@ -77,8 +80,12 @@ def run_task(
     cancel: CancelToken | None = None,
     limits: Limits | None = None,
     ask: AskFn | None = None,
+    warm: WarmPool | None = None,
 ) -> Report:
-    """Run one task and always return a report; the sandbox is removed whatever happens."""
+    """Run one task and always return a report; the sandbox is removed whatever happens.
+
+    ``warm``: a batch's pool, which may hold this task's sandbox already started.
+    """
     cancel = cancel or CancelToken()
     try:
         policy = build_policy(task, ask)
@@ -92,13 +99,14 @@ def run_task(
         config = config.model_copy(update={"image": task.image})
     if cancel.cancelled:
         return failed_report(task, model.name, "cancelled", cancel.reason or "cancelled before start", sink)
+    sandbox = warm.claim(task.id, repo, config) if warm is not None else None
     try:  # fail fast, before any model token is spent, on the one common start failure
-        if not image_exists(config.image):
+        if sandbox is None and not image_exists(config.image):
             return failed_report(task, model.name, "sandbox_error", f"the sandbox image {config.image!r} is "
                                  "not there; build it with `codebox image build` (or pass --image)", sink)
     except ImageError as exc:
         return failed_report(task, model.name, "sandbox_error", str(exc), sink)
-    sandbox = Sandbox(repo, config, task_id=task.id)
+    sandbox = sandbox or Sandbox(repo, config, task_id=task.id)
     # The container starts (~0.35 s) while the model thinks about its first reply.
     early = _EarlyStart(sandbox)
     try:

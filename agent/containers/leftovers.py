@@ -27,6 +27,7 @@ LABEL_OWNER_START = "codebox.owner_start"
 LABEL_HOST = "codebox.host"
 LABEL_ROLE = "codebox.role"
 LABEL_EXPIRES = "codebox.expires"
+LABEL_POOL = "codebox.pool"  # set on containers a WarmPool started ahead of their task
 
 # reap_leftovers leaves an expired container alone for this long (its server exits by itself first).
 EXPIRY_GRACE_S = 5.0

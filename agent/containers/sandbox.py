@@ -168,11 +168,13 @@ class Sandbox:
         config: SandboxConfig | None = None,
         task_id: str | None = None,
         client: docker.DockerClient | None = None,
+        labels: dict[str, str] | None = None,
     ) -> None:
         self.repo = Path(repo).resolve()
         self.config = config or SandboxConfig()
         self.task_id = task_id or uuid.uuid4().hex[:12]
         self._client = client
+        self._labels = dict(labels or {})  # extra container labels (e.g. codebox.pool)
         self.startup_s: float | None = None  # start-to-ready (ping answered) of the last container started
         self._boxes: dict[str, _Box] = {}
         self._call_lock = threading.Lock()
@@ -427,7 +429,7 @@ class Sandbox:
         cfg = self.config
         # No image lookup here: create() answers ImageNotFound itself (the runner has looked
         # the image up once, before the model's first token).
-        name, options = container_options(cfg, self.repo, role, self.task_id, time.time())
+        name, options = container_options(cfg, self.repo, role, self.task_id, time.time(), self._labels)
         expires = float(options["labels"][LABEL_EXPIRES])
         t0 = time.monotonic()
         try:

@@ -120,11 +120,17 @@ def _volumes(repo: Path, role: str) -> dict[str, dict[str, str]]:
 
 
 def container_options(
-    config: SandboxConfig, repo: Path, role: str, task_id: str, now: float
+    config: SandboxConfig,
+    repo: Path,
+    role: str,
+    task_id: str,
+    now: float,
+    extra_labels: dict[str, str] | None = None,
 ) -> tuple[str, dict[str, Any]]:
     """The container's name and the keyword arguments of docker-py's ``containers.create``."""
     name = f"codebox-{_safe_name(task_id)}-{role}-{secrets.token_hex(3)}"
     labels = {
+        **(extra_labels or {}),  # first: they never override the labels the reaper relies on
         LABEL_TASK: task_id,
         LABEL_OWNER: str(os.getpid()),
         LABEL_OWNER_START: process_start_ticks(os.getpid()) or "",
