@@ -8,17 +8,22 @@ import os
 import shlex
 import signal
 import sys
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from types import FrameType
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from agent.events import ConsoleSink, EventSink, FanoutSink, JsonlSink
-from agent.loop import CancelToken, Limits
-from agent.model.base import ModelClient, ModelError
-from agent.policy import Answer
-from agent.protocol import Report, TaskSpec
-from agent.tools import PreparedCall
+# The rest of codebox (pydantic models, docker, the loop) is imported where a command needs it:
+# `codebox --help` imports none of it, and `codebox run` starts its container first.
+if TYPE_CHECKING:
+    from agent.containers.pool import WarmPool
+    from agent.events import EventSink
+    from agent.loop import CancelToken
+    from agent.model.base import ModelClient
+    from agent.policy import Answer
+    from agent.protocol import Report, TaskSpec
+    from agent.tools import PreparedCall
 
 EXIT_OK, EXIT_STOPPED, EXIT_USAGE, EXIT_CANCELLED = 0, 1, 2, 130
 
@@ -90,6 +95,8 @@ def _openai_options(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _model_spec(args: argparse.Namespace, task: TaskSpec | None = None) -> str:
+    from agent.model.base import ModelError
+
     spec = (task.model if task and task.model else None) or args.model or os.environ.get("CODEBOX_MODEL")
     if not spec:
         raise ModelError("no model given: pass --model NAME (or scripted:FILE), or set CODEBOX_MODEL")
@@ -120,11 +127,43 @@ def _exit_code(report: Report) -> int:
 # --- commands ------------------------------------------------------------------------------------
 
 
+def _early_sandbox(args: argparse.Namespace, task_id: str) -> WarmPool | None:
+    """Start the task's sandbox now: the container boots while the rest of codebox is imported.
+
+    run_task claims it (agent.containers.pool); on any doubt (bad flags, no repo) nothing starts
+    here and run_task starts it, or reports why it cannot, as it always does.
+    """
+    from agent.containers.pool import PlannedTask, WarmPool
+
+    try:
+        config = _sandbox_config(args)
+    except ValueError:
+        return None
+    pool = WarmPool(1)
+    pool.prestart(PlannedTask(task_id, Path(args.repo).expanduser().resolve(), config))
+    return pool
+
+
 def cmd_run(args: argparse.Namespace) -> int:
+    task_id = f"task_{uuid.uuid4().hex[:12]}"
+    warm = _early_sandbox(args, task_id)
+    try:
+        return _cmd_run(args, task_id, warm)
+    finally:
+        if warm is not None:
+            warm.close()  # removes the early sandbox if the run never claimed it
+
+
+def _cmd_run(args: argparse.Namespace, task_id: str, warm: WarmPool | None) -> int:
+    from agent.events import ConsoleSink, FanoutSink, JsonlSink
+    from agent.loop import CancelToken, Limits
+    from agent.model.base import ModelError
+    from agent.protocol import TaskSpec
     from agent.runner import failed_report, run_task
 
     try:
         task = TaskSpec(
+            id=task_id,
             repo=str(Path(args.repo).expanduser().resolve()),
             goal=args.goal,
             policy=args.policy,
@@ -170,6 +209,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                     cancel=cancel,
                     limits=Limits(max_steps=args.max_steps, timeout_s=args.timeout),
                     ask=terminal_ask if task.policy == "ask" else None,
+                    warm=warm,
                 )
     finally:
         sink.close()
@@ -194,6 +234,7 @@ def _finish_report(report: Report, path: str | None, stream: TextIO) -> None:
 
 def cmd_batch(args: argparse.Namespace) -> int:
     from agent.batch import load_tasks, render_table, run_batch
+    from agent.loop import CancelToken, Limits
 
     tasks, errors = load_tasks(Path(args.tasks))
     if errors:

@@ -100,12 +100,18 @@ def run_task(
     if cancel.cancelled:
         return failed_report(task, model.name, "cancelled", cancel.reason or "cancelled before start", sink)
     sandbox = warm.claim(task.id, repo, config) if warm is not None else None
+    problem = None
     try:  # fail fast, before any model token is spent, on the one common start failure
-        if sandbox is None and not image_exists(config.image):
-            return failed_report(task, model.name, "sandbox_error", f"the sandbox image {config.image!r} is "
-                                 "not there; build it with `codebox image build` (or pass --image)", sink)
+        # (a claimed sandbox whose container exists has passed this check already)
+        if (sandbox is None or not sandbox.container_ids) and not image_exists(config.image):
+            problem = (f"the sandbox image {config.image!r} is not there; "
+                       "build it with `codebox image build` (or pass --image)")
     except ImageError as exc:
-        return failed_report(task, model.name, "sandbox_error", str(exc), sink)
+        problem = str(exc)
+    if problem is not None:
+        if sandbox is not None:
+            sandbox.close()
+        return failed_report(task, model.name, "sandbox_error", problem, sink)
     sandbox = sandbox or Sandbox(repo, config, task_id=task.id)
     # The container starts (~0.35 s) while the model thinks about its first reply.
     early = _EarlyStart(sandbox)

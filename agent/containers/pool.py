@@ -69,18 +69,29 @@ class WarmPool:
         # Nothing starts before the first claim: the first tasks start their own sandboxes at
         # once, and a batch that runs nothing (cancelled, all resumed) starts no container.
 
+    def prestart(self, planned: PlannedTask) -> None:
+        """Start this task's sandbox now (ahead of the queue), if the pool has room."""
+        with self._lock:
+            self._queue.insert(0, planned)
+        self._top_up()
+
     def claim(self, task_id: str, repo: Path, config: SandboxConfig) -> Sandbox | None:
-        """This task's started sandbox (the caller owns and closes it), or None: start one yourself."""
+        """This task's sandbox, started or starting (the caller owns and closes it); None: start one.
+
+        A start still under way is not waited for here: the sandbox's first call waits for it
+        (calls and starts share one lock), so the task's first model request overlaps the rest
+        of the start. ``sandbox.container_ids`` is empty until its container exists.
+        """
         with self._lock:
             warm = self._warm.pop(task_id, None)
             self._queue = [p for p in self._queue if p.task_id != task_id]
         self._top_up()
         if warm is None:
             return None
-        warm.thread.join()
         matches = warm.planned.repo == Path(repo) and warm.planned.config == config
-        if warm.error is not None or not matches or warm.sandbox.closed:
-            if warm.error is not None:
+        failed = warm.error is not None and not warm.thread.is_alive()
+        if failed or not matches or warm.sandbox.closed:
+            if failed:
                 _log.info("warm sandbox of %s did not start (%s): the task starts its own", task_id, warm.error)
             warm.sandbox.close()
             return None

@@ -251,3 +251,48 @@ def test_the_write_box_starts_only_at_the_first_allowed_write(image: str, client
     assert roles_after == [["tools"], ["tools"], ["tools"], ["tools", "write"], ["tools", "write"]]
     assert (repo / "src" / "allowed.txt").exists() and not (repo / "docs").exists()
     assert _wait_none(client, task_id)
+
+
+# --- early starts and a missing image --------------------------------------------------------------
+
+
+def test_a_missing_image_still_fails_fast_when_the_sandbox_was_started_early(client: Any, tmp_path: Path) -> None:
+    repo = _repo(tmp_path / "m", "m")
+    task_id = f"{TASK}-noimage"
+    config = SandboxConfig(image="codebox-no-such-image:none")
+    pool = WarmPool(1)
+    pool.prestart(PlannedTask(task_id, repo.resolve(), config))
+    model = ScriptedModel([{"message": "never asked"}])
+    try:
+        task = TaskSpec(id=task_id, repo=str(repo), goal="g")
+        report = run_task(task, model, CallbackSink(lambda _e: None), sandbox_config=config, warm=pool)
+    finally:
+        pool.close()
+    assert report.stop_reason == "sandbox_error" and "codebox image build" in (report.error or ""), report.render()
+    assert model.requests == []
+    assert _wait_none(client, task_id)
+
+
+def test_codebox_run_starts_its_sandbox_early_and_leaves_nothing(image: str, client: Any, tmp_path: Path) -> None:
+    repo = _repo(tmp_path / "c", "cli")
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps({"turns": [
+        {"tool_calls": [{"name": "read_file", "arguments": {"path": "README.md"}}]},
+        {"message": "done"},
+    ]}))
+    report_path = tmp_path / "report.json"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    base = [sys.executable, "-m", "agent.cli", "run", "--quiet", "--repo", str(repo), "--model", f"scripted:{script}"]
+    done = subprocess.run([*base, "--report", str(report_path), "read"], env=env, cwd=ROOT, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = json.loads(report_path.read_text())
+    assert report["status"] == "completed" and report["tool_calls"][0]["ok"] is True
+    assert not _containers(client, report["task_id"])
+
+    missing = subprocess.run([*base, "--image", "codebox-no-such-image:none", "--report", str(report_path), "read"],
+                             env=env, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert missing.returncode == 1, missing.stdout + missing.stderr
+    report = json.loads(report_path.read_text())
+    assert report["stop_reason"] == "sandbox_error" and "codebox image build" in report["error"]
+    assert report["steps"] == 0 and not _containers(client, report["task_id"])
