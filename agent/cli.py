@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import atexit
 import contextlib
 import os
 import shlex
@@ -401,5 +402,20 @@ def main(argv: list[str] | None = None) -> int:
     return code
 
 
+def entry() -> None:
+    """The `codebox` command: main(), then exit without tearing the interpreter down.
+
+    By then the report is written, the sinks closed and the sandboxes removed; the atexit
+    hooks run here. Freeing some 40,000 objects one by one at exit only made every command
+    slower (about 0.1 s on an idle machine, more under load).
+    """
+    code = main()
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()
