@@ -54,6 +54,8 @@ class _Warm:
             self.error = str(exc)
         except Exception as exc:  # never a traceback in a thread: the task starts its own instead
             self.error = f"{type(exc).__name__}: {exc}"
+        if self.error is not None and not self.sandbox.closed:
+            _log.warning("warm sandbox of %s did not start: %s", self.planned.task_id, self.error)
 
 
 class WarmPool:

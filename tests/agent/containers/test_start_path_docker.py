@@ -93,7 +93,8 @@ def test_the_pool_starts_the_next_tasks_sandbox_labelled_on_its_own_repo(
     with WarmPool(1, plan) as pool:
         assert not any(_containers(client, t) for t in ids)  # nothing before the first task begins
         assert pool.claim(ids[0], repos[0].resolve(), config) is None  # the first task starts its own
-        [warm] = _wait_some(client, ids[1])  # ... while the next one's sandbox starts
+        assert pool.wait_started(ids[1], timeout_s=60)  # ... while the next one's sandbox starts
+        [warm] = _containers(client, ids[1])
         assert not _containers(client, ids[2]), "more than `size` sandboxes started ahead"
         labels = warm["Labels"]
         assert labels[LABEL_POOL] == "warm" and labels["codebox.owner"] == str(os.getpid())
@@ -163,19 +164,16 @@ def test_a_warm_sandbox_goes_with_its_sigkilled_owner(image: str, client: Any, t
         plan = [PlannedTask(t, Path(r), cfg) for t, r in {list(zip(ids, map(str, repos), strict=True))!r}]
         pool = WarmPool(1, plan)
         pool.claim(plan[0].task_id, plan[0].repo, cfg)
-        print("claimed", flush=True)
+        print("started" if pool.wait_started(plan[1].task_id, 60) else "not started", flush=True)
         time.sleep(120)
         """
     )
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, env=env)
     try:
-        assert proc.stdout is not None and proc.stdout.readline().strip() == "claimed"
-        [warm] = _wait_some(client, ids[1])
-        deadline = time.monotonic() + 30
-        while client.api.inspect_container(warm["Id"])["State"]["Status"] != "running":
-            assert time.monotonic() < deadline, "the warm container never ran"
-            time.sleep(0.1)
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "started"
+        [warm] = _containers(client, ids[1])
+        assert warm["State"] == "running", warm["State"]
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(5)
         assert _wait_none(client, ids[1]), "a warm container outlived its SIGKILLed owner"
