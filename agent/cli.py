@@ -1,4 +1,4 @@
-"""The `codebox` command: run, batch, demo, image, gc."""
+"""The `codebox` command: run, batch, demo, image, gc, view."""
 
 from __future__ import annotations
 
@@ -7,12 +7,9 @@ import atexit
 import contextlib
 import os
 import shlex
-import signal
 import sys
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
-from types import FrameType
 from typing import TYPE_CHECKING, Any, TextIO
 
 # The rest of codebox (pydantic models, docker, the loop) is imported where a command needs it:
@@ -20,32 +17,12 @@ from typing import TYPE_CHECKING, Any, TextIO
 if TYPE_CHECKING:
     from agent.containers.pool import WarmPool
     from agent.events import EventSink
-    from agent.loop import CancelToken
     from agent.model.base import ModelClient
     from agent.policy import Answer
     from agent.protocol import Report, TaskSpec
     from agent.tools import PreparedCall
 
 EXIT_OK, EXIT_STOPPED, EXIT_USAGE, EXIT_CANCELLED = 0, 1, 2, 130
-
-
-@contextlib.contextmanager
-def cancel_on_signals(cancel: CancelToken, stream: TextIO = sys.stderr) -> Iterator[None]:
-    """Ctrl-C or SIGTERM cancels the run cleanly; a second Ctrl-C exits at once."""
-
-    def handler(signum: int, frame: FrameType | None) -> None:
-        name = signal.Signals(signum).name
-        if cancel.cancelled and signum == signal.SIGINT:
-            raise KeyboardInterrupt
-        stream.write(f"\ncodebox: {name} received: stopping (the sandbox is being removed)\n")
-        cancel.cancel(f"{name} received")
-
-    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for sig, old in previous.items():
-            signal.signal(sig, old)
 
 
 def terminal_ask(call: PreparedCall) -> Answer:
@@ -95,19 +72,19 @@ def _openai_options(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def _model_spec(args: argparse.Namespace, task: TaskSpec | None = None) -> str:
-    from agent.model.base import ModelError
+def _model_spec(args: argparse.Namespace, task: TaskSpec | None = None) -> str | None:
+    return (task.model if task and task.model else None) or args.model or os.environ.get("CODEBOX_MODEL")
 
-    spec = (task.model if task and task.model else None) or args.model or os.environ.get("CODEBOX_MODEL")
+
+def _make_model(args: argparse.Namespace, task: TaskSpec) -> ModelClient:
+    """A batch task's model (a ModelError when none is given or it cannot be built)."""
+    from agent.model.base import ModelError
+    from agent.model.factory import build_model
+
+    spec = _model_spec(args, task)
     if not spec:
         raise ModelError("no model given: pass --model NAME (or scripted:FILE), or set CODEBOX_MODEL")
-    return spec
-
-
-def _make_model(args: argparse.Namespace, task: TaskSpec | None = None) -> ModelClient:
-    from agent.runner import build_model
-
-    return build_model(_model_spec(args, task), **_openai_options(args))
+    return build_model(spec, **_openai_options(args))
 
 
 def _sandbox_config(args: argparse.Namespace) -> Any:
@@ -158,9 +135,9 @@ def cmd_run(args: argparse.Namespace) -> int:
 def _cmd_run(args: argparse.Namespace, task_id: str, warm: WarmPool | None) -> int:
     from agent.events import ConsoleSink, FanoutSink, JsonlSink
     from agent.loop import CancelToken, Limits
-    from agent.model.base import ModelError
     from agent.protocol import TaskSpec
-    from agent.runner import failed_report, run_task
+    from agent.runner import run_spec
+    from agent.signals import cancel_on_signals
 
     try:
         task = TaskSpec(
@@ -197,21 +174,17 @@ def _cmd_run(args: argparse.Namespace, task_id: str, warm: WarmPool | None) -> i
     cancel = CancelToken()
     try:
         with cancel_on_signals(cancel):
-            try:
-                model = _make_model(args, task)
-            except ModelError as exc:
-                report = failed_report(task, args.model or "?", "model_error", str(exc), sink)
-            else:
-                report = run_task(
-                    task,
-                    model,
-                    sink,
-                    sandbox_config=sandbox_config,
-                    cancel=cancel,
-                    limits=Limits(max_steps=args.max_steps, timeout_s=args.timeout),
-                    ask=terminal_ask if task.policy == "ask" else None,
-                    warm=warm,
-                )
+            report = run_spec(
+                task,
+                _model_spec(args, task),
+                _openai_options(args),
+                sink,
+                sandbox_config=sandbox_config,
+                cancel=cancel,
+                limits=Limits(max_steps=args.max_steps, timeout_s=args.timeout),
+                ask=terminal_ask if task.policy == "ask" else None,
+                warm=warm,
+            )
     finally:
         sink.close()
     _finish_report(report, args.report, console_stream)
@@ -236,6 +209,7 @@ def _finish_report(report: Report, path: str | None, stream: TextIO) -> None:
 def cmd_batch(args: argparse.Namespace) -> int:
     from agent.batch import load_tasks, render_table, run_batch
     from agent.loop import CancelToken, Limits
+    from agent.signals import cancel_on_signals
 
     tasks, errors = load_tasks(Path(args.tasks))
     if errors:
@@ -285,6 +259,7 @@ def cmd_image(args: argparse.Namespace) -> int:
         REGISTRY_BASE_IMAGE,
         ImageError,
         build_base,
+        build_lock,
         build_sandbox,
         ensure_sandbox_image,
         image_exists,
@@ -292,16 +267,44 @@ def cmd_image(args: argparse.Namespace) -> int:
 
     try:
         if args.force:
-            base = REGISTRY_BASE_IMAGE if image_exists(REGISTRY_BASE_IMAGE) else BASE_IMAGE
-            if base == BASE_IMAGE:
-                build_base()  # reused when present
-            tag = build_sandbox(base=base, force=True)
+            with build_lock(print):
+                base = REGISTRY_BASE_IMAGE if image_exists(REGISTRY_BASE_IMAGE) else BASE_IMAGE
+                if base == BASE_IMAGE:
+                    build_base()  # reused when present
+                tag = build_sandbox(base=base, force=True)
         else:
             tag = ensure_sandbox_image(offline=False if args.pull else None)
         print(f"codebox: sandbox image ready: {tag}")
     except ImageError as exc:
         print(f"codebox: {exc}", file=sys.stderr)
         return EXIT_STOPPED
+    return EXIT_OK
+
+
+def cmd_view(args: argparse.Namespace) -> int:
+    import contextlib
+
+    from agent.view import ViewError, load, render
+    from agent.view.load import default_output
+    from agent.view.serve import make_server
+
+    path = Path(args.path)
+    try:
+        html = render(load(path))
+        if args.out or not args.serve:
+            out = Path(args.out) if args.out else default_output(path)
+            out.write_text(html, encoding="utf-8")
+            print(f"codebox: wrote {out} (open it in a browser)")
+        if not args.serve:
+            return EXIT_OK
+        server = make_server(lambda: render(load(path)), args.port)
+    except ViewError as exc:
+        return _usage_error(str(exc))
+    except OSError as exc:  # the output file, or the port
+        return _usage_error(f"view: {exc}")
+    print(f"codebox: serving {path} at http://127.0.0.1:{server.server_port}/ (Ctrl-C stops)", flush=True)
+    with contextlib.suppress(KeyboardInterrupt), server:
+        server.serve_forever()
     return EXIT_OK
 
 
@@ -343,10 +346,30 @@ def _add_limits(p: argparse.ArgumentParser, max_steps: int | None, timeout: floa
     p.add_argument("--timeout", type=float, default=timeout, help=f"wall-clock budget per task, seconds{what}")
 
 
+def version_text() -> str:
+    """The version, and the sandbox image it expects (files only: no Docker call)."""
+    from agent import __version__
+    from agent.containers.image import SANDBOX_IMAGE, image_format
+
+    return f"codebox {__version__} (sandbox image {SANDBOX_IMAGE}, image format {image_format()})"
+
+
+class _VersionAction(argparse.Action):
+    """--version as one unwrapped line (argparse's own action wraps it to the terminal)."""
+
+    def __init__(self, option_strings: list[str], dest: str, help: str | None = None) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
+        print(version_text())
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="codebox", description="A coding agent whose every tool call runs in a network-less Docker sandbox."
     )
+    parser.add_argument("--version", action=_VersionAction, help="print the version and the sandbox image it expects")
     sub = parser.add_subparsers(dest="command", required=True)
 
     run = sub.add_parser("run", help="run one task on a repository")
@@ -365,7 +388,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--report", help="write the report to this JSON file")
     run.add_argument("--json", action="store_true", help="events as JSON lines on stdout (progress goes to stderr)")
     run.add_argument("--quiet", action="store_true", help="no live progress")
-    _add_limits(run, 30, 900.0, "")
+    _add_limits(run, TaskSpec.model_fields["max_steps"].default, TaskSpec.model_fields["timeout_s"].default, "")
     _add_model_options(run)
     _add_sandbox_options(run)
     run.set_defaults(func=cmd_run)
@@ -390,6 +413,13 @@ def build_parser() -> argparse.ArgumentParser:
     build.add_argument("--force", action="store_true", help="rebuild even if it exists")
     build.add_argument("--pull", action="store_true", help="build on the registry base (pulled) instead of offline")
     build.set_defaults(func=cmd_image)
+
+    view = sub.add_parser("view", help="runs and batches as one HTML page (a batch --out folder, events or report)")
+    view.add_argument("path", help="a batch --out folder, a task folder, an events .jsonl or a report .json")
+    view.add_argument("--out", help="the HTML file to write (default: PATH/view.html, or FILE.html next to a file)")
+    view.add_argument("--serve", action="store_true", help="serve the page on 127.0.0.1 (re-read at each reload)")
+    view.add_argument("--port", type=int, default=8765, help="port for --serve (0: any free port)")
+    view.set_defaults(func=cmd_view)
 
     gc = sub.add_parser("gc", help="remove leftover codebox containers of dead runs")
     gc.set_defaults(func=cmd_gc)

@@ -33,7 +33,7 @@ from tenacity import (
 )
 
 from agent.model.arguments import parse_arguments
-from agent.model.base import EmitFn, ModelClient, ModelError
+from agent.model.base import EmitFn, ModelError
 from agent.protocol import (
     AssistantMessage,
     Message,
@@ -496,12 +496,3 @@ class OpenAIChatClient(_OpenAIClientBase):
 
     def parse(self, data: Any) -> ModelOutput:
         return parse_chat_completion(data)
-
-
-def make_client(config: OpenAIConfig) -> ModelClient:
-    """The adapter ``config.api`` names: "chat" (Chat Completions) or "responses"."""
-    if config.api == "responses":
-        from agent.model.responses_client import OpenAIResponsesClient
-
-        return OpenAIResponsesClient(config)
-    return OpenAIChatClient(config)
