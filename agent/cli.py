@@ -12,8 +12,8 @@ import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-# The rest of codebox (pydantic models, docker, the loop) is imported where a command needs it:
-# `codebox --help` imports none of it, and `codebox run` starts its container first.
+# The rest of codebox (docker, the loop, the tools, a model client) is imported where a command
+# needs it: `codebox --help` imports none of it, and `codebox run` starts its container first.
 if TYPE_CHECKING:
     from agent.containers.pool import WarmPool
     from agent.events import EventSink
@@ -366,6 +366,8 @@ class _VersionAction(argparse.Action):
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from agent.protocol import TaskSpec  # the run's defaults live there (no docker, no model SDK)
+
     parser = argparse.ArgumentParser(
         prog="codebox", description="A coding agent whose every tool call runs in a network-less Docker sandbox."
     )
