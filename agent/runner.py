@@ -7,7 +7,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent.containers.image import ImageError, image_problem
 from agent.containers.sandbox import Sandbox, SandboxConfig, SandboxError, SandboxReply
@@ -22,6 +22,9 @@ from agent.policy import ApproveOncePolicy, AskFn, Policy, ReadOnlyPolicy, Works
 from agent.protocol import STATUS_FOR_REASON, AgentEvent, EnvInfo, Report, StopReason, TaskSpec
 from agent.tools import ToolContext, ToolRegistry
 from agent.workspace import WorkspaceError, create_workspace, with_patch
+
+if TYPE_CHECKING:
+    from agent.containers.pool import WarmPool
 
 
 def build_policy(task: TaskSpec, ask: AskFn | None = None) -> Policy:
@@ -90,10 +93,12 @@ def run_task(
     ask: AskFn | None = None,
     env_log: Callable[[str], None] | None = None,
     prepared_env: EnvInfo | None = None,
+    warm: WarmPool | None = None,
 ) -> Report:
     """Run one task and always return a report; the sandbox is removed whatever happens.
 
     ``prepared_env``: the environment the caller already chose (else ``task.env`` is chosen here).
+    ``warm``: a pool (batch, or `codebox run`'s early start) that may hold this task's sandbox.
     """
     cancel = cancel or CancelToken()
     try:
@@ -108,19 +113,22 @@ def run_task(
         config = config.model_copy(update={"image": task.image})
     if cancel.cancelled:
         return failed_report(task, model.name, "cancelled", cancel.reason or "cancelled before start", sink)
+    problem = None
     try:  # fail fast, before any model token is spent, on the one common start failure
         problem = image_problem(config.image)  # missing, or built by a codebox with other build files
-        if problem:
-            return failed_report(task, model.name, "sandbox_error", problem, sink)
     except ImageError as exc:
-        return failed_report(task, model.name, "sandbox_error", str(exc), sink)
+        problem = str(exc)
+    if problem:
+        return failed_report(task, model.name, "sandbox_error", problem, sink)
     try:  # the dependency environment, built or reused before the first tool call
         env = prepared_env or choose_env(task.env, repo, config.image, env_log or _env_progress)
     except CodeboxError as exc:
         return failed_report(task, model.name, "sandbox_error", f"environment: {exc}", sink)
     if env is not None:
         config = config.model_copy(update={"image": env.image})
-    sandbox = Sandbox(repo, config, task_id=task.id)
+    # A warm sandbox fits only if it has this repo and this config (the env's image included).
+    claimed = warm.claim(task.id, repo, config) if warm is not None else None
+    sandbox = claimed or Sandbox(repo, config, task_id=task.id)
     # The container starts (~0.35 s) while the model thinks about its first reply.
     early = _EarlyStart(sandbox)
     try:

@@ -21,12 +21,19 @@ neither ptrace it nor open its descriptors:
 When init exits, the kernel kills every process in the container's PID
 namespace, the container stops, and ``auto_remove`` deletes it.
 init never reads stdin: it only polls for the hang-up, the server owns the data.
+
+A light boot, because a task waits for it: when the command is ``python3 -m
+sandbox.server ...``, the forked child runs the server in-process instead of
+exec'ing a second interpreter (no second interpreter start-up; the pages of
+this one are shared copy-on-write), and init itself imports nothing beyond
+what it uses (no argparse). Run it as ``python3 -S``: the image's site hooks
+are not needed by stdlib-only code and cost more than the rest of the boot.
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
+import gc
 import os
 import select
 import signal
@@ -59,15 +66,98 @@ def _status_code(status: int) -> int:
     return 1
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python3 -m sandbox.container_init")
-    parser.add_argument("--alarm-s", type=int, required=True, help="end the container after this many seconds")
-    parser.add_argument("--hup-grace-s", type=float, default=2.0, help="after stdin hangs up, wait this long")
-    parser.add_argument("command", nargs=argparse.REMAINDER, help="-- the command to run (the server)")
-    ns = parser.parse_args(argv)
-    command = ns.command[1:] if ns.command[:1] == ["--"] else ns.command
+USAGE = "usage: python3 -m sandbox.container_init --alarm-s N [--hup-grace-s G] -- COMMAND..."
+SERVER_MODULE = "sandbox.server"
+# Interpreter flags that change nothing for the stdlib server run in-process; any other: exec.
+_IN_PROCESS_FLAGS = ("-S", "-s", "-B", "-u")
+
+
+class _Usage(Exception):
+    """A bad command line (exit 2, like argparse)."""
+
+
+class _Options:
+    def __init__(self, alarm_s: int, hup_grace_s: float, command: list[str]) -> None:
+        self.alarm_s = alarm_s
+        self.hup_grace_s = hup_grace_s
+        self.command = command
+
+
+def _parse(argv: list[str]) -> _Options:
+    """The command line by hand: argparse would be most of init's own start-up."""
+    alarm_s: int | None = None
+    hup_grace_s = 2.0
+    rest = list(argv)
+    while rest and rest[0] != "--":
+        flag, _, value = rest.pop(0).partition("=")
+        if flag in ("-h", "--help"):
+            raise _Usage(USAGE)
+        if flag not in ("--alarm-s", "--hup-grace-s"):
+            raise _Usage(f"unknown option {flag!r}\n{USAGE}")
+        if not value:
+            if not rest:
+                raise _Usage(f"{flag} needs a value\n{USAGE}")
+            value = rest.pop(0)
+        try:
+            if flag == "--alarm-s":
+                alarm_s = int(value)
+            else:
+                hup_grace_s = float(value)
+        except ValueError:
+            raise _Usage(f"{flag}: not a number: {value!r}") from None
+    if alarm_s is None:
+        raise _Usage(f"--alarm-s is required\n{USAGE}")
+    command = rest[1:]
     if not command:
-        parser.error("no command")
+        raise _Usage(f"no command\n{USAGE}")
+    return _Options(alarm_s, hup_grace_s, command)
+
+
+def _server_argv(command: list[str]) -> list[str] | None:
+    """The server's own arguments when ``command`` is ``python3 [-S|-s|-B|-u]... -m sandbox.server ...``."""
+    if not command or os.path.basename(command[0]) not in ("python3", "python"):
+        return None
+    at = 1
+    while at < len(command) and command[at] in _IN_PROCESS_FLAGS:
+        at += 1
+    if command[at : at + 2] != ["-m", SERVER_MODULE]:
+        return None
+    return command[at + 2 :]
+
+
+def _run_child(command: list[str]) -> None:
+    """In the forked child: become the command (never returns)."""
+    signal.signal(signal.SIGALRM, signal.SIG_DFL)
+    signal.alarm(0)
+    server_argv = _server_argv(command)
+    if server_argv is not None:
+        code = 1
+        try:
+            from sandbox import server
+
+            code = server.main(server_argv)
+        except SystemExit as exc:  # argparse: bad options
+            code = exc.code if isinstance(exc.code, int) else 2
+        except BaseException as exc:  # never fall back into init's loop
+            _log(f"the server failed: {type(exc).__name__}: {exc}")
+        finally:
+            with contextlib.suppress(Exception):
+                sys.stderr.flush()
+        os._exit(code)
+    try:
+        os.execvp(command[0], command)
+    except OSError as exc:
+        _log(f"cannot run {command[0]!r}: {exc}")
+    os._exit(127)
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        ns = _parse(sys.argv[1:] if argv is None else argv)
+    except _Usage as exc:
+        _log(str(exc))
+        return 2
+    command = ns.command
 
     def on_alarm(signum: int, frame: object) -> None:
         _log(f"lifetime of {ns.alarm_s} s reached: ending the container")
@@ -77,15 +167,12 @@ def main(argv: list[str] | None = None) -> int:
     signal.alarm(max(1, ns.alarm_s))
     _set_undumpable()
 
+    # The child's collector would otherwise write to every object of ours it walks, and so
+    # copy the pages it shares with us.
+    gc.freeze()
     child = os.fork()
     if child == 0:
-        try:
-            signal.signal(signal.SIGALRM, signal.SIG_DFL)
-            signal.alarm(0)
-            os.execvp(command[0], command)
-        except OSError as exc:
-            _log(f"cannot run {command[0]!r}: {exc}")
-        os._exit(127)
+        _run_child(command)
 
     def forward(signum: int, frame: object) -> None:
         with contextlib.suppress(OSError):

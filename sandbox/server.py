@@ -29,18 +29,22 @@ import contextlib
 import json
 import os
 import re
-import shutil
 import signal
 import sys
 import threading
-import traceback
-from typing import Any, BinaryIO, Mapping, Optional, Sequence
+import time
 
 from sandbox import wire
 from sandbox.tools import Context, ToolError, ToolResult, catalog, check_names
-from sandbox.tools.catalog import Handler
-from sandbox.tools.processes import become_subreaper, in_host_pid_namespace, set_undumpable
-from sandbox.tools.run_test import shutdown, tmp_is_private_tmpfs
+from sandbox.tools.procs import become_subreaper, in_host_pid_namespace, set_undumpable, tmp_is_private_tmpfs
+
+# Not `from typing import ...` at run time: typing is the largest import of the server's boot
+# (~2 MB of an idle sandbox); mypy reads these names, the interpreter never needs them.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, BinaryIO, Mapping, Optional, Sequence
+
+    from sandbox.tools.catalog import Handler
 
 DEFAULT_ROOT = "/repo"
 DEFAULT_OUTPUT_LIMIT = 32000
@@ -159,6 +163,8 @@ class Server:
         except ToolError as e:
             result = ToolResult(output=e.message, ok=False, outcome="error", error=_one_line(e.message), data=e.data)
         except Exception as e:
+            import traceback  # only here: the server's boot does not pay for it
+
             log(f"internal error in {tool}:\n{traceback.format_exc()}")
             msg = f"internal error in {tool}: {type(e).__name__}: {_short(e)}"
             result = ToolResult(output=msg, ok=False, outcome="error", error=msg)
@@ -256,6 +262,22 @@ def _encode(resp: dict[str, Any]) -> bytes:
 # -- start ----------------------------------------------------------------------------------
 
 
+def shutdown() -> None:
+    """Kill what run_test started, if run_test ever ran (its module is loaded on first use)."""
+    run_test = sys.modules.get("sandbox.tools.run_test")
+    if run_test is not None:
+        run_test.shutdown()
+
+
+def _which(name: str) -> Optional[str]:
+    """``shutil.which`` without importing shutil at boot."""
+    for folder in os.environ.get("PATH", os.defpath).split(os.pathsep):
+        path = os.path.join(folder or ".", name)
+        if os.path.isfile(path) and os.access(path, os.X_OK):
+            return path
+    return None
+
+
 def _take_stdio() -> tuple[BinaryIO, int]:
     """Keep the real stdin/stdout for the protocol only; fd 0 = /dev/null, fd 1 = stderr."""
     in_fd = os.dup(0)  # new descriptors are not inherited by children
@@ -324,7 +346,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     if not os.path.isdir(root):
         log(f"--root {ns.root!r} is not a directory")
         return 2
-    rg = shutil.which("rg") if ns.search_engine != "python" else None
+    rg = _which("rg") if ns.search_engine != "python" else None
     if ns.search_engine == "rg" and rg is None:
         log("--search-engine rg: rg is not on PATH")
         return 2
@@ -360,11 +382,16 @@ def main(argv: Optional[list[str]] = None) -> int:
     def on_signal(signum: int, frame: Any) -> None:
         raise _Terminate(signum)
 
+    lifetime_end = None if ns.lifetime_s is None else time.monotonic() + ns.lifetime_s
+
     def on_alarm(signum: int, frame: Any) -> None:
-        # The host may arm alarm() before exec'ing us as a last-resort lifetime cap; as
-        # PID 1 of a container a SIGALRM without a handler would be ignored. Not in the
-        # handler itself: expire() takes the lock the main thread may hold.
-        threading.Thread(target=server.expire, args=("SIGALRM (lifetime cap)",), daemon=True).start()
+        # Our own --lifetime-s timer, or the host's alarm() armed before exec'ing us as a
+        # last-resort cap (as PID 1 a SIGALRM without a handler would be ignored). Not in
+        # the handler itself: expire() takes the lock the main thread may hold.
+        why = "SIGALRM (lifetime cap)"
+        if lifetime_end is not None and time.monotonic() >= lifetime_end - 0.05:
+            why = f"lifetime of {ns.lifetime_s:g} s reached"
+        threading.Thread(target=server.expire, args=(why,), daemon=True).start()
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
@@ -372,9 +399,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     signal.signal(signal.SIGQUIT, on_signal)
     signal.signal(signal.SIGALRM, on_alarm)
     if ns.lifetime_s is not None:
-        timer = threading.Timer(ns.lifetime_s, server.expire, args=(f"lifetime of {ns.lifetime_s:g} s reached",))
-        timer.daemon = True
-        timer.start()
+        # A kernel timer, not a threading.Timer: an idle server holds no second thread (its
+        # stack and malloc arena were about 1 MB of an idle sandbox).
+        signal.setitimer(signal.ITIMER_REAL, ns.lifetime_s)
     try:
         return server.serve()
     except _Terminate as t:

@@ -7,6 +7,7 @@ import logging
 import math
 import os
 import socket
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -26,9 +27,15 @@ LABEL_OWNER_START = "codebox.owner_start"
 LABEL_HOST = "codebox.host"
 LABEL_ROLE = "codebox.role"
 LABEL_EXPIRES = "codebox.expires"
+LABEL_POOL = "codebox.pool"  # set on containers a WarmPool started ahead of their task
 
 # reap_leftovers leaves an expired container alone for this long (its server exits by itself first).
 EXPIRY_GRACE_S = 5.0
+# A long-lived process (a batch server) reaps again after this long; a short one reaps once.
+REAP_INTERVAL_S = 600.0
+
+_REAP_LOCK = threading.Lock()
+_next_reap_at: float | None = None  # time.monotonic() of the next background reap; None: never reaped
 
 
 def process_start_ticks(pid: int) -> str | None:
@@ -122,3 +129,42 @@ def iter_codebox_containers(client: docker.DockerClient | None = None) -> Iterat
     """Summaries (docker API dicts) of every container that carries a codebox.task label."""
     client = client or connect(CodeboxError)
     yield from client.api.containers(all=True, filters={"label": LABEL_TASK})
+
+
+def reap_in_background(
+    log: Callable[[str], None] = _log.info, also: Callable[[], None] | None = None
+) -> threading.Thread | None:
+    """Reap leftovers in a daemon thread, at most once per REAP_INTERVAL_S in this process.
+
+    No container start waits for it: reaping is housekeeping (a leftover holds memory, not a
+    lock), so the first start of a process runs it alongside, and later starts skip it.
+    ``also`` runs in the same thread (other once-per-process housekeeping). Returns the
+    thread, or None when a reap already ran (or runs) recently.
+    """
+    global _next_reap_at
+    with _REAP_LOCK:
+        now = time.monotonic()
+        if _next_reap_at is not None and now < _next_reap_at:
+            return None
+        _next_reap_at = now + REAP_INTERVAL_S
+    thread = threading.Thread(target=_housekeeping, args=(log, also), name="codebox-reap", daemon=True)
+    thread.start()
+    return thread
+
+
+def _housekeeping(log: Callable[[str], None], also: Callable[[], None] | None) -> None:
+    if also is not None:
+        try:
+            also()
+        except Exception as exc:  # housekeeping never fails a run
+            log(f"background housekeeping failed: {type(exc).__name__}: {exc}")
+    try:
+        client = connect(CodeboxError)
+    except CodeboxError:
+        return  # the start itself reports a daemon that does not answer
+    try:
+        reap_leftovers(client, log=log)
+    except Exception as exc:
+        log(f"reaping leftover containers failed: {type(exc).__name__}: {exc}")
+    finally:
+        client.close()

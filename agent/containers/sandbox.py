@@ -10,7 +10,8 @@ One ``Sandbox`` per task. It runs up to two containers from the same image:
 
 Each container's main process is ``python3 -m sandbox.server`` (the stdlib server,
 bind-mounted read-only from this package at /opt/codebox/sandbox) under a small
-init (``sandbox.container_init``). The host talks to it over ONE persistent attach socket: JSON lines (see
+init (``sandbox.container_init``; it runs the server in its forked child, so one
+interpreter boots, not two). The host talks to it over ONE persistent attach socket: JSON lines (see
 ``sandbox.wire``) on stdin, responses on stdout, multiplexed by docker with stderr
 (``agent.containers.attach_stream``). No ``docker exec`` per call: a call costs a socket round
 trip (well under a millisecond for a small read) instead of ~60-90 ms.
@@ -34,10 +35,11 @@ Why a container cannot leak, even if the host process is SIGKILLed:
    ``lifetime_s``).
 3. A container that was created but never started (the host died between the two
    API calls), or that survived anyway (e.g. a daemon restart), is removed by
-   ``reap_leftovers``, which runs at the first start of every ``Sandbox`` and in
-   ``codebox gc``: it removes codebox containers whose owner process (labels
-   ``codebox.owner``/``codebox.owner_start``/``codebox.host``) is dead on this host,
-   or whose lifetime (label ``codebox.expires``) has passed.
+   ``reap_leftovers``, which runs in the background at the first start of a process
+   (again after ``REAP_INTERVAL_S`` in a long-lived one) and in ``codebox gc``: it
+   removes codebox containers whose owner process (labels ``codebox.owner``/
+   ``codebox.owner_start``/``codebox.host``) is dead on this host, or whose lifetime
+   (label ``codebox.expires``) has passed.
 
 While this process lives, ``close()`` (idempotent, any thread), the context
 manager and an ``atexit`` hook remove both containers.
@@ -67,6 +69,7 @@ from agent.containers.attach_stream import AttachStream, LineTooLong, StreamClos
 from agent.containers.docker_client import connect
 from agent.containers.leftovers import (
     LABEL_EXPIRES,
+    reap_in_background,
     reap_leftovers,
     remove_container,
 )
@@ -76,6 +79,7 @@ from agent.containers.spec import (
     RepoAccessError,
     SandboxConfig,
     container_options,
+    precompile_package,
 )
 from agent.errors import CodeboxError
 from sandbox import wire
@@ -165,18 +169,19 @@ class Sandbox:
         config: SandboxConfig | None = None,
         task_id: str | None = None,
         client: docker.DockerClient | None = None,
+        labels: dict[str, str] | None = None,
     ) -> None:
         self.repo = Path(repo).resolve()
         self.config = config or SandboxConfig()
         self.task_id = task_id or uuid.uuid4().hex[:12]
         self._client = client
+        self._labels = dict(labels or {})  # extra container labels (e.g. codebox.pool)
         self.startup_s: float | None = None  # start-to-ready (ping answered) of the last container started
         self._boxes: dict[str, _Box] = {}
         self._call_lock = threading.Lock()
         # Reentrant: close() may run in a signal handler on a thread that holds it.
         self._state_lock = threading.RLock()
         self._closed = False
-        self._reaped = False
         with _LIVE_LOCK:
             _LIVE.add(self)
 
@@ -420,20 +425,13 @@ class Sandbox:
         if not self.repo.is_dir():
             raise SandboxError(f"the repository {self.repo} is not a directory")
         client = self._docker()
-        if not self._reaped:
-            self._reaped = True
-            with contextlib.suppress(Exception):
-                reap_leftovers(client, log=_log.info)
+        # Once per process, beside this start (not before it): leftovers, and the package's bytecode.
+        reap_in_background(log=_log.info, also=precompile_package)
         cfg = self.config
+        # No image lookup here: create() answers ImageNotFound itself (the runner has looked
+        # the image up once, before the model's first token).
         try:
-            client.images.get(cfg.image)
-        except docker.errors.ImageNotFound as exc:
-            raise SandboxError(f"the sandbox image {cfg.image!r} is not there; {_IMAGE_HELP}") from exc
-        except docker.errors.APIError as exc:
-            raise SandboxError(f"cannot look up the sandbox image {cfg.image!r}: {exc}") from exc
-
-        try:
-            name, options = container_options(cfg, self.repo, role, self.task_id, time.time())
+            name, options = container_options(cfg, self.repo, role, self.task_id, time.time(), self._labels)
         except RepoAccessError as exc:
             raise SandboxError(str(exc)) from exc
         expires = float(options["labels"][LABEL_EXPIRES])

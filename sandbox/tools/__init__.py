@@ -17,8 +17,12 @@ logs the traceback to stderr and answers ``ok: false`` with a one-line summary.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-from typing import Any, Mapping, Optional
+
+# Not `from typing import ...` at run time: typing is the largest import of the server's boot
+# (~2 MB of an idle sandbox); mypy reads these names, the interpreter never needs them.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Mapping, Optional
 
 
 class ToolError(Exception):
@@ -30,25 +34,51 @@ class ToolError(Exception):
         self.data: dict[str, Any] = dict(data or {})
 
 
-@dataclass
 class ToolResult:
-    output: str
-    ok: bool = True
-    outcome: str = "ok"
-    error: Optional[str] = None
-    data: dict[str, Any] = field(default_factory=dict)
+    """What a tool returns (a plain class, not a dataclass: ``dataclasses`` costs the server's
+    boot an import of ``inspect``)."""
+
+    __slots__ = ("data", "error", "ok", "outcome", "output")
+
+    def __init__(
+        self,
+        output: str,
+        ok: bool = True,
+        outcome: str = "ok",
+        error: Optional[str] = None,
+        data: Optional[dict[str, Any]] = None,
+    ) -> None:
+        self.output = output
+        self.ok = ok
+        self.outcome = outcome
+        self.error = error
+        self.data: dict[str, Any] = {} if data is None else data
+
+    def __repr__(self) -> str:
+        shown = self.output[:80]
+        return f"ToolResult(ok={self.ok!r}, outcome={self.outcome!r}, error={self.error!r}, output={shown!r})"
 
 
-@dataclass(frozen=True)
 class Context:
-    """What every tool may know about the server."""
+    """What every tool may know about the server (fixed for its life)."""
 
-    root: str  # the repository root, already realpath'd
-    output_limit: int = 32000  # bytes kept per stream / per tool output
-    allow_shell: bool = False  # run_test accepts {"shell": "..."}
-    reap_all: bool = False  # in a container: every process but us and our ancestors is a leftover
-    rg: Optional[str] = None  # path of ripgrep, None: use the pure-Python search
-    wipe_tmp: bool = False  # run_test empties /tmp before and after each run (a container's own tmpfs only)
+    __slots__ = ("allow_shell", "output_limit", "reap_all", "rg", "root", "wipe_tmp")
+
+    def __init__(
+        self,
+        root: str,  # the repository root, already realpath'd
+        output_limit: int = 32000,  # bytes kept per stream / per tool output
+        allow_shell: bool = False,  # run_test accepts {"shell": "..."}
+        reap_all: bool = False,  # in a container: every process but us and our ancestors is a leftover
+        rg: Optional[str] = None,  # path of ripgrep, None: use the pure-Python search
+        wipe_tmp: bool = False,  # run_test empties /tmp before and after each run (a container's own tmpfs only)
+    ) -> None:
+        self.root = root
+        self.output_limit = output_limit
+        self.allow_shell = allow_shell
+        self.reap_all = reap_all
+        self.rg = rg
+        self.wipe_tmp = wipe_tmp
 
 
 # -- argument helpers ---------------------------------------------------------------

@@ -1,7 +1,8 @@
 """Processes a test run leaves behind: found in /proc, signalled, reaped; and the cgroup's OOM counter.
 
-Used by run_test after every run (see its docstring for host mode and ``--reap-all``) and by
-the server at start (subreaper, non-dumpable) and at exit.
+Used by run_test after every run (see its docstring for host mode and ``--reap-all``) and by the
+server at exit. What the server needs at boot (subreaper, non-dumpable, /proc scan) is in the
+lighter ``sandbox.tools.procs``.
 """
 
 from __future__ import annotations
@@ -12,48 +13,14 @@ import signal
 import subprocess
 import sys
 import time
-from typing import NamedTuple, Optional
+from typing import Optional
+
+from sandbox.tools.procs import ProcInfo, scan
 
 KILL_ROUNDS_S = 5.0
 
 
 # -- /proc ------------------------------------------------------------------------------
-
-
-class ProcInfo(NamedTuple):
-    pid: int
-    ppid: int
-    pgid: int
-    sid: int
-    state: str
-
-
-def read_stat(pid: int) -> Optional[ProcInfo]:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            data = f.read()
-    except OSError:
-        return None
-    end = data.rfind(b")")  # the command name may itself hold spaces and parentheses
-    fields = data[end + 2 :].split()
-    try:
-        return ProcInfo(pid, int(fields[1]), int(fields[2]), int(fields[3]), fields[0].decode())
-    except (IndexError, ValueError):
-        return None
-
-
-def scan() -> dict[int, ProcInfo]:
-    procs: dict[int, ProcInfo] = {}
-    try:
-        names = os.listdir("/proc")
-    except OSError:
-        return procs
-    for name in names:
-        if name.isdigit():
-            info = read_stat(int(name))
-            if info is not None:
-                procs[info.pid] = info
-    return procs
 
 
 def cmdline(pid: int) -> str:
@@ -71,38 +38,6 @@ def cmdline(pid: int) -> str:
         except OSError:
             text = "?"
     return text if len(text) <= 300 else text[:300] + "..."
-
-
-def become_subreaper() -> bool:
-    """PR_SET_CHILD_SUBREAPER: orphans of our descendants are re-parented to us."""
-    if not sys.platform.startswith("linux"):
-        return False
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        return int(libc.prctl(36, 1, 0, 0, 0)) == 0
-    except Exception:  # no ctypes in this python, no prctl: host mode loses orphans
-        return False
-
-
-def set_undumpable() -> bool:
-    """PR_SET_DUMPABLE 0: processes of our uid can no longer open /proc/<us>/fd/*
-    (the protocol pipes) nor ptrace us. Children get it back when they exec."""
-    if not sys.platform.startswith("linux"):
-        return False
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        return int(libc.prctl(4, 0, 0, 0, 0)) == 0
-    except Exception:
-        return False
-
-
-def in_host_pid_namespace() -> bool:
-    """Kernel threads (kthreadd: ppid 0, pid 2) are visible only from the host's namespace."""
-    return any(p.ppid == 0 and pid != 1 for pid, p in scan().items())
 
 
 def _real_uid(pid: int) -> Optional[int]:

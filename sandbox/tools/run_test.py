@@ -61,6 +61,7 @@ from sandbox.tools import (
 from sandbox.tools.output import HeadTail
 from sandbox.tools.paths import display, resolve
 from sandbox.tools.processes import Reaper, oom_kill_count
+from sandbox.tools.procs import tmpfs_mounts
 
 DEFAULT_TIMEOUT_S = 300.0
 MAX_TIMEOUT_S = 24 * 3600.0
@@ -200,30 +201,9 @@ def _make_scratch() -> str:
 WIPED_MOUNTS = ("/tmp", "/dev/shm")
 
 
-def _tmpfs_mounts() -> set[str]:
-    found: set[str] = set()
-    try:
-        with open("/proc/self/mountinfo") as f:
-            for line in f:
-                fields = line.split()
-                if len(fields) > 4 and " - tmpfs " in line:
-                    found.add(fields[4])
-    except OSError:
-        pass
-    return found
-
-
-def tmp_is_private_tmpfs() -> bool:
-    """In a container (/.dockerenv or /run/.containerenv), and /tmp is a tmpfs mounted at /tmp
-    itself: the container's own, not a host's shared directory."""
-    if not (os.path.exists("/.dockerenv") or os.path.exists("/run/.containerenv")):
-        return False
-    return "/tmp" in _tmpfs_mounts()
-
-
 def _wipe_scratch_mounts() -> None:
     """Empty /tmp and /dev/shm (each only if it is a tmpfs of its own): --wipe-tmp only."""
-    mounts = _tmpfs_mounts()
+    mounts = tmpfs_mounts()
     for path in WIPED_MOUNTS:
         if path in mounts:
             _wipe_tmp(path)

@@ -169,7 +169,7 @@ def test_tool_container_is_hardened(sb: Sandbox, docker_client: Any, shared_repo
     assert info["Name"].startswith(f"/codebox-{TASK}-shared-tools-")
     # The server runs under our init (PID 1).
     cmd = " ".join(cfg["Cmd"])
-    assert cmd.startswith("python3 -m sandbox.container_init") and "-- python3 -m sandbox.server" in cmd
+    assert cmd.startswith("python3 -S -m sandbox.container_init") and "-- python3 -m sandbox.server" in cmd
 
 
 def test_missing_image_is_a_clear_error(repo: Path, docker_client: Any) -> None:
@@ -307,8 +307,8 @@ def test_repo_is_read_only_for_tests_and_writable_by_apply_patch(image: str, rep
 
 # --- limits --------------------------------------------------------------------------------------
 
-# Finds the server's pid(s) from inside the container (its argv, not a substring: this
-# snippet's own command line holds the words too).
+# Finds the server's pid(s) from inside the container: init's child (PPid 1) whose command
+# line names the server (init runs it in its forked child, so the child has init's argv).
 _SERVER_PIDS = """
 import os
 def server_pids():
@@ -318,9 +318,11 @@ def server_pids():
             try:
                 with open("/proc/%s/cmdline" % p, "rb") as f:
                     argv = f.read().split(b"\\0")
-            except OSError:
+                with open("/proc/%s/status" % p) as f:
+                    ppid = [line.split()[1] for line in f if line.startswith("PPid:")][0]
+            except (OSError, IndexError):
                 continue
-            if argv[1:3] == [b"-m", b"sandbox.server"]:
+            if ppid == "1" and b"sandbox.server" in argv:
                 found.append(int(p))
     return found
 """

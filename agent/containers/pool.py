@@ -1,0 +1,145 @@
+"""A warm pool for batch runs: each queued task's sandbox is started while earlier tasks run.
+
+A sandbox container mounts its task's repository at /repo when it is created; a bind mount
+cannot be added to a running container. So the pool keeps no anonymous spare containers: it
+knows the batch's queue (``plan``); each ``claim`` (a task begins) starts the tool containers
+of the next tasks in it, at most ``size`` started and unclaimed at a time, and a task that
+begins claims its own. A task whose sandbox is
+not ready yet waits for the start already under way (never starts a second one); a task the
+pool does not know, or whose repository or limits differ from the plan, gets None and starts
+its sandbox the usual way. Nothing a claim returns was ever used by another task.
+
+Pool containers are ordinary sandbox containers (owner labels, lifetime, auto-remove, the
+same reaping) with one more label, ``codebox.pool``. ``close()`` removes every unclaimed one;
+an ``atexit`` hook and the containers' own owner watch cover a process that dies first.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+
+from agent.containers.leftovers import LABEL_POOL
+from agent.containers.sandbox import Sandbox, SandboxConfig, SandboxError
+
+_log = logging.getLogger("codebox.sandbox")
+
+
+@dataclass(frozen=True)
+class PlannedTask:
+    """A queued task, as the pool starts its sandbox: its id, the folder mounted, the limits."""
+
+    task_id: str
+    repo: Path
+    config: SandboxConfig
+
+
+class _Warm:
+    """One pre-started sandbox and the thread that starts it."""
+
+    def __init__(self, planned: PlannedTask) -> None:
+        self.planned = planned
+        self.sandbox = Sandbox(planned.repo, planned.config, task_id=planned.task_id, labels={LABEL_POOL: "warm"})
+        self.error: str | None = None
+        self.thread = threading.Thread(target=self._start, name=f"codebox-warm-{planned.task_id}", daemon=True)
+
+    def _start(self) -> None:
+        try:
+            self.sandbox.start()
+        except SandboxError as exc:
+            self.error = str(exc)
+        except Exception as exc:  # never a traceback in a thread: the task starts its own instead
+            self.error = f"{type(exc).__name__}: {exc}"
+        if self.error is not None and not self.sandbox.closed:
+            _log.warning("warm sandbox of %s did not start: %s", self.planned.task_id, self.error)
+
+
+class WarmPool:
+    """Start the sandboxes of queued tasks ahead of them; at most ``size`` started and unclaimed."""
+
+    def __init__(self, size: int, plan: Iterable[PlannedTask] = ()) -> None:
+        self.size = max(0, size)
+        self._queue: list[PlannedTask] = list(plan)
+        self._warm: dict[str, _Warm] = {}
+        self._lock = threading.Lock()
+        self._closed = False
+        self.hits = 0  # claims answered with a started sandbox
+        # Nothing starts before the first claim: the first tasks start their own sandboxes at
+        # once, and a batch that runs nothing (cancelled, all resumed) starts no container.
+
+    def prestart(self, planned: PlannedTask) -> None:
+        """Start this task's sandbox now (ahead of the queue), if the pool has room."""
+        with self._lock:
+            self._queue.insert(0, planned)
+        self._top_up()
+
+    def claim(self, task_id: str, repo: Path, config: SandboxConfig) -> Sandbox | None:
+        """This task's sandbox, started or starting (the caller owns and closes it); None: start one.
+
+        A start still under way is not waited for here: the sandbox's first call waits for it
+        (calls and starts share one lock), so the task's first model request overlaps the rest
+        of the start. ``sandbox.container_ids`` is empty until its container exists.
+        """
+        with self._lock:
+            warm = self._warm.pop(task_id, None)
+            self._queue = [p for p in self._queue if p.task_id != task_id]
+        self._top_up()
+        if warm is None:
+            return None
+        matches = warm.planned.repo == Path(repo) and warm.planned.config == config
+        failed = warm.error is not None and not warm.thread.is_alive()
+        if failed or not matches or warm.sandbox.closed:
+            if failed:
+                _log.info("warm sandbox of %s did not start (%s): the task starts its own", task_id, warm.error)
+            warm.sandbox.close()
+            return None
+        self.hits += 1
+        return warm.sandbox
+
+    def wait_started(self, task_id: str, timeout_s: float | None = None) -> bool:
+        """Wait until this task's sandbox start is over (ready or failed); False when the pool has none."""
+        with self._lock:
+            warm = self._warm.get(task_id)
+        if warm is None:
+            return False
+        warm.thread.join(timeout_s)
+        return not warm.thread.is_alive()
+
+    def close(self) -> None:
+        """Remove every unclaimed container and start no more. Idempotent."""
+        with self._lock:
+            self._closed = True
+            warm = list(self._warm.values())
+            self._warm.clear()
+            self._queue.clear()
+        for w in warm:
+            w.sandbox.close()  # a start under way sees the sandbox closed and removes its container
+
+    def __enter__(self) -> WarmPool:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def _top_up(self) -> None:
+        """Start the next queued tasks' sandboxes until ``size`` are started and unclaimed."""
+        started: list[_Warm] = []
+        with self._lock:
+            while not self._closed and self._queue and len(self._warm) < self.size:
+                planned = self._queue.pop(0)
+                if not planned.repo.is_dir():
+                    continue  # the task reports it itself
+                warm = _Warm(planned)
+                self._warm[planned.task_id] = warm
+                started.append(warm)
+        for warm in started:
+            warm.thread.start()

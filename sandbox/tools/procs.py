@@ -1,0 +1,110 @@
+"""What the server needs of /proc and prctl at boot, without run_test's heavier imports.
+
+Stdlib only, python3 >= 3.9. ``sandbox.tools.run_test`` uses the same helpers; the
+server imports this module at boot and run_test only on the first run_test call.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections import namedtuple
+
+# Not `from typing import ...` at run time: typing is the largest import of the server's boot
+# (~2 MB of an idle sandbox); mypy reads these names, the interpreter never needs them.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Optional
+
+
+class ProcInfo(namedtuple("ProcInfo", "pid ppid pgid sid state")):
+    """One line of /proc/<pid>/stat: the ids and the state letter."""
+
+    __slots__ = ()
+    pid: int
+    ppid: int
+    pgid: int
+    sid: int
+    state: str
+
+
+def read_stat(pid: int) -> Optional[ProcInfo]:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            data = f.read()
+    except OSError:
+        return None
+    end = data.rfind(b")")  # the command name may itself hold spaces and parentheses
+    fields = data[end + 2 :].split()
+    try:
+        return ProcInfo(pid, int(fields[1]), int(fields[2]), int(fields[3]), fields[0].decode())
+    except (IndexError, ValueError):
+        return None
+
+
+def scan() -> dict[int, ProcInfo]:
+    procs: dict[int, ProcInfo] = {}
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return procs
+    for name in names:
+        if name.isdigit():
+            info = read_stat(int(name))
+            if info is not None:
+                procs[info.pid] = info
+    return procs
+
+
+def become_subreaper() -> bool:
+    """PR_SET_CHILD_SUBREAPER: orphans of our descendants are re-parented to us."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        return int(libc.prctl(36, 1, 0, 0, 0)) == 0
+    except Exception:  # no ctypes in this python, no prctl: host mode loses orphans
+        return False
+
+
+def set_undumpable() -> bool:
+    """PR_SET_DUMPABLE 0: processes of our uid can no longer open /proc/<us>/fd/*
+    (the protocol pipes) nor ptrace us. Children get it back when they exec."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        return int(libc.prctl(4, 0, 0, 0, 0)) == 0
+    except Exception:
+        return False
+
+
+def in_host_pid_namespace() -> bool:
+    """Kernel threads (kthreadd: ppid 0, pid 2) are visible only from the host's namespace."""
+    return any(p.ppid == 0 and pid != 1 for pid, p in scan().items())
+
+
+def tmpfs_mounts() -> set[str]:
+    """Mount points of tmpfs file systems, from /proc/self/mountinfo."""
+    found: set[str] = set()
+    try:
+        with open("/proc/self/mountinfo") as f:
+            for line in f:
+                fields = line.split()
+                if len(fields) > 4 and " - tmpfs " in line:
+                    found.add(fields[4])
+    except OSError:
+        pass
+    return found
+
+
+def tmp_is_private_tmpfs() -> bool:
+    """In a container (/.dockerenv or /run/.containerenv), and /tmp is a tmpfs mounted at /tmp
+    itself: the container's own, not a host's shared directory."""
+    if not (os.path.exists("/.dockerenv") or os.path.exists("/run/.containerenv")):
+        return False
+    return "/tmp" in tmpfs_mounts()
