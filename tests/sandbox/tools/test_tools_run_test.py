@@ -426,6 +426,7 @@ def _read(path: Path) -> str:
     except OSError:
         return ""
 
+
 def test_report_file_comes_back_in_the_reply(server: ServerProc, tmp_path: Path) -> None:
     # In a container /tmp is the tmpfs; here the host's /tmp, so a name of our own.
     path = f"/tmp/codebox-test-report-{os.getpid()}.xml"
