@@ -86,6 +86,8 @@ def _openai_options(args: argparse.Namespace) -> dict[str, Any]:
         "request_timeout_s": args.request_timeout,
         "temperature": args.temperature,
         "api": args.api,
+        "max_tokens": args.max_tokens,
+        "tool_choice": args.tool_choice,
     }
 
 
@@ -286,6 +288,13 @@ def _add_model_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--request-timeout", type=float, default=None, help="seconds per model request")
     g.add_argument("--temperature", type=float, default=None)
     g.add_argument("--api", choices=["chat", "responses"], default=None, help="Chat Completions (default) or Responses")
+    g.add_argument("--max-tokens", type=int, default=None, help="cap on the output tokens of one model reply")
+    g.add_argument(
+        "--tool-choice",
+        choices=["auto", "required", "none"],
+        default=None,
+        help="tool_choice sent with the tools (default auto; required: a tool call every turn, no final message)",
+    )
 
 
 def _add_sandbox_options(p: argparse.ArgumentParser) -> None:

@@ -138,6 +138,7 @@ class _Run:
             model=self.agent.model.name,
             policy=self.agent.policy.name,
             max_steps=self.limits.max_steps,
+            instructions=self.agent.instructions,
         )
         final: str | None = None
         try:
@@ -191,16 +192,23 @@ class _Run:
     def _nudge(self, output: ModelOutput) -> None:
         """A reply with no tool call that is not a final answer: cut off, or empty."""
         if output.finish_reason == "length":
+            why = "cut_off"
             note = (
                 "[codebox] Your last reply was cut off by the output token limit, so it was not "
                 "taken as your final answer. Continue, more briefly."
             )
         else:
+            why = "empty"
             self.empty_replies += 1
             if self.empty_replies >= self.limits.max_empty_replies:
                 raise _Stop("model_error", f"the model sent {self.empty_replies} empty replies in a row")
             note = "[codebox] Your reply was empty. Call a tool, or answer with your final message."
-        self.context.append(UserMessage(content=note))
+        self._note(note, why)
+
+    def _note(self, text: str, why: str) -> None:
+        """Everything codebox itself tells the model goes in the events too: the log is the whole history."""
+        self.emit("note", text=text, reason=why)
+        self.context.append(UserMessage(content=text))
 
     # --- model -----------------------------------------------------------------------------------
 
@@ -220,7 +228,7 @@ class _Run:
                 on_interrupt=None,
             )
         except ModelError as exc:
-            self.emit("model.error", error=str(exc))
+            self.emit("model.error", error=str(exc), **exc.details())
             raise _Stop("model_error", str(exc)) from exc
         except _Stop:
             raise

@@ -109,11 +109,17 @@ EventType = Literal[
     "tool.start",  # a call passed validation and the policy decided: arguments, decision
     "tool.end",  # the result exactly as the model sees it
     "message",  # the model's text (the final message, or text next to tool calls)
+    "message.delta",  # a piece of the model's text while it streams (transient: see TRANSIENT_EVENTS)
+    "note",  # a note codebox sent to the model in the history (after an empty or cut-off reply)
     "model.retry",  # a model request failed and is retried: attempt, wait_s, reason
     "model.error",  # the model could not be reached or refused: no more retries
     "context.trimmed",  # old tool results were shortened to fit the budget
     "turn.end",  # the run ended: reason, and the report
 ]
+
+
+# Live-only events: a console shows them, files skip them (the whole reply follows as "message").
+TRANSIENT_EVENTS: frozenset[str] = frozenset({"message.delta"})
 
 
 class AgentEvent(BaseModel):

@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
+from tests.fake_openai_behaviour import LLAMA_CPP_PYTHON, ServerBehaviour, validation_message
 from tests.fake_openai_server import FakeOpenAIServer, chat_reply, error_reply
 
 from agent.cli import main
@@ -72,3 +74,77 @@ def test_openai_client_drives_a_real_sandbox_run(tmp_path: Path, monkeypatch: py
     patch_start = next(e for e in events if e["type"] == "tool.start" and e["data"]["name"] == "apply_patch")
     assert patch_start["data"]["arguments"] == {"input": FIX} and patch_start["data"]["decision"] == "allow"
     assert "sk-test-not-a-real-key" not in events_path.read_text()
+
+
+# --- against a server as strict and slow as llama-cpp-python's ----------------------------------
+
+
+def _run(server_url: str, repo: Path, tmp_path: Path, *extra: str) -> tuple[int, dict[str, Any], list[dict[str, Any]]]:
+    report_path, events_path = tmp_path / "report.json", tmp_path / "events.jsonl"
+    code = main([
+        "run", "--repo", str(repo), "--model", "fake-model", "--base-url", server_url,
+        "--policy", "workspace-write", "--allow", "*.py", "--test-cmd", "python3 -m pytest",
+        "--report", str(report_path), "--events", str(events_path), "--quiet", *extra,
+        "Fix the retry delays",
+    ])
+    events = [json.loads(line) for line in events_path.read_text().splitlines()]
+    return code, json.loads(report_path.read_text()), events
+
+
+def test_a_run_against_a_strict_server_like_llama_cpp_python(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    repo = tmp_path / "repo"
+    shutil.copytree(DEMO_REPO, repo)
+    replies = [
+        chat_reply(tool_calls=[("read_file", {"path": "backoff.py"}, "call_read")]),
+        chat_reply(tool_calls=[("apply_patch", {"input": FIX}, "call_patch")]),  # no text: content "" next time
+        chat_reply(tool_calls=[("run_test", {"args": ["-q"]}, "call_test")]),
+        chat_reply("Fixed."),
+    ]
+    with FakeOpenAIServer(replies, behaviour=LLAMA_CPP_PYTHON) as server:
+        code, report, _ = _run(server.url, repo, tmp_path, "--max-tokens", "512")
+        bodies = [r.json for r in server.posts]
+    assert code == 0, report
+    assert report["status"] == "completed" and report["files_changed"] == ["backoff.py"]
+    assert len(bodies) == 4  # no 500, no retry, no prose instead of tool calls
+    for body in bodies:
+        assert body["tool_choice"] == "auto" and body["max_tokens"] == 512
+        assert all(isinstance(m["content"], str) for m in body["messages"])
+
+
+def test_a_validation_500_ends_the_run_once_with_the_whole_message(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    repo = tmp_path / "repo"
+    shutil.copytree(DEMO_REPO, repo)
+    roles = [f"messages.2.ChatCompletionRequest{r}Message.role\n  Input should be '{r.lower()}' [type=literal_error]"
+             for r in ("System", "User", "Tool", "Function")]
+    message = validation_message([*roles, "messages.2.ChatCompletionRequestAssistantMessage.content",
+                                  "  Input should be a valid string [type=string_type, input_value=None]"])
+    with FakeOpenAIServer([error_reply(500, message)]) as server:
+        code, report, events = _run(server.url, repo, tmp_path)
+        posts = len(server.posts)
+    assert code == 1 and report["stop_reason"] == "model_error"
+    assert posts == 1  # a validation error: never retried
+    assert "ChatCompletionRequestAssistantMessage.content" in report["error"]
+    assert report["error"].startswith("request 1 (POST ")
+    (error,) = [e["data"] for e in events if e["type"] == "model.error"]
+    assert error["status"] == 500 and error["body"] == message
+
+
+def test_slow_generation_cut_by_max_tokens_and_the_note_is_in_the_events(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    repo = tmp_path / "repo"
+    shutil.copytree(DEMO_REPO, repo)
+    rambling = " ".join(f"thought{i}" for i in range(200))
+    slow = ServerBehaviour(seconds_per_token=0.002, refuse_null_content=True, validation_status=500)
+    with FakeOpenAIServer([chat_reply(rambling), chat_reply("Nothing to fix.")], behaviour=slow) as server:
+        code, report, events = _run(server.url, repo, tmp_path, "--max-tokens", "20")
+    assert code == 0 and report["final_message"] == "Nothing to fix."
+    (note,) = [e["data"] for e in events if e["type"] == "note"]
+    assert note["reason"] == "cut_off" and "cut off by the output token limit" in note["text"]
+    cut = next(e["data"] for e in events if e["type"] == "message")
+    assert cut["finish_reason"] == "length" and len(cut["text"].split()) == 20
