@@ -9,12 +9,13 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TextIO
 
 from pydantic import ValidationError
 
+from agent.budget import BatchBudget
 from agent.containers.sandbox import SandboxConfig
 from agent.events import FanoutSink, JsonlSink
 from agent.loop import CancelToken, Limits
@@ -131,9 +132,16 @@ def run_batch(
     limits: Limits | None = None,
     cancel: CancelToken | None = None,
     progress_stream: TextIO | None = None,
+    budget: BatchBudget | None = None,
 ) -> list[Report]:
-    """Run the tasks; every task that ran ends with a report on disk, whatever went wrong."""
+    """Run the tasks; every task that ran ends with a report on disk, whatever went wrong.
+
+    With a ``budget``, every reply of every task spends it, and no task starts once it is spent
+    (those tasks get no report: a later run with more budget picks them up).
+    """
     cancel = cancel or CancelToken()
+    if budget is not None:
+        limits = replace(limits or Limits(), on_usage=budget.spend)
     out_dir.mkdir(parents=True, exist_ok=True)
     progress = Progress(total=len(tasks), stream=progress_stream or sys.stderr)
     reports: dict[str, Report] = {}
@@ -148,6 +156,8 @@ def run_batch(
             return
         if cancel.cancelled:
             return  # never started: a later run picks it up
+        if budget is not None and not budget.should_start():
+            return  # the batch's budget is spent: likewise
         task_dir.mkdir(parents=True, exist_ok=True)
         (task_dir / "events.jsonl").unlink(missing_ok=True)
         sink = FanoutSink(JsonlSink(task_dir / "events.jsonl"))
@@ -205,6 +215,8 @@ def summary_rows(reports: list[Report]) -> list[dict[str, object]]:
             "files_changed": len(r.files_changed),
             "last_test": r.last_test.outcome if r.last_test else None,
             "duration_s": r.duration_s,
+            "tokens": r.usage.total_tokens if r.usage else None,
+            "cost": r.cost,
             "error": r.error,
         }
         for r in reports
@@ -218,7 +230,7 @@ def write_summary(out_dir: Path, reports: list[Report]) -> None:
 
 def render_table(reports: list[Report]) -> str:
     rows = summary_rows(reports)
-    header = ("task", "status", "reason", "steps", "calls", "files", "test", "time")
+    header = ("task", "status", "reason", "steps", "calls", "files", "test", "time", "tokens", "cost")
     body = [
         (
             str(r["task_id"]),
@@ -229,6 +241,8 @@ def render_table(reports: list[Report]) -> str:
             str(r["files_changed"]),
             str(r["last_test"] or "-"),
             f"{r['duration_s']:.1f}s",
+            str(r["tokens"] if r["tokens"] is not None else "-"),
+            f"{r['cost']:.4f}" if isinstance(r["cost"], float) else "-",
         )
         for r in rows
     ]

@@ -88,6 +88,7 @@ def _openai_options(args: argparse.Namespace) -> dict[str, Any]:
         "api": args.api,
         "max_tokens": args.max_tokens,
         "tool_choice": args.tool_choice,
+        "stream": False if args.no_stream else None,
     }
 
 
@@ -111,6 +112,29 @@ def _sandbox_config(args: argparse.Namespace) -> Any:
     if args.image:
         options["image"] = args.image
     return SandboxConfig(**{k: v for k, v in options.items() if v is not None})
+
+
+def _prices(args: argparse.Namespace) -> Any:
+    """The prices per million tokens, when given; a cost limit needs them (ValueError otherwise)."""
+    from agent.budget import Prices
+
+    given = args.price_input is not None or args.price_output is not None
+    prices = Prices(input_per_million=args.price_input or 0.0, output_per_million=args.price_output or 0.0)
+    wants_cost = args.max_cost is not None or getattr(args, "budget_cost", None) is not None
+    if wants_cost and not prices.known:
+        raise ValueError("a cost limit needs the prices: --price-input and/or --price-output (per million tokens)")
+    return prices if given else None
+
+
+def _batch_budget(args: argparse.Namespace, prices: Any) -> Any:
+    from agent.budget import BatchBudget
+
+    if args.budget_tokens is None and args.budget_cost is None and prices is None:
+        return None
+    for name in ("budget_tokens", "budget_cost"):
+        if getattr(args, name) is not None and getattr(args, name) <= 0:
+            raise ValueError(f"--{name.replace('_', '-')} must be more than 0")
+    return BatchBudget(args.budget_tokens, args.budget_cost, prices)
 
 
 def _exit_code(report: Report) -> int:
@@ -137,8 +161,11 @@ def cmd_run(args: argparse.Namespace) -> int:
             image=args.image,
             max_steps=args.max_steps,
             timeout_s=args.timeout,
+            max_total_tokens=args.max_total_tokens,
+            max_cost=args.max_cost,
         )
         sandbox_config = _sandbox_config(args)
+        prices = _prices(args)
     except ValueError as exc:  # shlex's unbalanced quote, or a ValidationError (--max-steps 0 ...)
         return _usage_error(f"bad arguments: {exc}")
     if task.policy == "ask" and not _has_terminal():
@@ -170,7 +197,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                     sink,
                     sandbox_config=sandbox_config,
                     cancel=cancel,
-                    limits=Limits(max_steps=args.max_steps, timeout_s=args.timeout),
+                    limits=Limits(max_steps=args.max_steps, timeout_s=args.timeout, prices=prices),
                     ask=terminal_ask if task.policy == "ask" else None,
                 )
     finally:
@@ -208,6 +235,8 @@ def cmd_batch(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     try:
         sandbox_config = _sandbox_config(args)
+        prices = _prices(args)
+        budget = _batch_budget(args, prices)
     except ValueError as exc:
         return _usage_error(f"bad arguments: {exc}")
     out = Path(args.out)
@@ -223,10 +252,17 @@ def cmd_batch(args: argparse.Namespace) -> int:
             limits=Limits(
                 max_steps=args.max_steps if args.max_steps is not None else 10**9,
                 timeout_s=args.timeout if args.timeout is not None else float("inf"),
+                max_total_tokens=args.max_total_tokens,
+                max_cost=args.max_cost,
+                prices=prices,
             ),
             cancel=cancel,
+            budget=budget,
         )
     print(render_table(reports))
+    if budget is not None:
+        not_started = 0 if cancel.cancelled else len(tasks) - len(reports)
+        print(budget.describe() + (f"; {not_started} task(s) not started" if not_started else ""))
     print(f"\nsummary: {out / 'summary.jsonl'} · per task: {out}/<id>/report.json, events.jsonl")
     if cancel.cancelled:
         return EXIT_CANCELLED
@@ -295,6 +331,7 @@ def _add_model_options(p: argparse.ArgumentParser) -> None:
         default=None,
         help="tool_choice sent with the tools (default auto; required: a tool call every turn, no final message)",
     )
+    g.add_argument("--no-stream", action="store_true", help="ask for whole replies (for servers that stream badly)")
 
 
 def _add_sandbox_options(p: argparse.ArgumentParser) -> None:
@@ -308,6 +345,16 @@ def _add_sandbox_options(p: argparse.ArgumentParser) -> None:
 def _add_limits(p: argparse.ArgumentParser, max_steps: int | None, timeout: float | None, what: str) -> None:
     p.add_argument("--max-steps", type=int, default=max_steps, help=f"model steps before the run stops{what}")
     p.add_argument("--timeout", type=float, default=timeout, help=f"wall-clock budget per task, seconds{what}")
+    _add_budget_options(p, what)
+
+
+def _add_budget_options(p: argparse.ArgumentParser, what: str) -> None:
+    g = p.add_argument_group("budget")
+    g.add_argument("--max-total-tokens", type=int, default=None,
+                   help=f"stop (reason budget) before a model request that would pass this many tokens{what}")
+    g.add_argument("--max-cost", type=float, default=None, help=f"the same for the cost (needs the prices){what}")
+    g.add_argument("--price-input", type=float, default=None, metavar="PRICE", help="price per million input tokens")
+    g.add_argument("--price-output", type=float, default=None, metavar="PRICE", help="price per million output tokens")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -341,6 +388,9 @@ def build_parser() -> argparse.ArgumentParser:
     batch.add_argument("tasks", help="JSONL: one task a line (id, repo, goal, policy, test_cmd, ...)")
     batch.add_argument("--jobs", type=int, default=2, help="tasks at once")
     batch.add_argument("--out", default="codebox-out", help="folder for reports, event logs and the summary")
+    batch.add_argument("--budget-tokens", type=int, default=None,
+                       help="tokens the whole batch may spend: no task starts once they are spent")
+    batch.add_argument("--budget-cost", type=float, default=None, help="the same for the cost (needs the prices)")
     _add_limits(batch, None, None, " (caps every task's own value; default: the task's)")
     _add_model_options(batch)
     _add_sandbox_options(batch)

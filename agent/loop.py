@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from agent.budget import Prices, TaskBudget, round_cost
 from agent.containers.sandbox import SandboxError  # the sandbox itself cannot go on: ends the run
 from agent.context import ContextStore
 from agent.events import EventSink
@@ -41,6 +42,7 @@ message and adapt. When you are done, answer with a short message saying what yo
 how you checked it, and call no tool in that reply."""
 
 T = TypeVar("T")
+N = TypeVar("N", int, float)
 
 
 class CancelToken:
@@ -70,6 +72,11 @@ class Limits:
     max_empty_replies: int = 3
     context_budget_chars: int = 200_000
     interrupt_grace_s: float = 10.0
+    # Token and cost budgets (agent/budget.py): the task's own values apply too, the smaller wins.
+    max_total_tokens: int | None = None
+    max_cost: float | None = None
+    prices: Prices | None = None
+    on_usage: Callable[[Usage], None] | None = None  # each reply's usage as it comes (a batch's budget)
 
 
 class _Stop(Exception):
@@ -124,6 +131,12 @@ class _Run:
         self.usage: Usage | None = None
         self.failing_calls: Counter[str] = Counter()
         self.empty_replies = 0
+        self.budget = TaskBudget(
+            _smaller(task.max_total_tokens, self.limits.max_total_tokens),
+            _smaller(task.max_cost, self.limits.max_cost),
+            self.limits.prices,
+            getattr(agent.model, "max_output_tokens", None),
+        )
 
     def emit(self, type_: str, **data: Any) -> None:
         self.seq += 1
@@ -162,6 +175,9 @@ class _Run:
             self._check_stop()
             if self.step >= min(self.task.max_steps, self.limits.max_steps):
                 raise _Stop("max_steps", f"stopped after {self.step} model steps")
+            over = self.budget.check(self.context.size())
+            if over is not None:
+                raise _Stop("budget", over)
             self.step += 1
             output = self._sample()
             usage_left = output.usage
@@ -217,6 +233,7 @@ class _Run:
         if shortened:
             self.emit("context.trimmed", results=shortened, size=self.context.size())
         messages = list(self.context.messages)
+        history_chars = self.context.size()
         specs = self.agent.registry.specs()
 
         def emit_model_event(type_: str, data: dict[str, Any]) -> None:
@@ -237,7 +254,15 @@ class _Run:
             raise _Stop("model_error", f"model client failed: {type(exc).__name__}: {exc}") from exc
         if output.usage:
             self.usage = output.usage if self.usage is None else self.usage + output.usage
+        self._count(output, history_chars)
         return output
+
+    def _count(self, output: ModelOutput, history_chars: int) -> None:
+        """The budget's count of this reply, and the batch's, if there is one."""
+        reply_chars = len(output.message or "") + sum(len(json.dumps(c.arguments)) for c in output.tool_calls)
+        counted = self.budget.record(output.usage, history_chars, reply_chars)
+        if self.limits.on_usage is not None:
+            self.limits.on_usage(counted)
 
     def _interruptible(self, fn: Callable[[], T], on_interrupt: Callable[[], None] | None) -> T:
         """Run fn in a worker thread; return its result, or stop on cancel/timeout.
@@ -393,6 +418,7 @@ class _Run:
             files_changed=self.effects.files_changed,
             last_test=self.effects.last_test,
             usage=self.usage,
+            cost=round_cost(self.budget.prices.cost(self.usage)) if self.budget.prices.known else None,
             started_at=self.started,
             duration_s=round(time.time() - self.started, 3),
         )
@@ -400,6 +426,15 @@ class _Run:
 
 def _exc(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {str(exc)[:300]}"
+
+
+def _smaller(a: N | None, b: N | None) -> N | None:
+    """The stricter of two optional limits."""
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return min(a, b)
 
 
 def _dump(usage: Usage | None) -> dict[str, int] | None:

@@ -155,6 +155,9 @@ class TaskSpec(BaseModel):
     max_steps: int = Field(default=30, ge=1)
     timeout_s: float = Field(default=900.0, gt=0)
     model: str | None = None
+    # Stop (reason "budget") before a model request that would take the run past these.
+    max_total_tokens: int | None = Field(default=None, ge=1)
+    max_cost: float | None = Field(default=None, gt=0)
 
 
 StopReason = Literal[
@@ -165,6 +168,7 @@ StopReason = Literal[
     "loop_guard",
     "model_error",
     "sandbox_error",
+    "budget",
 ]
 
 RunStatus = Literal["completed", "stopped", "cancelled", "error"]
@@ -177,6 +181,7 @@ STATUS_FOR_REASON: dict[str, RunStatus] = {
     "cancelled": "cancelled",
     "model_error": "error",
     "sandbox_error": "error",
+    "budget": "stopped",
 }
 
 
@@ -214,6 +219,7 @@ class Report(BaseModel):
     files_changed: list[str] = Field(default_factory=list)
     last_test: TestRun | None = None
     usage: Usage | None = None
+    cost: float | None = None  # from usage and the prices the user gave; None without prices
     started_at: float
     duration_s: float
 
@@ -233,6 +239,8 @@ class Report(BaseModel):
         if self.usage:
             u = self.usage
             lines.append(f"tokens: {u.input_tokens} in, {u.output_tokens} out")
+        if self.cost is not None:
+            lines.append(f"cost: {self.cost:.4f}")
         denied = sum(1 for c in self.tool_calls if c.decision == "deny")
         failed = sum(1 for c in self.tool_calls if not c.ok)
         if failed:

@@ -109,7 +109,8 @@ def generate(completion: dict[str, Any], max_tokens: int | None) -> tuple[dict[s
     choice = completion["choices"][0]
     message = dict(choice["message"])
     text_tokens = tokens_of(message.get("content") or "")
-    call_tokens = sum(len(c["function"]["arguments"]) // 4 + 2 for c in message.get("tool_calls") or [])
+    calls = message.get("tool_calls") or []
+    call_tokens = sum(len((c.get("function") or {}).get("arguments") or "") // 4 + 2 for c in calls)
     count = len(text_tokens) + call_tokens
     if max_tokens is None or count <= max_tokens:
         return completion, count
@@ -143,10 +144,11 @@ def completion_chunks(completion: dict[str, Any], include_usage: bool, args_piec
     out = [chunk({"role": "assistant", "content": ""})]
     out += [chunk({"content": t}) for t in tokens_of(message.get("content") or "")]
     for i, call in enumerate(message.get("tool_calls") or []):
-        head = {"index": i, "id": call["id"], "type": "function", "function": {"name": call["function"]["name"],
-                                                                              "arguments": ""}}
+        fn = call.get("function") or {}
+        head = {"index": i, "id": call.get("id"), "type": "function", "function": {"name": fn.get("name"),
+                                                                                  "arguments": ""}}
         out.append(chunk({"tool_calls": [head]}))
-        for piece in _pieces(call["function"]["arguments"], args_piece):
+        for piece in _pieces(fn.get("arguments") or "", args_piece):
             out.append(chunk({"tool_calls": [{"index": i, "function": {"arguments": piece}}]}))
     out.append(chunk({}, choice.get("finish_reason") or "stop"))
     if include_usage and completion.get("usage"):

@@ -24,6 +24,7 @@ A request with ``stream: true`` gets a scripted chat.completion as a stream of c
 from __future__ import annotations
 
 import json
+import sys
 import threading
 import time
 from collections import deque
@@ -263,6 +264,7 @@ def responses_reply(
 class _Handler(BaseHTTPRequestHandler):
     server: _HTTPServer
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # a chunk a token: no small write may wait for an ACK
 
     def log_message(self, format: str, *args: Any) -> None:  # quiet
         pass
@@ -343,9 +345,14 @@ class _Handler(BaseHTTPRequestHandler):
                 self.send_header(key, value)
             self.send_header("Transfer-Encoding", "chunked")
             self.end_headers()
+            started, made = time.monotonic(), 0
             for number, chunk in enumerate(chunks, start=1):
-                if reply.chunk_delay_s and self.server.owner._closing.wait(reply.chunk_delay_s):
-                    return
+                if number > 1 and _carries_output(chunk):  # the role, finish and usage chunks cost nothing
+                    made += 1
+                    # Against the clock, not a sleep per chunk: late wake-ups on a busy machine do not add up.
+                    due = started + made * reply.chunk_delay_s - time.monotonic()
+                    if due > 0 and self.server.owner._closing.wait(due):
+                        return
                 self._chunk(sse(chunk))
                 if reply.cut is not None and number >= reply.cut_after:
                     break
@@ -364,6 +371,14 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.flush()
 
 
+def _carries_output(chunk: dict[str, Any] | str) -> bool:
+    if not isinstance(chunk, dict):
+        return True
+    choices = chunk.get("choices") or [{}]
+    delta = choices[0].get("delta") or {} if isinstance(choices[0], dict) else {}
+    return bool(delta.get("content") or delta.get("tool_calls"))
+
+
 def _is_completion(reply: Reply) -> bool:
     body = reply.body
     return (reply.status == 200 and reply.stream is None and isinstance(body, dict)
@@ -373,6 +388,11 @@ def _is_completion(reply: Reply) -> bool:
 class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = True
     owner: FakeOpenAIServer
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that went away (a timeout, a dropped SDK client) is no error of the server's."""
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
 
 
 class FakeOpenAIServer:

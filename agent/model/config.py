@@ -43,7 +43,7 @@ class OpenAIConfig(BaseModel):
     """Cap on one reply's output tokens; None: not sent (many local servers then never stop early)."""
     tool_choice: ToolChoice = "auto"
     """Sent whenever tools are: some servers (llama-cpp-python) leave the tools out of the prompt without it."""
-    stream: bool = False
+    stream: bool = True
     """Chat Completions only: receive the reply as it is generated (text deltas reach the console)."""
     stream_usage: bool = True
     """Ask for usage in the last chunk (``stream_options``); dropped by itself for a server that refuses it."""

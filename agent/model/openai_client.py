@@ -121,6 +121,18 @@ def parse_chat_completion(data: Any) -> ModelOutput:
     )
 
 
+def _is_event_stream(content_type: str | None) -> bool:
+    return (content_type or "").split(";")[0].strip().lower() == "text/event-stream"
+
+
+class _Whole:
+    """A streamed HTTP response read whole, shaped like a raw response for ``json_of``."""
+
+    def __init__(self, response: Any) -> None:
+        response.read()
+        self.http_response = response
+
+
 def _chunk_dict(chunk: Any) -> Any:
     if hasattr(chunk, "to_dict"):
         return chunk.to_dict(warnings=False)
@@ -166,6 +178,9 @@ class OpenAIChatClient(OpenAIClientBase):
                 self._stream_usage = False  # an older server: usage is then not known for streamed replies
                 return self._stream(body, timeout, attempt, emit)
             raise
+        if not _is_event_stream(stream.response.headers.get("content-type")):  # a server that does not stream
+            with stream:
+                return self.json_of(_Whole(stream.response))
         assembler = ChatStreamAssembler(lambda text: emit("message.delta", {"text": text, "attempt": attempt}))
         try:
             with stream:  # closes the connection however the loop ends

@@ -143,7 +143,7 @@ def test_exact_request_payload_for_a_multi_turn_history_with_tool_calls(server: 
         AssistantMessage(content="I see: it subtracts. é"),
         UserMessage(content="go on"),
     ]
-    out = client(server).complete("SYSTEM PROMPT", history, TOOLS, Events())
+    out = client(server, stream=False).complete("SYSTEM PROMPT", history, TOOLS, Events())
     assert out.message == "done"
 
     (request,) = server.requests
@@ -229,7 +229,7 @@ def test_temperature_and_max_tokens_are_sent_when_set(server: FakeOpenAIServer) 
 
 def test_no_tools_means_no_tools_key(server: FakeOpenAIServer) -> None:
     server.add(chat_reply("ok"))
-    client(server).complete("", [UserMessage(content="hi")], [], Events())
+    client(server, stream=False).complete("", [UserMessage(content="hi")], [], Events())
     assert server.requests[0].json == {"model": MODEL, "messages": [{"role": "user", "content": "hi"}]}
 
 

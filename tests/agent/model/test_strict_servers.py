@@ -236,9 +236,16 @@ def test_a_generation_longer_than_the_request_timeout_fails_with_the_timeout_nam
     slow = ServerBehaviour(seconds_per_token=0.05)  # 60 tokens: 3 s, the timeout is 0.3 s
     with FakeOpenAIServer(default=chat_reply(LONG), behaviour=slow) as server:
         with pytest.raises(ModelError) as info:
-            ask(client(server, request_timeout_s=0.3, max_attempts=2))
+            ask(client(server, request_timeout_s=0.3, max_attempts=2, stream=False))
     assert "APITimeoutError: no answer within 0.3 s" in str(info.value)
     assert "failed 2 times" in str(info.value)
+
+
+def test_streamed_the_same_slow_generation_fits_the_same_timeout() -> None:
+    slow = ServerBehaviour(seconds_per_token=0.05)  # the timeout is between two chunks now
+    with FakeOpenAIServer([chat_reply(LONG)], behaviour=slow) as server:
+        out = ask(client(server, request_timeout_s=0.3, max_attempts=1, stream=True))
+    assert out.message == LONG and out.finish_reason == "stop"
 
 
 def test_parse_error_messages_read_well() -> None:
