@@ -171,7 +171,7 @@ def run_batch(
             else:
                 report = run_task(task, model, sink, sandbox_config=sandbox_config, cancel=cancel, limits=limits)
         except Exception as exc:  # one task's crash never stops the others
-            report = failed_report(task, task.model or "?", "sandbox_error", f"{type(exc).__name__}: {exc}", sink)
+            report = failed_report(task, task.model or "?", "internal_error", f"{type(exc).__name__}: {exc}", sink)
         finally:
             sink.close()
         _write_atomic(task_dir / "report.json", report.model_dump_json(indent=2))
@@ -182,7 +182,7 @@ def run_batch(
         try:
             one(task)
         except Exception as exc:  # the task folder or its files could not be written
-            report = failed_report(task, task.model or "?", "sandbox_error", f"{type(exc).__name__}: {exc}",
+            report = failed_report(task, task.model or "?", "internal_error", f"{type(exc).__name__}: {exc}",
                                    FanoutSink())
             reports[task.id] = report
             print(f"codebox: task {task.id}: {report.error}", file=sys.stderr)

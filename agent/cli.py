@@ -3,14 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import shlex
-import signal
 import sys
-from collections.abc import Iterator
 from pathlib import Path
-from types import FrameType
 from typing import Any, TextIO
 
 from agent.events import ConsoleSink, EventSink, FanoutSink, JsonlSink
@@ -18,28 +14,10 @@ from agent.loop import CancelToken, Limits
 from agent.model.base import ModelClient, ModelError
 from agent.policy import Answer
 from agent.protocol import Report, TaskSpec
+from agent.signals import cancel_on_signals
 from agent.tools import PreparedCall
 
 EXIT_OK, EXIT_STOPPED, EXIT_USAGE, EXIT_CANCELLED = 0, 1, 2, 130
-
-
-@contextlib.contextmanager
-def cancel_on_signals(cancel: CancelToken, stream: TextIO = sys.stderr) -> Iterator[None]:
-    """Ctrl-C or SIGTERM cancels the run cleanly; a second Ctrl-C exits at once."""
-
-    def handler(signum: int, frame: FrameType | None) -> None:
-        name = signal.Signals(signum).name
-        if cancel.cancelled and signum == signal.SIGINT:
-            raise KeyboardInterrupt
-        stream.write(f"\ncodebox: {name} received: stopping (the sandbox is being removed)\n")
-        cancel.cancel(f"{name} received")
-
-    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for sig, old in previous.items():
-            signal.signal(sig, old)
 
 
 def terminal_ask(call: PreparedCall) -> Answer:
@@ -92,17 +70,18 @@ def _openai_options(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def _model_spec(args: argparse.Namespace, task: TaskSpec | None = None) -> str:
-    spec = (task.model if task and task.model else None) or args.model or os.environ.get("CODEBOX_MODEL")
+def _model_spec(args: argparse.Namespace, task: TaskSpec | None = None) -> str | None:
+    return (task.model if task and task.model else None) or args.model or os.environ.get("CODEBOX_MODEL")
+
+
+def _make_model(args: argparse.Namespace, task: TaskSpec) -> ModelClient:
+    """A batch task's model (a ModelError when none is given or it cannot be built)."""
+    from agent.model.factory import build_model
+
+    spec = _model_spec(args, task)
     if not spec:
         raise ModelError("no model given: pass --model NAME (or scripted:FILE), or set CODEBOX_MODEL")
-    return spec
-
-
-def _make_model(args: argparse.Namespace, task: TaskSpec | None = None) -> ModelClient:
-    from agent.runner import build_model
-
-    return build_model(_model_spec(args, task), **_openai_options(args))
+    return build_model(spec, **_openai_options(args))
 
 
 def _sandbox_config(args: argparse.Namespace) -> Any:
@@ -147,7 +126,7 @@ def _exit_code(report: Report) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from agent.runner import failed_report, run_task
+    from agent.runner import run_spec
 
     try:
         task = TaskSpec(
@@ -186,20 +165,16 @@ def cmd_run(args: argparse.Namespace) -> int:
     cancel = CancelToken()
     try:
         with cancel_on_signals(cancel):
-            try:
-                model = _make_model(args, task)
-            except ModelError as exc:
-                report = failed_report(task, args.model or "?", "model_error", str(exc), sink)
-            else:
-                report = run_task(
-                    task,
-                    model,
-                    sink,
-                    sandbox_config=sandbox_config,
-                    cancel=cancel,
-                    limits=Limits(max_steps=args.max_steps, timeout_s=args.timeout, prices=prices),
-                    ask=terminal_ask if task.policy == "ask" else None,
-                )
+            report = run_spec(
+                task,
+                _model_spec(args, task),
+                _openai_options(args),
+                sink,
+                sandbox_config=sandbox_config,
+                cancel=cancel,
+                limits=Limits(max_steps=args.max_steps, timeout_s=args.timeout, prices=prices),
+                ask=terminal_ask if task.policy == "ask" else None,
+            )
     finally:
         sink.close()
     _finish_report(report, args.report, console_stream)
@@ -379,7 +354,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--report", help="write the report to this JSON file")
     run.add_argument("--json", action="store_true", help="events as JSON lines on stdout (progress goes to stderr)")
     run.add_argument("--quiet", action="store_true", help="no live progress")
-    _add_limits(run, 30, 900.0, "")
+    _add_limits(run, TaskSpec.model_fields["max_steps"].default, TaskSpec.model_fields["timeout_s"].default, "")
     _add_model_options(run)
     _add_sandbox_options(run)
     run.set_defaults(func=cmd_run)

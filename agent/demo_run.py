@@ -13,12 +13,12 @@ import sys
 import tempfile
 from pathlib import Path
 
-from agent.cli import cancel_on_signals
 from agent.events import ConsoleSink, FanoutSink, JsonlSink
 from agent.loop import CancelToken
 from agent.model.scripted import ScriptedModel
 from agent.protocol import TaskSpec
 from agent.runner import run_task
+from agent.signals import cancel_on_signals
 
 DEMO_DIR = Path(__file__).resolve().parent / "demo"
 TEST_CMD = ["python3", "-m", "pytest", "-q"]

@@ -66,8 +66,10 @@ class CancelToken:
 
 @dataclass
 class Limits:
-    max_steps: int = 30
-    timeout_s: float = 900.0
+    """Caps on a run; a task's own max_steps / timeout_s apply too (the smaller wins)."""
+
+    max_steps: int = TaskSpec.model_fields["max_steps"].default
+    timeout_s: float = TaskSpec.model_fields["timeout_s"].default
     loop_guard_repeats: int = 3  # identical failing calls before the run is stopped
     max_empty_replies: int = 3
     context_budget_chars: int = 200_000
@@ -160,6 +162,8 @@ class _Run:
             error = None
         except _Stop as stop:
             reason, error = stop.reason, stop.error
+        except Exception as exc:  # a bug in codebox still ends in a report that names it
+            reason, error = "internal_error", f"{type(exc).__name__}: {exc}"
         report = self._report(reason, final, error)
         self.emit("turn.end", reason=reason, status=report.status, report=report.model_dump(mode="json"))
         return report

@@ -167,8 +167,10 @@ StopReason = Literal[
     "cancelled",
     "loop_guard",
     "model_error",
-    "sandbox_error",
-    "budget",
+    "sandbox_error",  # the sandbox could not start or died for good
+    "invalid_task",  # the task cannot run as given (no such repository, a policy that cannot work here)
+    "internal_error",  # a bug in codebox: the message names the exception
+    "budget",  # the next model request would pass the token or cost budget
 ]
 
 RunStatus = Literal["completed", "stopped", "cancelled", "error"]
@@ -181,6 +183,8 @@ STATUS_FOR_REASON: dict[str, RunStatus] = {
     "cancelled": "cancelled",
     "model_error": "error",
     "sandbox_error": "error",
+    "invalid_task": "error",
+    "internal_error": "error",
     "budget": "stopped",
 }
 

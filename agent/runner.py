@@ -7,14 +7,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
 from agent.containers.image import ImageError, image_exists
 from agent.containers.sandbox import Sandbox, SandboxConfig, SandboxError, SandboxReply
 from agent.events import EventSink
 from agent.loop import CancelToken, CodingAgent, Limits
 from agent.model.base import ModelClient, ModelError
-from agent.model.scripted import ScriptedModel
+from agent.model.factory import build_model
 from agent.policy import ApproveOncePolicy, AskFn, Policy, ReadOnlyPolicy, WorkspaceWritePolicy
 from agent.protocol import STATUS_FOR_REASON, AgentEvent, Report, StopReason, TaskSpec
 from agent.tools import ToolContext, ToolRegistry
@@ -29,22 +27,6 @@ def build_policy(task: TaskSpec, ask: AskFn | None = None) -> Policy:
     if ask is None:
         raise ValueError("the 'ask' policy needs a terminal to ask on (or use --policy workspace-write)")
     return ApproveOncePolicy(ask, rules)
-
-
-def build_model(spec: str, **openai_options: Any) -> ModelClient:
-    """`scripted:FILE` for a scripted model, anything else is a model name for the OpenAI client.
-
-    Raises ModelError with a message for a person (missing key, bad option, unreadable script).
-    """
-    if spec.startswith("scripted:"):
-        return ScriptedModel.from_file(spec.removeprefix("scripted:"))
-    from agent.model.openai_client import OpenAIConfig, make_client
-
-    try:
-        config = OpenAIConfig.from_options(model=spec, **openai_options)
-    except ValidationError as exc:
-        raise ModelError(f"bad model options: {exc}") from exc
-    return make_client(config)
 
 
 def failed_report(task: TaskSpec, model_name: str, reason: StopReason, error: str, sink: EventSink) -> Report:
@@ -68,6 +50,29 @@ def failed_report(task: TaskSpec, model_name: str, reason: StopReason, error: st
     return report
 
 
+def run_spec(
+    task: TaskSpec,
+    model_spec: str | None,
+    model_options: dict[str, Any],
+    sink: EventSink,
+    **options: Any,
+) -> Report:
+    """The one entry point of `codebox run` and of every batch task: build the model, run the
+    task, and always return a report (a model that cannot be built is a model_error, a bug in
+    codebox an internal_error). ``options`` are run_task's keyword arguments."""
+    if not model_spec:
+        error = "no model given: pass --model NAME (or scripted:FILE), or set CODEBOX_MODEL"
+        return failed_report(task, "?", "model_error", error, sink)
+    try:
+        model = build_model(model_spec, **model_options)
+    except ModelError as exc:
+        return failed_report(task, model_spec, "model_error", str(exc), sink)
+    try:
+        return run_task(task, model, sink, **options)
+    except Exception as exc:  # one task's crash is its own report, never a traceback
+        return failed_report(task, model.name, "internal_error", f"{type(exc).__name__}: {exc}", sink)
+
+
 def run_task(
     task: TaskSpec,
     model: ModelClient,
@@ -83,10 +88,10 @@ def run_task(
     try:
         policy = build_policy(task, ask)
     except ValueError as exc:
-        return failed_report(task, model.name, "sandbox_error", str(exc), sink)
+        return failed_report(task, model.name, "invalid_task", str(exc), sink)
     repo = Path(task.repo).expanduser().resolve()
     if not repo.is_dir():
-        return failed_report(task, model.name, "sandbox_error", f"the repository {task.repo} is not a directory", sink)
+        return failed_report(task, model.name, "invalid_task", f"the repository {task.repo} is not a directory", sink)
     config = sandbox_config or SandboxConfig()
     if task.image:
         config = config.model_copy(update={"image": task.image})

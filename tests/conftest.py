@@ -91,3 +91,11 @@ def no_leaked_containers() -> Iterator[None]:
         time.sleep(0.5)
         left = _codebox_containers()
     assert not left, f"codebox containers leaked: {left}"
+
+
+@pytest.fixture(scope="session")
+def sandbox_image() -> str:
+    """The sandbox image, built if missing (offline; no registry is needed)."""
+    from agent.containers.image import ensure_sandbox_image
+
+    return ensure_sandbox_image(log=lambda _msg: None)

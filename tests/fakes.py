@@ -40,9 +40,6 @@ class FakeSandbox:
             return FakeReply(output=f"{tool} ok")
         return handler(args)
 
-    def apply_patch(self, patch: str, timeout_s: float | None = None) -> FakeReply:
-        return self.call("apply_patch", {"patch": patch}, timeout_s)
-
     def close(self) -> None:
         self.closed.set()
 

@@ -21,22 +21,20 @@ from typing import Any
 import openai
 
 from agent.model.arguments import parse_arguments
-from agent.model.base import EmitFn, ModelClient, ModelError
+from agent.model.base import EmitFn, ModelError
 from agent.model.chat_stream import ChatStreamAssembler
 from agent.model.config import OpenAIConfig
 from agent.model.openai_base import OpenAIClientBase
-from agent.model.responses_client import OpenAIResponsesClient
 from agent.model.retry_rules import SERVER_ERROR_EVENT, StreamInterrupted, parse_retry_after, server_message, short
 from agent.model.wire import arguments_to_wire, make_tool_call, parse_usage
 from agent.protocol import AssistantMessage, Message, ModelOutput, ToolCall, ToolResultMessage, ToolSpec, UserMessage
 
-# Importable from here as before the split (runner.py, tests, scripts).
+# Importable from here as before the split (factory.py, tests, scripts).
 __all__ = [
     "OpenAIChatClient",
     "OpenAIConfig",
     "chat_messages",
     "chat_tools",
-    "make_client",
     "parse_arguments",
     "parse_chat_completion",
     "parse_retry_after",
@@ -201,10 +199,3 @@ class OpenAIChatClient(OpenAIClientBase):
 
     def parse(self, data: Any) -> ModelOutput:
         return parse_chat_completion(data)
-
-
-def make_client(config: OpenAIConfig) -> ModelClient:
-    """The adapter ``config.api`` names: "chat" (Chat Completions) or "responses"."""
-    if config.api == "responses":
-        return OpenAIResponsesClient(config)
-    return OpenAIChatClient(config)

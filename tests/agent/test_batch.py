@@ -116,7 +116,7 @@ def test_cli_run_with_a_missing_repo_still_writes_a_report(tmp_path: Path) -> No
                  "--report", str(report_path), "goal"])
     assert code == 1
     report = json.loads(report_path.read_text())
-    assert report["stop_reason"] == "sandbox_error" and "not a directory" in report["error"]
+    assert report["stop_reason"] == "invalid_task" and "not a directory" in report["error"]
 
 
 def test_cli_run_with_no_model_is_a_model_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -6,7 +6,7 @@ import pytest
 
 from agent.cli import _openai_options, build_parser
 from agent.model.openai_client import OpenAIChatClient
-from agent.runner import build_model
+from agent.model.factory import build_model
 
 
 def test_model_flags_reach_the_config(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -394,3 +394,20 @@ def test_a_policy_that_fails_denies() -> None:
     report = agent.run(task())
     assert report.stop_reason == "final_message" and report.tool_calls[0].decision == "deny"
     assert "terminal went away" in first_result(model).content and sandbox.calls == []
+
+
+def test_a_bug_in_codebox_ends_the_run_with_internal_error_and_a_report() -> None:
+    from agent.tools import ReadFileTool, RunEffects, ToolRegistry, ToolResult
+
+    class BrokenReadFile(ReadFileTool):
+        def note_effects(self, write_paths: list[str], result: ToolResult, effects: RunEffects) -> None:
+            raise RuntimeError("boom")
+
+    agent, sink, _, _ = make_agent(
+        [{"tool_calls": [{"name": "read_file", "arguments": {"path": "a.py"}}]}, {"message": "never"}]
+    )
+    agent.registry = ToolRegistry([BrokenReadFile()])
+    report = agent.run(task())
+    assert report.status == "error" and report.stop_reason == "internal_error"
+    assert report.error == "RuntimeError: boom"
+    assert sink.types()[-1] == "turn.end"

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import statistics
 import sys
 import time
 from collections.abc import Iterator
@@ -14,7 +13,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_server_support import SERVER_PYTHON, ServerProc, alive, make_tree, wait_dead
+from tests.sandbox.server_support import SERVER_PYTHON, ServerProc, alive, make_tree, wait_dead
 
 from sandbox import wire
 
@@ -216,18 +215,13 @@ def test_nothing_but_responses_reach_stdout(tree: Path) -> None:
         s.close()
 
 
-def test_read_file_round_trip_latency(server: ServerProc) -> None:
-    """Median round trip of a small read_file over the pipes (reported; bound is generous)."""
-    req = json.dumps({"id": 0, "tool": "read_file", "args": {"path": "README.md"}}).encode() + b"\n"
-    times = []
-    for _ in range(1000):
-        t0 = time.perf_counter()
+def test_many_requests_in_a_row_each_get_their_answer(server: ServerProc) -> None:
+    """1000 reads back to back (the round trip's speed is measured in bench/sandbox_latency.py)."""
+    for i in range(1000):
+        req = json.dumps({"id": i, "tool": "read_file", "args": {"path": "README.md"}}).encode() + b"\n"
         server.send(req)
-        server.read_line()
-        times.append(time.perf_counter() - t0)
-    median_ms = statistics.median(times) * 1000
-    print(f"\nread_file round trip over pipes: median {median_ms:.3f} ms (1000 calls)")
-    assert median_ms < 20
+        response = json.loads(server.read_line())
+        assert response["id"] == i and response["ok"] is True
 
 
 def test_server_survives_its_children_being_killed(server: ServerProc) -> None:

@@ -11,23 +11,13 @@ from email.utils import format_datetime
 from typing import Any
 
 import pytest
-from tests.fake_openai_server import (
-    FakeOpenAIServer,
-    RecordedRequest,
-    Reply,
-    chat_completion,
-    chat_reply,
-    error_reply,
-    responses_reply,
-    timeout_reply,
-)
 from pydantic import BaseModel, Field
 
 from agent.model.base import ModelError
+from agent.model.factory import make_client
 from agent.model.openai_client import (
     OpenAIChatClient,
     OpenAIConfig,
-    make_client,
     parse_arguments,
     parse_retry_after,
 )
@@ -40,6 +30,16 @@ from agent.protocol import (
     ToolResultMessage,
     ToolSpec,
     UserMessage,
+)
+from tests.fake_openai_server import (
+    FakeOpenAIServer,
+    RecordedRequest,
+    Reply,
+    chat_completion,
+    chat_reply,
+    error_reply,
+    responses_reply,
+    timeout_reply,
 )
 
 KEY_ENV = "CODEBOX_TEST_OPENAI_KEY"

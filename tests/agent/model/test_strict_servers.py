@@ -13,7 +13,8 @@ from tests.fake_openai_server import FakeOpenAIServer, chat_reply, error_reply
 
 from agent.model.base import ModelError
 from agent.model.config import OpenAIConfig
-from agent.model.openai_client import OpenAIChatClient, make_client
+from agent.model.factory import make_client
+from agent.model.openai_client import OpenAIChatClient
 from agent.protocol import AssistantMessage, Message, ModelOutput, ToolCall, ToolResultMessage, ToolSpec, UserMessage
 
 KEY_ENV = "CODEBOX_TEST_OPENAI_KEY"

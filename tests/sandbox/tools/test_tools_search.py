@@ -12,11 +12,13 @@ from typing import Any
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_server_support import ServerProc, make_tree
+from tests.sandbox.server_support import ServerProc, make_tree
 
 from sandbox.tools.search import Glob
 
 HAVE_RG = shutil.which("rg") is not None
+if not HAVE_RG and os.environ.get("CI"):
+    raise RuntimeError("CI must have ripgrep on PATH: the rg engine's tests are required there")
 ENGINES = ["python", pytest.param("rg", marks=pytest.mark.skipif(not HAVE_RG, reason="rg is not on PATH"))]
 
 

@@ -1,0 +1,31 @@
+"""Ctrl-C and SIGTERM as a cancel: the run stops cleanly, its sandbox is removed, a report is written."""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import sys
+from collections.abc import Iterator
+from types import FrameType
+from typing import TextIO
+
+from agent.loop import CancelToken
+
+
+@contextlib.contextmanager
+def cancel_on_signals(cancel: CancelToken, stream: TextIO = sys.stderr) -> Iterator[None]:
+    """Ctrl-C or SIGTERM cancels the run cleanly; a second Ctrl-C exits at once."""
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        name = signal.Signals(signum).name
+        if cancel.cancelled and signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        stream.write(f"\ncodebox: {name} received: stopping (the sandbox is being removed)\n")
+        cancel.cancel(f"{name} received")
+
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
