@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.fake_openai_behaviour import LLAMA_CPP_PYTHON, ServerBehaviour, validation_message
-from tests.fake_openai_server import FakeOpenAIServer, chat_reply, error_reply
+from tests.fake_openai_behaviour import LLAMA_CPP_PYTHON, ServerBehaviour, completion_chunks, validation_message
+from tests.fake_openai_server import FakeOpenAIServer, chat_completion, chat_reply, error_reply, stream_reply
 
 from agent.cli import main
 
@@ -148,3 +148,45 @@ def test_slow_generation_cut_by_max_tokens_and_the_note_is_in_the_events(
     assert note["reason"] == "cut_off" and "cut off by the output token limit" in note["text"]
     cut = next(e["data"] for e in events if e["type"] == "message")
     assert cut["finish_reason"] == "length" and len(cut["text"].split()) == 20
+
+
+# --- streaming and budgets, whole runs ------------------------------------------------------------
+
+
+def test_a_streamed_run_survives_a_cut_stream_and_keeps_deltas_out_of_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    repo = tmp_path / "repo"
+    shutil.copytree(DEMO_REPO, repo)
+    read = chat_completion("Reading the file first.", [("read_file", {"path": "backoff.py"}, "call_read")])
+    replies = [
+        stream_reply(completion_chunks(read, include_usage=True), cut="reset", cut_after=3),  # type: ignore[arg-type]
+        chat_reply("Reading the file first.", tool_calls=[("read_file", {"path": "backoff.py"}, "call_read")]),
+        chat_reply("It starts at 1: the first delay is skipped."),
+    ]
+    with FakeOpenAIServer(replies, behaviour=LLAMA_CPP_PYTHON) as server:
+        code, report, events = _run(server.url, repo, tmp_path)
+        bodies = [r.json for r in server.posts]
+    assert code == 0 and report["final_message"] == "It starts at 1: the first delay is skipped."
+    assert all(b["stream"] is True for b in bodies) and len(bodies) == 3
+    types = [e["type"] for e in events]
+    assert "model.retry" in types and "message.delta" not in types
+    assert [e["data"]["text"] for e in events if e["type"] == "message"][0] == "Reading the file first."
+    assert report["usage"]["total_tokens"] == 30  # the two whole replies, the cut one not at all
+
+
+def test_a_run_stops_at_its_token_budget(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    repo = tmp_path / "repo"
+    shutil.copytree(DEMO_REPO, repo)
+    read = ("read_file", {"path": "backoff.py"})
+    replies = [chat_reply(tool_calls=[read], usage=(2000, 100)) for _ in range(5)]
+    with FakeOpenAIServer(replies) as server:
+        code, report, events = _run(server.url, repo, tmp_path, "--max-total-tokens", "5000",
+                                    "--price-input", "1", "--price-output", "4")
+        posts = len(server.posts)
+    assert code == 1 and report["stop_reason"] == "budget" and report["status"] == "stopped"
+    assert posts == 2 and report["usage"]["total_tokens"] == 4200  # a third request would pass 5000
+    assert report["cost"] == pytest.approx((4000 * 1 + 200 * 4) / 1e6)
+    assert events[-1]["data"]["reason"] == "budget"
