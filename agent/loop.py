@@ -133,6 +133,7 @@ class _Run:
         self.usage: Usage | None = None
         self.failing_calls: Counter[str] = Counter()
         self.empty_replies = 0
+        self.ended = False  # set before turn.end: a model still talking in its thread emits no more
         self.budget = TaskBudget(
             _smaller(task.max_total_tokens, self.limits.max_total_tokens),
             _smaller(task.max_cost, self.limits.max_cost),
@@ -164,6 +165,7 @@ class _Run:
             reason, error = stop.reason, stop.error
         except Exception as exc:  # a bug in codebox still ends in a report that names it
             reason, error = "internal_error", f"{type(exc).__name__}: {exc}"
+        self.ended = True
         report = self._report(reason, final, error)
         self.emit("turn.end", reason=reason, status=report.status, report=report.model_dump(mode="json"))
         return report
@@ -241,6 +243,8 @@ class _Run:
         specs = self.agent.registry.specs()
 
         def emit_model_event(type_: str, data: dict[str, Any]) -> None:
+            if self.ended:  # stopped while a reply was still streaming in: hang up, so the server stops too
+                raise ModelError("the run has ended")
             self.emit(type_, **data)
 
         try:

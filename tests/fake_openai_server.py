@@ -363,8 +363,9 @@ class _Handler(BaseHTTPRequestHandler):
                 self._chunk(sse("[DONE]"))
             self.wfile.write(b"0\r\n\r\n")
             self.wfile.flush()
-        except (BrokenPipeError, ConnectionResetError):  # the client gave up
+        except (BrokenPipeError, ConnectionResetError):  # the client gave up (hung up mid-stream)
             self.close_connection = True
+            self.server.owner.hangups += 1
 
     def _chunk(self, data: bytes) -> None:
         self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
@@ -407,6 +408,7 @@ class FakeOpenAIServer:
         self._replies: deque[ReplySource] = deque(replies)
         self.default = default
         self.behaviour = behaviour
+        self.hangups = 0  # streams the client closed before their end
         self.requests: list[RecordedRequest] = []
         self._lock = threading.Lock()
         self._closing = threading.Event()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,7 @@ from tests.fake_openai_behaviour import ServerBehaviour, completion_chunks
 from tests.fake_openai_server import FakeOpenAIServer, Reply, chat_completion, chat_reply, stream_reply
 
 from agent.events import FanoutSink, JsonlSink, MemorySink
+from agent.loop import Limits
 from agent.model.base import ModelError
 from agent.model.chat_stream import ChatStreamAssembler
 from agent.model.config import OpenAIConfig
@@ -247,3 +249,18 @@ def test_deltas_reach_the_sinks_but_not_the_events_file(server: FakeOpenAIServer
     in_file = [json.loads(line)["type"] for line in path.read_text().splitlines()]
     assert "message.delta" not in in_file and "message" in in_file
     assert isinstance(memory, MemorySink)
+
+
+def test_a_run_that_stops_mid_stream_hangs_up_and_emits_nothing_after_its_end() -> None:
+    long_reply = chat_reply(" ".join(f"w{i}" for i in range(400)))  # 20 s at 0.05 s a token
+    with FakeOpenAIServer([long_reply], behaviour=ServerBehaviour(seconds_per_token=0.05)) as slow:
+        agent, memory, _, _ = make_agent([], limits=Limits(timeout_s=0.5))
+        agent.model = client(slow)
+        report = agent.run(task())
+        deadline = time.monotonic() + 10
+        while slow.hangups == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert slow.hangups == 1  # the generation was abandoned, not left running for the next request
+    assert report.stop_reason == "timeout"
+    assert memory.events[-1].type == "turn.end"
+    assert any(e.type == "message.delta" for e in memory.events)
