@@ -1,4 +1,4 @@
-"""The `codebox` command: run, batch, demo, image, gc."""
+"""The `codebox` command: run, batch, demo, image, gc, view."""
 
 from __future__ import annotations
 
@@ -276,6 +276,33 @@ def cmd_image(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_view(args: argparse.Namespace) -> int:
+    import contextlib
+
+    from agent.view import ViewError, load, render
+    from agent.view.load import default_output
+    from agent.view.serve import make_server
+
+    path = Path(args.path)
+    try:
+        html = render(load(path))
+        if args.out or not args.serve:
+            out = Path(args.out) if args.out else default_output(path)
+            out.write_text(html, encoding="utf-8")
+            print(f"codebox: wrote {out} (open it in a browser)")
+        if not args.serve:
+            return EXIT_OK
+        server = make_server(lambda: render(load(path)), args.port)
+    except ViewError as exc:
+        return _usage_error(str(exc))
+    except OSError as exc:  # the output file, or the port
+        return _usage_error(f"view: {exc}")
+    print(f"codebox: serving {path} at http://127.0.0.1:{server.server_port}/ (Ctrl-C stops)", flush=True)
+    with contextlib.suppress(KeyboardInterrupt), server:
+        server.serve_forever()
+    return EXIT_OK
+
+
 def cmd_gc(args: argparse.Namespace) -> int:
     from agent.containers.sandbox import SandboxError, reap_leftovers
 
@@ -382,6 +409,13 @@ def build_parser() -> argparse.ArgumentParser:
     build.add_argument("--force", action="store_true", help="rebuild even if it exists")
     build.add_argument("--pull", action="store_true", help="build on the registry base (pulled) instead of offline")
     build.set_defaults(func=cmd_image)
+
+    view = sub.add_parser("view", help="runs and batches as one HTML page (a batch --out folder, events or report)")
+    view.add_argument("path", help="a batch --out folder, a task folder, an events .jsonl or a report .json")
+    view.add_argument("--out", help="the HTML file to write (default: PATH/view.html, or FILE.html next to a file)")
+    view.add_argument("--serve", action="store_true", help="serve the page on 127.0.0.1 (re-read at each reload)")
+    view.add_argument("--port", type=int, default=8765, help="port for --serve (0: any free port)")
+    view.set_defaults(func=cmd_view)
 
     gc = sub.add_parser("gc", help="remove leftover codebox containers of dead runs")
     gc.set_defaults(func=cmd_gc)
