@@ -1,9 +1,9 @@
 """How strict and how fast the fake OpenAI server is: real servers' quirks, reproduced for tests.
 
-``LLAMA_CPP_PYTHON`` behaves like llama-cpp-python's server as seen on the wire: a request its
-pydantic models refuse (an assistant message with ``content: null`` or none) is answered with
-HTTP 500 and the whole ValidationError text, in which the line that names ``content`` comes
-after a long list of the other roles' complaints; tools sent without ``tool_choice`` are left out
+``LLAMA_CPP_PYTHON`` behaves like llama-cpp-python's server (0.3.36, checked against the real
+one) as seen on the wire: a request its pydantic models refuse (an assistant message with
+``content: null``) is answered with HTTP 500 and the whole list of validation errors, in which
+the one that names ``content`` comes after the other roles' complaints; tools sent without ``tool_choice`` are left out
 of the prompt, so the model answers in prose; generation takes time per token and runs to the
 end unless ``max_tokens`` stops it.
 
@@ -37,50 +37,57 @@ LLAMA_CPP_PYTHON = ServerBehaviour(
 )
 
 _OTHER_ROLES = ("system", "user", "tool", "function")
+Problem = dict[str, Any]
 
 
-def _union_errors(where: str, role: str) -> list[str]:
+def problem(kind: str, loc: tuple[Any, ...], msg: str, value: Any = None) -> Problem:
+    """One error as FastAPI lists it (llama-cpp-python 0.3.36 sends exactly this shape)."""
+    return {"type": kind, "loc": ("body", *loc), "msg": msg, "input": value}
+
+
+def _union_problems(i: int, role: str) -> list[Problem]:
     """What pydantic says for each member of the message union the message did not match."""
-    lines = []
-    for other in _OTHER_ROLES:
-        name = f"ChatCompletionRequest{other.capitalize()}Message"
-        lines.append(f"{where}.{name}.role")
-        lines.append(f"  Input should be '{other}' [type=literal_error, input_value='{role}', input_type=str]")
-        lines.append("    For further information visit https://errors.pydantic.dev/2.9/v/literal_error")
-    return lines
+    return [
+        problem("literal_error", ("messages", i, f"ChatCompletionRequest{other.capitalize()}Message", "role"),
+                f"Input should be '{other}'", role)
+        for other in _OTHER_ROLES
+    ]
 
 
-def validation_problems(body: Any, behaviour: ServerBehaviour) -> list[str]:
-    """The lines of a pydantic-style ValidationError for this request; empty when it is valid."""
+def validation_problems(body: Any, behaviour: ServerBehaviour) -> list[Problem]:
+    """The errors the server's request models find in this request; empty when it is valid."""
     if not isinstance(body, dict):
-        return ["body", "  Input should be a valid dictionary [type=dict_type]"]
-    lines: list[str] = []
+        return [problem("dict_type", (), "Input should be a valid dictionary", body)]
+    found: list[Problem] = []
     for i, msg in enumerate(body.get("messages") or []):
         role = msg.get("role") if isinstance(msg, dict) else None
         if role not in ("system", "user", "assistant", "tool", "function"):
-            lines += [f"messages.{i}.role", f"  Input should be a known role [input_value={role!r}]"]
+            found.append(problem("literal_error", ("messages", i, "role"), "Input should be a known role", role))
             continue
         if role == "assistant" and behaviour.refuse_null_content and not isinstance(msg.get("content"), str):
-            where = f"messages.{i}"
-            lines += _union_errors(where, "assistant")
-            kind = "missing" if "content" not in msg else "string_type"
-            text = "Field required" if kind == "missing" else "Input should be a valid string"
-            lines.append(f"{where}.ChatCompletionRequestAssistantMessage.content")
-            lines.append(f"  {text} [type={kind}, input_value=None, input_type=NoneType]")
+            found += _union_problems(i, "assistant")
+            where = ("messages", i, "ChatCompletionRequestAssistantMessage", "content")
+            if "content" in msg:
+                found.append(problem("string_type", where, "Input should be a valid string", msg["content"]))
+            else:
+                found.append(problem("missing", where, "Field required", msg))
         if role == "tool" and not msg.get("tool_call_id"):
-            lines += [f"messages.{i}.tool_call_id", "  Field required [type=missing]"]
+            found.append(problem("missing", ("messages", i, "ChatCompletionRequestToolMessage", "tool_call_id"),
+                                 "Field required", msg))
     choice = body.get("tool_choice")
     if choice is not None and choice not in ("auto", "none", "required") and not isinstance(choice, dict):
-        lines += ["tool_choice", f"  Input should be 'auto', 'none' or 'required' [input_value={choice!r}]"]
+        found.append(problem("literal_error", ("tool_choice",), "Input should be 'none', 'auto' or 'required'",
+                             choice))
     if behaviour.refuse_stream_options and "stream_options" in body:
-        lines += ["stream_options", "  Extra inputs are not permitted [type=extra_forbidden]"]
-    return lines
+        found.append(problem("extra_forbidden", ("stream_options",), "Extra inputs are not permitted",
+                             body["stream_options"]))
+    return found
 
 
-def validation_message(lines: list[str]) -> str:
-    count = sum(1 for line in lines if not line.startswith(" "))
-    plural = "s" if count != 1 else ""
-    return f"{count} validation error{plural} for CreateChatCompletionRequest\n" + "\n".join(lines)
+def validation_message(problems: list[Problem]) -> str:
+    """The message of llama-cpp-python's HTTP 500 for a request its models refuse."""
+    plural = "s" if len(problems) != 1 else ""
+    return f"{len(problems)} validation error{plural}:" + "".join(f"\n  {p!r}" for p in problems)
 
 
 def ignores_tools(body: Any, behaviour: ServerBehaviour) -> bool:

@@ -8,7 +8,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.fake_openai_behaviour import LLAMA_CPP_PYTHON, ServerBehaviour, completion_chunks, validation_message
+from tests.fake_openai_behaviour import (
+    LLAMA_CPP_PYTHON,
+    ServerBehaviour,
+    completion_chunks,
+    problem,
+    validation_message,
+)
 from tests.fake_openai_server import FakeOpenAIServer, chat_completion, chat_reply, error_reply, stream_reply
 
 from agent.cli import main
@@ -118,16 +124,16 @@ def test_a_validation_500_ends_the_run_once_with_the_whole_message(
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     repo = tmp_path / "repo"
     shutil.copytree(DEMO_REPO, repo)
-    roles = [f"messages.2.ChatCompletionRequest{r}Message.role\n  Input should be '{r.lower()}' [type=literal_error]"
-             for r in ("System", "User", "Tool", "Function")]
-    message = validation_message([*roles, "messages.2.ChatCompletionRequestAssistantMessage.content",
-                                  "  Input should be a valid string [type=string_type, input_value=None]"])
+    roles = [problem("literal_error", ("messages", 2, f"ChatCompletionRequest{r}Message", "role"),
+                     f"Input should be '{r.lower()}'", "assistant") for r in ("System", "User", "Tool", "Function")]
+    message = validation_message([*roles, problem("string_type", ("messages", 2, "ChatCompletionRequestAssistantMessage",
+                                                                  "content"), "Input should be a valid string")])
     with FakeOpenAIServer([error_reply(500, message)]) as server:
         code, report, events = _run(server.url, repo, tmp_path)
         posts = len(server.posts)
     assert code == 1 and report["stop_reason"] == "model_error"
     assert posts == 1  # a validation error: never retried
-    assert "ChatCompletionRequestAssistantMessage.content" in report["error"]
+    assert "'ChatCompletionRequestAssistantMessage', 'content')" in report["error"]
     assert report["error"].startswith("request 1 (POST ")
     (error,) = [e["data"] for e in events if e["type"] == "model.error"]
     assert error["status"] == 500 and error["body"] == message

@@ -8,7 +8,13 @@ from typing import Any
 
 import openai
 import pytest
-from tests.fake_openai_behaviour import LLAMA_CPP_PYTHON, PROSE_WITHOUT_TOOLS, ServerBehaviour, validation_message
+from tests.fake_openai_behaviour import (
+    LLAMA_CPP_PYTHON,
+    PROSE_WITHOUT_TOOLS,
+    ServerBehaviour,
+    problem,
+    validation_message,
+)
 from tests.fake_openai_server import FakeOpenAIServer, chat_reply, error_reply
 
 from agent.model.base import ModelError
@@ -100,8 +106,8 @@ def test_the_strict_fake_refuses_null_content_with_500_and_ignores_tools_without
     status, body = raw_post(llama, {"model": "m", "messages": history})
     assert status == 500
     message = body["message"] if "message" in body else body["error"]["message"]
-    assert "ChatCompletionRequestAssistantMessage.content" in message
-    assert message.index("content") > 300  # what a 300-character cut used to hide
+    assert "'ChatCompletionRequestAssistantMessage', 'content')" in message
+    assert message.index("'content'") > 300  # what a 300-character cut used to hide
 
     tools = [{"type": "function", "function": {"name": "read_file", "parameters": {"type": "object"}}}]
     status, body = raw_post(llama, {"model": "m", "messages": history[:1], "tools": tools})
@@ -152,15 +158,33 @@ def test_a_500_validation_error_is_not_retried_and_its_whole_message_is_kept(lla
     assert len(llama.posts) == 1
     error = info.value
     assert error.status == 500 and error.request is not None and error.request.startswith("request 1 (POST ")
-    assert "messages.3.tool_call_id" in str(error) and "Field required" in str(error)
-    assert "validation error" in str(error) and "not retried" in str(error)
-    assert error.body is not None and error.body.startswith("1 validation error for CreateChatCompletionRequest")
+    assert "'messages', 3, 'ChatCompletionRequestToolMessage', 'tool_call_id')" in str(error)
+    assert "Field required" in str(error) and "a validation error" in str(error) and "not retried" in str(error)
+    assert error.body is not None and error.body.startswith("1 validation error:\n  {'type': 'missing'")
     assert events.of("model.retry") == []
 
 
+REAL_BODY = (  # llama-cpp-python 0.3.36's answer to content: null, cut to its first three errors
+    "7 validation errors:\n"
+    "  {'type': 'literal_error', 'loc': ('body', 'messages', 1, 'ChatCompletionRequestSystemMessage', 'role'), "
+    "'msg': \"Input should be 'system'\", 'input': 'assistant', 'ctx': {'expected': \"'system'\"}}\n"
+    "  {'type': 'literal_error', 'loc': ('body', 'messages', 1, 'ChatCompletionRequestUserMessage', 'role'), "
+    "'msg': \"Input should be 'user'\", 'input': 'assistant', 'ctx': {'expected': \"'user'\"}}\n"
+    "  {'type': 'string_type', 'loc': ('body', 'messages', 1, 'ChatCompletionRequestAssistantMessage', 'content'), "
+    "'msg': 'Input should be a valid string', 'input': None}"
+)
+
+
+@pytest.mark.parametrize("body", [REAL_BODY, "llama_decode returned -1", "'dict object' has no attribute 'content'"])
+def test_what_counts_as_a_validation_error(body: str) -> None:
+    from agent.model.retry_rules import is_validation_error
+
+    assert is_validation_error(body) == (body == REAL_BODY)
+
+
 def test_a_long_server_message_is_kept_whole() -> None:
-    lines = [f"messages.{i}.role\n  Input should be 'system' [type=literal_error]" for i in range(40)]
-    message = validation_message([*lines, "messages.41.content", "  THE PART THAT MATTERS"])
+    roles = [problem("literal_error", ("messages", i, "role"), "Input should be 'system'", "x") for i in range(40)]
+    message = validation_message([*roles, problem("string_type", ("messages", 41, "content"), "THE PART THAT MATTERS")])
     with FakeOpenAIServer([error_reply(500, message)]) as server:
         with pytest.raises(ModelError) as info:
             ask(client(server))
