@@ -256,6 +256,7 @@ def cmd_image(args: argparse.Namespace) -> int:
         REGISTRY_BASE_IMAGE,
         ImageError,
         build_base,
+        build_lock,
         build_sandbox,
         ensure_sandbox_image,
         image_exists,
@@ -263,10 +264,11 @@ def cmd_image(args: argparse.Namespace) -> int:
 
     try:
         if args.force:
-            base = REGISTRY_BASE_IMAGE if image_exists(REGISTRY_BASE_IMAGE) else BASE_IMAGE
-            if base == BASE_IMAGE:
-                build_base()  # reused when present
-            tag = build_sandbox(base=base, force=True)
+            with build_lock(print):
+                base = REGISTRY_BASE_IMAGE if image_exists(REGISTRY_BASE_IMAGE) else BASE_IMAGE
+                if base == BASE_IMAGE:
+                    build_base()  # reused when present
+                tag = build_sandbox(base=base, force=True)
         else:
             tag = ensure_sandbox_image(offline=False if args.pull else None)
         print(f"codebox: sandbox image ready: {tag}")
@@ -359,10 +361,30 @@ def _add_budget_options(p: argparse.ArgumentParser, what: str) -> None:
     g.add_argument("--price-output", type=float, default=None, metavar="PRICE", help="price per million output tokens")
 
 
+def version_text() -> str:
+    """The version, and the sandbox image it expects (files only: no Docker call)."""
+    from agent import __version__
+    from agent.containers.image import SANDBOX_IMAGE, image_format
+
+    return f"codebox {__version__} (sandbox image {SANDBOX_IMAGE}, image format {image_format()})"
+
+
+class _VersionAction(argparse.Action):
+    """--version as one unwrapped line (argparse's own action wraps it to the terminal)."""
+
+    def __init__(self, option_strings: list[str], dest: str, help: str | None = None) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
+        print(version_text())
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="codebox", description="A coding agent whose every tool call runs in a network-less Docker sandbox."
     )
+    parser.add_argument("--version", action=_VersionAction, help="print the version and the sandbox image it expects")
     sub = parser.add_subparsers(dest="command", required=True)
 
     run = sub.add_parser("run", help="run one task on a repository")
