@@ -12,13 +12,14 @@ from typing import Any, TextIO
 
 from pydantic import ValidationError
 
+from agent.budget import BatchBudget
 from agent.checks import error_message
 from agent.console.batch_view import BatchView, table_text
 from agent.containers.spec import SandboxConfig
 from agent.engines import Engine, JobLimits, LocalEngine, TaskJob, TaskOutcome
 from agent.events import EventSink, FanoutSink, JsonlSink
 from agent.loop import CancelToken
-from agent.protocol import Report, TaskSpec
+from agent.protocol import AgentEvent, Report, TaskSpec, Usage
 
 _TASK_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
@@ -99,6 +100,7 @@ def run_batch(
     keep_workspaces: bool = False,
     selected: list[TaskSpec] | None = None,
     view: BatchView | None = None,
+    budget: BatchBudget | None = None,
 ) -> list[Report]:
     """Run the tasks (or the ``selected`` few of them), each in its own workspace; return the reports.
 
@@ -108,7 +110,9 @@ def run_batch(
     local thread pool of ``jobs``) only hands outcomes back. predictions.jsonl and
     summary.jsonl cover every task of ``tasks`` that has a report. ``view`` (default: a
     BatchView on ``progress_stream``, stderr) is told of every start, event, finish and
-    resumed task; it draws the progress and knows nothing else of the batch.
+    resumed task; it draws the progress and knows nothing else of the batch. With a
+    ``budget``, every reply of every task spends it, and no task starts once it is spent (those
+    tasks get no report: a later run with more budget picks them up).
     """
     cancel = cancel or CancelToken()
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -123,11 +127,12 @@ def run_batch(
             progress.skipped(previous)
             continue
         to_run.append(_job(task, model, model_options or {}, sandbox_config, limits, keep_workspaces, out_dir))
-    driver = _Driver(out_dir, reports, progress)
+    driver = _Driver(out_dir, reports, progress, budget)
     if engine is None:
         engine = LocalEngine(jobs, live_sink=driver.live_sink)
+    admit = (lambda _job: budget.should_start()) if budget is not None else None
     try:
-        engine.run(to_run, driver.on_outcome, cancel, on_start=driver.on_start)
+        engine.run(to_run, driver.on_outcome, cancel, on_start=driver.on_start, admit=admit)
     finally:
         if view is None:
             progress.close()
@@ -159,10 +164,13 @@ def _attempts(task_dir: Path) -> int:
 class _Driver:
     """The only writer of ``--out``: clears a task's folder when it starts, writes its outcome when it ends."""
 
-    def __init__(self, out_dir: Path, reports: dict[str, Report], progress: BatchView) -> None:
+    def __init__(
+        self, out_dir: Path, reports: dict[str, Report], progress: BatchView, budget: BatchBudget | None = None
+    ) -> None:
         self.out_dir = out_dir
         self.reports = reports
         self.progress = progress
+        self.budget = budget
         self.live: set[str] = set()  # tasks whose events.jsonl is written as they happen
         self._lock = threading.Lock()
 
@@ -179,7 +187,9 @@ class _Driver:
 
     def live_sink(self, job: TaskJob) -> EventSink:
         """The events file, written as events happen, and the progress view (which shows them)."""
-        view = self.progress.sink(job.task.id)
+        view: EventSink = self.progress.sink(job.task.id)
+        if self.budget is not None:  # each reply spends the batch's budget as it comes
+            view = FanoutSink(view, _BudgetSink(self.budget))
         try:
             events = JsonlSink(self.out_dir / job.task.id / "events.jsonl")
         except OSError:
@@ -190,6 +200,8 @@ class _Driver:
 
     def on_outcome(self, outcome: TaskOutcome) -> None:
         report = outcome.report
+        if self.budget is not None and outcome.task_id not in self.live and report.usage is not None:
+            self.budget.spend(report.usage)  # an engine with no live events: spent when the task ends
         try:
             self._write(outcome)
         except OSError as exc:  # the task folder or its files could not be written
@@ -208,6 +220,21 @@ class _Driver:
         run = {"attempt": outcome.attempt, "node": outcome.node, "workspace": outcome.workspace}
         _write_atomic(task_dir / "run.json", json.dumps(run, indent=2))
         _write_atomic(task_dir / "report.json", outcome.report.model_dump_json(indent=2))  # last: the task is done
+
+
+class _BudgetSink:
+    """Spends a batch's budget with the usage each reply's event carries."""
+
+    def __init__(self, budget: BatchBudget) -> None:
+        self.budget = budget
+
+    def emit(self, event: AgentEvent) -> None:
+        usage = event.data.get("usage") if event.type in ("message", "tool.start") else None
+        if isinstance(usage, dict):
+            self.budget.spend(Usage.model_validate(usage))
+
+    def close(self) -> None:
+        pass
 
 
 def _write_atomic(path: Path, text: str) -> None:
@@ -230,6 +257,8 @@ def summary_rows(reports: list[Report]) -> list[dict[str, object]]:
             "base_commit": r.base_commit,
             "last_test": r.last_test.outcome if r.last_test else None,
             "duration_s": r.duration_s,
+            "tokens": r.usage.total_tokens if r.usage else None,
+            "cost": r.cost,
             "error": r.error,
         }
         for r in reports

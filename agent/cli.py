@@ -89,6 +89,9 @@ def _openai_options(args: argparse.Namespace) -> dict[str, Any]:
         "request_timeout_s": args.request_timeout,
         "temperature": args.temperature,
         "api": args.api,
+        "max_tokens": args.max_tokens,
+        "tool_choice": args.tool_choice,
+        "stream": False if args.no_stream else None,
     }
 
 
@@ -104,6 +107,29 @@ def _sandbox_config(args: argparse.Namespace) -> Any:
     if args.image:
         options["image"] = args.image
     return SandboxConfig(**{k: v for k, v in options.items() if v is not None})
+
+
+def _prices(args: argparse.Namespace) -> Any:
+    """The prices per million tokens, when given; a cost limit needs them (ValueError otherwise)."""
+    from agent.budget import Prices
+
+    given = args.price_input is not None or args.price_output is not None
+    prices = Prices(input_per_million=args.price_input or 0.0, output_per_million=args.price_output or 0.0)
+    wants_cost = args.max_cost is not None or getattr(args, "budget_cost", None) is not None
+    if wants_cost and not prices.known:
+        raise ValueError("a cost limit needs the prices: --price-input and/or --price-output (per million tokens)")
+    return prices if given else None
+
+
+def _batch_budget(args: argparse.Namespace, prices: Any) -> Any:
+    from agent.budget import BatchBudget
+
+    if args.budget_tokens is None and args.budget_cost is None and prices is None:
+        return None
+    for name in ("budget_tokens", "budget_cost"):
+        if getattr(args, name) is not None and getattr(args, name) <= 0:
+            raise ValueError(f"--{name.replace('_', '-')} must be more than 0")
+    return BatchBudget(args.budget_tokens, args.budget_cost, prices)
 
 
 def _exit_code(report: Report, require_tests: bool = False) -> int:
@@ -151,6 +177,8 @@ def _run_task_spec(args: argparse.Namespace, task_id: str) -> tuple[TaskSpec | N
             env=args.env or "auto",
             max_steps=args.max_steps,
             timeout_s=args.timeout,
+            max_total_tokens=args.max_total_tokens,
+            max_cost=args.max_cost,
         )
         sandbox_config = _sandbox_config(args)
     except ValidationError as exc:
@@ -195,6 +223,10 @@ def _cmd_run(args: argparse.Namespace, task_id: str, warm: WarmPool | None) -> i
     task, sandbox_config, problem = _run_task_spec(args, task_id)
     if problem or task is None:
         return _usage_error(problem or "bad arguments")
+    try:
+        prices = _prices(args)
+    except ValueError as exc:
+        return _usage_error(str(exc))
     if task.policy == "ask" and not _has_terminal():
         return _usage_error("--policy ask needs a terminal to ask on; use workspace-write with --allow")
     problem = (
@@ -230,7 +262,7 @@ def _cmd_run(args: argparse.Namespace, task_id: str, warm: WarmPool | None) -> i
             options: dict[str, Any] = dict(
                 sandbox_config=sandbox_config,
                 cancel=cancel,
-                limits=Limits(max_steps=args.max_steps, timeout_s=args.timeout),
+                limits=Limits(max_steps=args.max_steps, timeout_s=args.timeout, prices=prices),
                 ask=_asking(console) if task.policy == "ask" else None,
                 prepared_env=prepared,
                 warm=None if args.isolated else warm,  # an isolated run mounts its workspace, not the repo
@@ -340,10 +372,15 @@ def cmd_batch(args: argparse.Namespace) -> int:
         return _usage_error(problem)
     try:
         sandbox_config = _sandbox_config(args)
-        # Each task's own max_steps / timeout_s apply; the flags, when given, cap them all.
-        limits = JobLimits(max_steps=args.max_steps, timeout_s=args.timeout)
+        prices = _prices(args)
+        budget = _batch_budget(args, prices)
+        # Each task's own limits apply; the flags, when given, cap them all.
+        limits = JobLimits(max_steps=args.max_steps, timeout_s=args.timeout, max_total_tokens=args.max_total_tokens,
+                           max_cost=args.max_cost, prices=prices)
     except ValidationError as exc:
         return _usage_error(checks.validation_message(exc))
+    except ValueError as exc:
+        return _usage_error(str(exc))
     tasks, errors = load_tasks(Path(args.tasks))
     if errors:
         print(f"codebox: {printable(args.tasks)} has {len(errors)} bad line(s); nothing was run:", file=sys.stderr)
@@ -382,10 +419,14 @@ def cmd_batch(args: argparse.Namespace) -> int:
                 keep_workspaces=args.keep_workspaces,
                 selected=selected,
                 view=view,
+                budget=budget,
             )
     finally:
         view.close()
     print_table(reports, sys.stdout)
+    if budget is not None:
+        not_started = 0 if cancel.cancelled else len(selected) - len(reports)
+        print(budget.describe() + (f"; {not_started} task(s) not started" if not_started else ""))
     print(f"\nsummary: {out / 'summary.jsonl'} · predictions: {out / 'predictions.jsonl'}"
           f" · per task: {out}/<id>/report.json, events.jsonl, patch.diff")
     if cancel.cancelled:
@@ -612,6 +653,14 @@ def _add_model_options(p: argparse.ArgumentParser, c: CodeboxSettings) -> None:
     g.add_argument("--temperature", type=float, default=c.temperature)
     g.add_argument("--api", choices=["chat", "responses"], default=c.api,
                    help="Chat Completions (default) or Responses")
+    g.add_argument("--max-tokens", type=int, default=None, help="cap on the output tokens of one model reply")
+    g.add_argument(
+        "--tool-choice",
+        choices=["auto", "required", "none"],
+        default=None,
+        help="tool_choice sent with the tools (default auto; required: a tool call every turn, no final message)",
+    )
+    g.add_argument("--no-stream", action="store_true", help="ask for whole replies (for servers that stream badly)")
 
 
 def _add_sandbox_options(p: argparse.ArgumentParser, c: CodeboxSettings) -> None:
@@ -629,6 +678,16 @@ def _add_sandbox_options(p: argparse.ArgumentParser, c: CodeboxSettings) -> None
 def _add_limits(p: argparse.ArgumentParser, max_steps: int | None, timeout: float | None, what: str) -> None:
     p.add_argument("--max-steps", type=int, default=max_steps, help=f"model steps before the run stops{what}")
     p.add_argument("--timeout", type=float, default=timeout, help=f"wall-clock budget per task, seconds{what}")
+    _add_budget_options(p, what)
+
+
+def _add_budget_options(p: argparse.ArgumentParser, what: str) -> None:
+    g = p.add_argument_group("budget")
+    g.add_argument("--max-total-tokens", type=int, default=None,
+                   help=f"stop (reason budget) before a model request that would pass this many tokens{what}")
+    g.add_argument("--max-cost", type=float, default=None, help=f"the same for the cost (needs the prices){what}")
+    g.add_argument("--price-input", type=float, default=None, metavar="PRICE", help="price per million input tokens")
+    g.add_argument("--price-output", type=float, default=None, metavar="PRICE", help="price per million output tokens")
 
 
 def version_text() -> str:
@@ -713,6 +772,9 @@ def build_parser(settings: CodeboxSettings | None = None) -> argparse.ArgumentPa
     batch.add_argument("--filter", metavar="REGEX", help="run only the tasks whose id matches (re.search)")
     batch.add_argument("--retry-errors", action="store_true", help="run again the tasks that ended in error")
     batch.add_argument("--keep-workspaces", action="store_true", help="leave each task's working copy on disk")
+    batch.add_argument("--budget-tokens", type=int, default=None,
+                       help="tokens the whole batch may spend: no task starts once they are spent")
+    batch.add_argument("--budget-cost", type=float, default=None, help="the same for the cost (needs the prices)")
     _add_limits(batch, None, None, " (caps every task's own value; default: the task's)")
     _add_model_options(batch, c)
     _add_sandbox_options(batch, c)

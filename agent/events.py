@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol, TextIO
 
-from agent.protocol import AgentEvent
+from agent.protocol import TRANSIENT_EVENTS, AgentEvent
 
 
 class EventSink(Protocol):
@@ -43,10 +43,15 @@ class CallbackSink:
 
 
 class JsonlSink:
-    """One event a line, flushed at once: safe to `tail -f` while the run goes on."""
+    """One event a line, flushed at once: safe to `tail -f` while the run goes on.
 
-    def __init__(self, path: Path | str, stream: TextIO | None = None) -> None:
+    Transient events (text deltas of a streamed reply) are left out unless asked for: the
+    whole reply follows as one ``message`` event, and a file of deltas would be mostly noise.
+    """
+
+    def __init__(self, path: Path | str, stream: TextIO | None = None, *, include_transient: bool = False) -> None:
         self.path = Path(path)
+        self.include_transient = include_transient
         if stream is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             stream = self.path.open("a", encoding="utf-8")
@@ -61,6 +66,8 @@ class JsonlSink:
         return cls(Path("-"), stream=stream)
 
     def emit(self, event: AgentEvent) -> None:
+        if event.type in TRANSIENT_EVENTS and not self.include_transient:
+            return
         line = event.model_dump_json()
         with self._lock:
             self._stream.write(line + "\n")

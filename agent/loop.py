@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from agent.budget import Prices, TaskBudget, round_cost
 from agent.context import ContextStore
 from agent.errors import SandboxError  # the sandbox itself cannot go on: ends the run
 from agent.events import EventSink
@@ -41,6 +42,7 @@ message and adapt. When you are done, answer with a short message saying what yo
 how you checked it, and call no tool in that reply."""
 
 T = TypeVar("T")
+N = TypeVar("N", int, float)
 
 
 class CancelToken:
@@ -72,6 +74,11 @@ class Limits:
     max_empty_replies: int = 3
     context_budget_chars: int = 200_000
     interrupt_grace_s: float = 10.0
+    # Token and cost budgets (agent/budget.py): the task's own values apply too, the smaller wins.
+    max_total_tokens: int | None = None
+    max_cost: float | None = None
+    prices: Prices | None = None
+    on_usage: Callable[[Usage], None] | None = None  # each reply's usage as it comes (a batch's budget)
 
 
 class _Stop(Exception):
@@ -126,6 +133,13 @@ class _Run:
         self.usage: Usage | None = None
         self.failing_calls: Counter[str] = Counter()
         self.empty_replies = 0
+        self.ended = False  # set before turn.end: a model still talking in its thread emits no more
+        self.budget = TaskBudget(
+            _smaller(task.max_total_tokens, self.limits.max_total_tokens),
+            _smaller(task.max_cost, self.limits.max_cost),
+            self.limits.prices,
+            getattr(agent.model, "max_output_tokens", None),
+        )
 
     def emit(self, type_: str, **data: Any) -> None:
         self.seq += 1
@@ -151,6 +165,7 @@ class _Run:
             reason, error = stop.reason, stop.error
         except Exception as exc:  # a bug in codebox still ends in a report that names it
             reason, error = "internal_error", f"{type(exc).__name__}: {exc}"
+        self.ended = True
         report = self._report(reason, final, error)
         self.emit("turn.end", reason=reason, status=report.status, report=report.model_dump(mode="json"))
         return report
@@ -166,6 +181,9 @@ class _Run:
             self._check_stop()
             if self.step >= min(self.task.max_steps, self.limits.max_steps):
                 raise _Stop("max_steps", f"stopped after {self.step} model steps")
+            over = self.budget.check(self.context.size())
+            if over is not None:
+                raise _Stop("budget", over)
             self.step += 1
             output = self._sample()
             usage_left = output.usage
@@ -196,17 +214,23 @@ class _Run:
     def _nudge(self, output: ModelOutput) -> None:
         """A reply with no tool call that is not a final answer: cut off, or empty."""
         if output.finish_reason == "length":
+            why = "cut_off"
             note = (
                 "[codebox] Your last reply was cut off by the output token limit, so it was not "
                 "taken as your final answer. Continue, more briefly."
             )
         else:
+            why = "empty"
             self.empty_replies += 1
             if self.empty_replies >= self.limits.max_empty_replies:
                 raise _Stop("model_error", f"the model sent {self.empty_replies} empty replies in a row")
             note = "[codebox] Your reply was empty. Call a tool, or answer with your final message."
-        self.context.append(UserMessage(content=note))
-        self.emit("note", text=note)
+        self._note(note, why)
+
+    def _note(self, text: str, why: str) -> None:
+        """Everything codebox itself tells the model goes in the events too: the log is the whole history."""
+        self.emit("note", text=text, reason=why)
+        self.context.append(UserMessage(content=text))
 
     # --- model -----------------------------------------------------------------------------------
 
@@ -215,9 +239,12 @@ class _Run:
         if shortened:
             self.emit("context.trimmed", results=shortened, size=self.context.size())
         messages = list(self.context.messages)
+        history_chars = self.context.size()
         specs = self.agent.registry.specs()
 
         def emit_model_event(type_: str, data: dict[str, Any]) -> None:
+            if self.ended:  # stopped while a reply was still streaming in: hang up, so the server stops too
+                raise ModelError("the run has ended")
             self.emit(type_, **data)
 
         try:
@@ -226,7 +253,7 @@ class _Run:
                 on_interrupt=None,
             )
         except ModelError as exc:
-            self.emit("model.error", error=str(exc))
+            self.emit("model.error", error=str(exc), **exc.details())
             raise _Stop("model_error", str(exc)) from exc
         except _Stop:
             raise
@@ -235,7 +262,15 @@ class _Run:
             raise _Stop("model_error", f"model client failed: {type(exc).__name__}: {exc}") from exc
         if output.usage:
             self.usage = output.usage if self.usage is None else self.usage + output.usage
+        self._count(output, history_chars)
         return output
+
+    def _count(self, output: ModelOutput, history_chars: int) -> None:
+        """The budget's count of this reply, and the batch's, if there is one."""
+        reply_chars = len(output.message or "") + sum(len(json.dumps(c.arguments)) for c in output.tool_calls)
+        counted = self.budget.record(output.usage, history_chars, reply_chars)
+        if self.limits.on_usage is not None:
+            self.limits.on_usage(counted)
 
     def _interruptible(
         self, fn: Callable[[], T], on_interrupt: Callable[[], None] | None, let_finish: bool = False
@@ -400,6 +435,7 @@ class _Run:
             files_changed=self.effects.files_changed,
             last_test=self.effects.last_test,
             usage=self.usage,
+            cost=round_cost(self.budget.prices.cost(self.usage)) if self.budget.prices.known else None,
             started_at=self.started,
             duration_s=round(time.time() - self.started, 3),
         )
@@ -407,6 +443,15 @@ class _Run:
 
 def _exc(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {str(exc)[:300]}"
+
+
+def _smaller(a: N | None, b: N | None) -> N | None:
+    """The stricter of two optional limits."""
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return min(a, b)
 
 
 def _dump(usage: Usage | None) -> dict[str, int] | None:

@@ -110,12 +110,18 @@ EventType = Literal[
     "tool.start",  # a call passed validation and the policy decided: arguments, decision
     "tool.end",  # the result exactly as the model sees it
     "message",  # the model's text (the final message, or text next to tool calls)
+    "message.delta",  # a piece of the model's text while it streams (transient: see TRANSIENT_EVENTS)
+    "note",  # a note codebox sent to the model in the history (after an empty or cut-off reply)
     "model.retry",  # a model request failed and is retried: attempt, wait_s, reason
     "model.error",  # the model could not be reached or refused: no more retries
     "context.trimmed",  # old tool results were shortened to fit the budget
     "note",  # a note the loop sent to the model in the user's turn (text)
     "turn.end",  # the run ended: reason, and the report
 ]
+
+
+# Live-only events: a console shows them, files skip them (the whole reply follows as "message").
+TRANSIENT_EVENTS: frozenset[str] = frozenset({"message.delta"})
 
 
 class AgentEvent(BaseModel):
@@ -171,6 +177,10 @@ class TaskSpec(BaseModel):
     environment_setup_commit: str | None = None
     difficulty: str | None = None
 
+    # Stop (reason "budget") before a model request that would take the run past these.
+    max_total_tokens: int | None = Field(default=None, ge=1)
+    max_cost: float | None = Field(default=None, gt=0)
+
     @model_validator(mode="before")
     @classmethod
     def _swe_bench_shape(cls, data: Any) -> Any:
@@ -217,6 +227,7 @@ StopReason = Literal[
     "sandbox_error",  # the sandbox could not start or died for good
     "invalid_task",  # the task cannot run as given (no such repository, a policy that cannot work here)
     "internal_error",  # a bug in codebox: the message names the exception
+    "budget",  # the next model request would pass the token or cost budget
 ]
 
 RunStatus = Literal["completed", "stopped", "cancelled", "error"]
@@ -231,6 +242,7 @@ STATUS_FOR_REASON: dict[str, RunStatus] = {
     "sandbox_error": "error",
     "invalid_task": "error",
     "internal_error": "error",
+    "budget": "stopped",
 }
 
 
@@ -293,6 +305,7 @@ class Report(BaseModel):
     last_test: TestRun | None = None
     usage: Usage | None = None
     env: EnvInfo | None = None
+    cost: float | None = None  # from usage and the prices the user gave; None without prices
     started_at: float
     duration_s: float
     # Set when the task ran in a workspace (batch, run --isolated): the source commit it started

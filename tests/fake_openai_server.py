@@ -14,18 +14,37 @@ A reply is a ``Reply`` (JSON body, status, headers, optional delay before answer
 callable ``(RecordedRequest) -> Reply`` for replies that depend on the request. When the
 queue is empty the server answers with ``default`` if given, otherwise with a 400 error
 that says the script ran out (400 is not retried by the client, so a test fails fast).
+
+A request with ``stream: true`` gets a scripted chat.completion as a stream of chunks; a
+``stream_reply`` is a stream as written (chunks split anywhere, cut in the middle).
+``behaviour`` makes the server as strict and slow as a real one (``LLAMA_CPP_PYTHON``, see
+``fake_openai_behaviour``): chat requests are checked before any scripted reply is used.
 """
 
 from __future__ import annotations
 
 import json
+import sys
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Literal
+
+from tests.fake_openai_behaviour import (
+    LENIENT,
+    PROSE_WITHOUT_TOOLS,
+    ServerBehaviour,
+    completion_chunks,
+    generate,
+    ignores_tools,
+    requested_max_tokens,
+    sse,
+    validation_message,
+    validation_problems,
+)
 
 FAKE_MODEL = "fake-model"
 
@@ -38,6 +57,13 @@ class Reply:
     status: int = 200
     headers: dict[str, str] = field(default_factory=dict)
     delay_s: float = 0.0  # sleep before answering (longer than the client timeout: a timeout)
+    # A stream: these chunks as server-sent events (dicts as JSON, str as they are), whatever the
+    # request asked for; then ``data: [DONE]``. ``cut``: stop after ``cut_after`` chunks, "reset"
+    # (close the connection in the middle of the body) or "eof" (end the body properly, early).
+    stream: list[dict[str, Any] | str] | None = None
+    chunk_delay_s: float = 0.0
+    cut: Literal["reset", "eof"] | None = None
+    cut_after: int = 0
 
 
 @dataclass
@@ -164,6 +190,17 @@ def error_reply(
     return Reply(body=body, status=status, headers=dict(headers or {}))
 
 
+def stream_reply(
+    chunks: Sequence[dict[str, Any] | str],
+    *,
+    chunk_delay_s: float = 0.0,
+    cut: Literal["reset", "eof"] | None = None,
+    cut_after: int = 0,
+) -> Reply:
+    """A streamed reply made of exactly these chunks (see ``completion_chunks`` for a whole reply)."""
+    return Reply(stream=list(chunks), chunk_delay_s=chunk_delay_s, cut=cut, cut_after=cut_after)
+
+
 def timeout_reply(delay_s: float, then: Reply | None = None) -> Reply:
     """Answer only after ``delay_s`` (make it longer than the client's timeout)."""
     reply = then or chat_reply("too late")
@@ -227,6 +264,7 @@ def responses_reply(
 class _Handler(BaseHTTPRequestHandler):
     server: _HTTPServer
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # a chunk a token: no small write may wait for an ACK
 
     def log_message(self, format: str, *args: Any) -> None:  # quiet
         pass
@@ -242,10 +280,31 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         request = self._record(self.rfile.read(length) if length else b"")
-        reply = self.server.owner._next_reply(request)
-        if reply.delay_s and self.server.owner._closing.wait(reply.delay_s):
+        owner = self.server.owner
+        reply = owner._reply_for(request)
+        try:
+            body = request.json
+        except ValueError:
+            body = None
+        streamed = isinstance(body, dict) and bool(body.get("stream"))
+        generation_s = 0.0
+        if _is_completion(reply):  # the model "generates" it: max_tokens and slow generation apply
+            completion, tokens = generate(reply.body, requested_max_tokens(body))
+            reply = Reply(body=completion, headers=reply.headers, delay_s=reply.delay_s)
+            generation_s = tokens * owner.behaviour.seconds_per_token
+            if streamed:
+                options = body.get("stream_options") if isinstance(body, dict) else None
+                usage = isinstance(options, dict) and bool(options.get("include_usage"))
+                chunks: list[dict[str, Any] | str] = list(completion_chunks(completion, usage))
+                reply = Reply(stream=chunks, headers=reply.headers, delay_s=reply.delay_s,
+                              chunk_delay_s=owner.behaviour.seconds_per_token)
+                generation_s = 0.0
+        if reply.delay_s + generation_s and owner._closing.wait(reply.delay_s + generation_s):
             return
-        self._send(reply)
+        if reply.stream is not None:
+            self._send_stream(reply)
+        else:
+            self._send(reply)
 
     def _record(self, body: bytes) -> RecordedRequest:
         request = RecordedRequest(
@@ -277,17 +336,79 @@ class _Handler(BaseHTTPRequestHandler):
             pass
 
 
+    def _send_stream(self, reply: Reply) -> None:
+        """Server-sent events, one HTTP chunk each; a cut reply stops where it was told to."""
+        chunks = list(reply.stream or [])
+        try:
+            self.send_response(reply.status)
+            for key, value in {"Content-Type": "text/event-stream", **reply.headers}.items():
+                self.send_header(key, value)
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            started, made = time.monotonic(), 0
+            for number, chunk in enumerate(chunks, start=1):
+                if number > 1 and _carries_output(chunk):  # the role, finish and usage chunks cost nothing
+                    made += 1
+                    # Against the clock, not a sleep per chunk: late wake-ups on a busy machine do not add up.
+                    due = started + made * reply.chunk_delay_s - time.monotonic()
+                    if due > 0 and self.server.owner._closing.wait(due):
+                        return
+                self._chunk(sse(chunk))
+                if reply.cut is not None and number >= reply.cut_after:
+                    break
+            if reply.cut == "reset":
+                self.close_connection = True  # the socket closes with the body unfinished
+                return
+            if reply.cut is None:
+                self._chunk(sse("[DONE]"))
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):  # the client gave up (hung up mid-stream)
+            self.close_connection = True
+            self.server.owner.hangups += 1
+
+    def _chunk(self, data: bytes) -> None:
+        self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+        self.wfile.flush()
+
+
+def _carries_output(chunk: dict[str, Any] | str) -> bool:
+    if not isinstance(chunk, dict):
+        return True
+    choices = chunk.get("choices") or [{}]
+    delta = choices[0].get("delta") or {} if isinstance(choices[0], dict) else {}
+    return bool(delta.get("content") or delta.get("tool_calls"))
+
+
+def _is_completion(reply: Reply) -> bool:
+    body = reply.body
+    return (reply.status == 200 and reply.stream is None and isinstance(body, dict)
+            and body.get("object") == "chat.completion" and bool(body.get("choices")))
+
+
 class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = True
     owner: FakeOpenAIServer
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that went away (a timeout, a dropped SDK client) is no error of the server's."""
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
 
 
 class FakeOpenAIServer:
     """Scripted OpenAI-compatible server on 127.0.0.1. ``url`` ends in ``/v1`` (the SDK's base_url)."""
 
-    def __init__(self, replies: Iterable[ReplySource] = (), default: ReplySource | None = None) -> None:
+    def __init__(
+        self,
+        replies: Iterable[ReplySource] = (),
+        default: ReplySource | None = None,
+        behaviour: ServerBehaviour = LENIENT,
+    ) -> None:
         self._replies: deque[ReplySource] = deque(replies)
         self.default = default
+        self.behaviour = behaviour
+        self.hangups = 0  # streams the client closed before their end
         self.requests: list[RecordedRequest] = []
         self._lock = threading.Lock()
         self._closing = threading.Event()
@@ -315,6 +436,22 @@ class FakeOpenAIServer:
     def _add_request(self, request: RecordedRequest) -> None:
         with self._lock:
             self.requests.append(request)
+
+    def _reply_for(self, request: RecordedRequest) -> Reply:
+        """A validation error, the prose of a server that ignored the tools, or the next scripted reply."""
+        if request.path.rstrip("/").endswith("/chat/completions"):
+            try:
+                body = request.json
+            except ValueError:
+                body = None
+            problems = validation_problems(body, self.behaviour)
+            if problems:
+                status = self.behaviour.validation_status
+                kind = "internal_server_error" if status >= 500 else "invalid_request_error"
+                return error_reply(status, validation_message(problems), error_type=kind)
+            if ignores_tools(body, self.behaviour):
+                return chat_reply(PROSE_WITHOUT_TOOLS, usage=(198, 14))
+        return self._next_reply(request)
 
     def _next_reply(self, request: RecordedRequest) -> Reply:
         with self._lock:

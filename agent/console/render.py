@@ -66,6 +66,8 @@ def summary_lines(report: Report) -> list[Text]:
         lines.append(Text(f"patch: {len(r.patch.files)} files, +{r.patch.added} -{r.patch.removed}", style="dim"))
     if r.usage:
         lines.append(Text(f"tokens: {r.usage.input_tokens} in, {r.usage.output_tokens} out", style="dim"))
+    if r.cost is not None:
+        lines.append(Text(f"cost: {r.cost:.4f}", style="dim"))
     denied = sum(1 for c in r.tool_calls if c.decision == "deny")
     failed = sum(1 for c in r.tool_calls if not c.ok)
     if failed:

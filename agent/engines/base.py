@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, Field
 
+from agent.budget import Prices
 from agent.containers.spec import SandboxConfig
 from agent.events import EventSink
 from agent.loop import CancelToken, Limits
@@ -28,11 +29,18 @@ class JobLimits(BaseModel):
 
     max_steps: int | None = Field(default=None, ge=1)
     timeout_s: float | None = Field(default=None, gt=0)
+    max_total_tokens: int | None = Field(default=None, ge=1)
+    max_cost: float | None = Field(default=None, gt=0)
+    prices: Prices | None = None
+    """Prices per million tokens: the report's cost, and what max_cost is counted in."""
 
     def to_limits(self) -> Limits:
         return Limits(
             max_steps=self.max_steps if self.max_steps is not None else 10**9,
             timeout_s=self.timeout_s if self.timeout_s is not None else float("inf"),
+            max_total_tokens=self.max_total_tokens,
+            max_cost=self.max_cost,
+            prices=self.prices,
         )
 
 
@@ -76,6 +84,7 @@ class TaskOutcome(BaseModel):
 
 OutcomeFn = Callable[[TaskOutcome], None]
 StartFn = Callable[[TaskJob], None]
+AdmitFn = Callable[[TaskJob], bool]
 
 
 class Engine(Protocol):
@@ -84,11 +93,18 @@ class Engine(Protocol):
     ``on_outcome`` is called once per job that ran (from any thread: it must be thread-safe);
     ``on_start`` when a job starts. After ``cancel``, jobs that have not started are not
     started and yield no outcome (a later batch run picks them up); running jobs end as
-    cancelled. ``run`` returns when every started job has its outcome.
+    cancelled. ``run`` returns when every started job has its outcome. ``admit`` is asked just
+    before a job would start: False leaves it unstarted, as a cancel does (a batch whose budget
+    is spent).
     """
 
     def run(
-        self, jobs: Sequence[TaskJob], on_outcome: OutcomeFn, cancel: CancelToken, on_start: StartFn | None = None
+        self,
+        jobs: Sequence[TaskJob],
+        on_outcome: OutcomeFn,
+        cancel: CancelToken,
+        on_start: StartFn | None = None,
+        admit: AdmitFn | None = None,
     ) -> None: ...
 
 

@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from agent.engines.base import OutcomeFn, StartFn, TaskJob, TaskOutcome, execute_job
+from agent.engines.base import AdmitFn, OutcomeFn, StartFn, TaskJob, TaskOutcome, execute_job
 from agent.events import EventSink
 from agent.loop import CancelToken
 from agent.runner import failed_report
@@ -26,12 +26,17 @@ class LocalEngine:
         self.live_sink = live_sink
 
     def run(
-        self, jobs: Sequence[TaskJob], on_outcome: OutcomeFn, cancel: CancelToken, on_start: StartFn | None = None
+        self,
+        jobs: Sequence[TaskJob],
+        on_outcome: OutcomeFn,
+        cancel: CancelToken,
+        on_start: StartFn | None = None,
+        admit: AdmitFn | None = None,
     ) -> None:
         lock = threading.Lock()  # on_outcome is called by one thread at a time
 
         def one(job: TaskJob) -> None:
-            if cancel.cancelled:
+            if cancel.cancelled or (admit is not None and not admit(job)):
                 return  # never started: a later run picks it up
             if on_start is not None:
                 on_start(job)

@@ -39,14 +39,10 @@ def parse_arguments(raw: Any, *, cut_off: bool = False) -> tuple[dict[str, Any],
     try:
         value = json.loads(raw)
     except json.JSONDecodeError as e:
-        return (
-            {},
-            raw,
-            (
-                f"arguments are not valid JSON: {e.msg} at line {e.lineno} column {e.colno}{hint}; "
-                f"send the arguments as one JSON object"
-            ),
-        )
+        # Some of json's messages end in "at" ("Unterminated string starting at"): no "at at".
+        what = e.msg.removesuffix(" at")
+        # The tool registry adds what to do ("Send the arguments as one JSON object."): said once.
+        return {}, raw, f"arguments are not valid JSON: {what} at line {e.lineno} column {e.colno}{hint}"
     if isinstance(value, str):
         try:
             inner = json.loads(value)

@@ -11,7 +11,7 @@ from agent.model.base import ModelClient, ModelError
 from agent.model.scripted import ScriptedModel
 
 if TYPE_CHECKING:
-    from agent.model.openai_client import OpenAIConfig
+    from agent.model.config import OpenAIConfig
 
 
 def make_client(config: OpenAIConfig) -> ModelClient:
@@ -32,7 +32,7 @@ def build_model(spec: str, **openai_options: Any) -> ModelClient:
     """
     if spec.startswith("scripted:"):
         return ScriptedModel.from_file(spec.removeprefix("scripted:"))
-    from agent.model.openai_client import OpenAIConfig
+    from agent.model.config import OpenAIConfig
 
     try:
         config = OpenAIConfig.from_options(model=spec, **openai_options)

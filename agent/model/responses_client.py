@@ -1,6 +1,6 @@
 """The Responses API adapter (``--api responses``): ``POST {base_url}/responses``.
 
-Same config, retries and error messages as the Chat Completions client. Stateless:
+Same config, retries and error messages as the Chat Completions client (``openai_base``). Stateless:
 ``store`` is false and the whole history is sent each turn as input items.
 Reasoning items are not carried between turns.
 """
@@ -10,14 +10,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from agent.model.base import ModelError
-from agent.model.openai_client import (
-    _OpenAIClientBase,
-    _short,
-    arguments_to_wire,
-    make_tool_call,
-    parse_usage,
-)
+from agent.model.base import EmitFn, ModelError
+from agent.model.openai_base import OpenAIClientBase
+from agent.model.retry_rules import short
+from agent.model.wire import arguments_to_wire, make_tool_call, parse_usage
 from agent.protocol import (
     AssistantMessage,
     Message,
@@ -74,7 +70,7 @@ def parse_response(data: Any) -> ModelOutput:
     if status == "failed":
         err = data.get("error") or {}
         said = err.get("message", err) if isinstance(err, dict) else err
-        raise ModelError(f"the response failed: {_short(str(said))}")
+        raise ModelError(f"the response failed: {short(str(said), 2000)}")
     details = data.get("incomplete_details") or {}
     incomplete = details.get("reason") if isinstance(details, dict) else None
     cut_off = status == "incomplete" and incomplete == "max_output_tokens"
@@ -106,8 +102,10 @@ def parse_response(data: Any) -> ModelOutput:
     )
 
 
-class OpenAIResponsesClient(_OpenAIClientBase):
-    """ModelClient over the Responses API."""
+class OpenAIResponsesClient(OpenAIClientBase):
+    """ModelClient over the Responses API (not streamed)."""
+
+    endpoint = "/responses"
 
     def request_body(self, instructions: str, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> dict[str, Any]:
         cfg = self.config
@@ -116,14 +114,15 @@ class OpenAIResponsesClient(_OpenAIClientBase):
             body["instructions"] = instructions
         if tools:
             body["tools"] = responses_tools(tools)
+            body["tool_choice"] = cfg.tool_choice
         if cfg.temperature is not None:
             body["temperature"] = cfg.temperature
         if cfg.max_tokens is not None:
             body["max_output_tokens"] = cfg.max_tokens
         return body
 
-    def create(self, body: dict[str, Any], timeout: float) -> Any:
-        return self._client.responses.with_raw_response.create(**body, timeout=timeout)
+    def fetch(self, body: dict[str, Any], timeout: float, attempt: int, emit: EmitFn) -> Any:
+        return self.json_of(self._client.responses.with_raw_response.create(**body, timeout=timeout))
 
     def parse(self, data: Any) -> ModelOutput:
         return parse_response(data)

@@ -5,9 +5,17 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
-from tests.fake_openai_server import FakeOpenAIServer, chat_reply, error_reply
+from tests.fake_openai_behaviour import (
+    LLAMA_CPP_PYTHON,
+    ServerBehaviour,
+    completion_chunks,
+    problem,
+    validation_message,
+)
+from tests.fake_openai_server import FakeOpenAIServer, chat_completion, chat_reply, error_reply, stream_reply
 
 from agent.cli import main
 
@@ -72,3 +80,119 @@ def test_openai_client_drives_a_real_sandbox_run(tmp_path: Path, monkeypatch: py
     patch_start = next(e for e in events if e["type"] == "tool.start" and e["data"]["name"] == "apply_patch")
     assert patch_start["data"]["arguments"] == {"input": FIX} and patch_start["data"]["decision"] == "allow"
     assert "sk-test-not-a-real-key" not in events_path.read_text()
+
+
+# --- against a server as strict and slow as llama-cpp-python's ----------------------------------
+
+
+def _run(server_url: str, repo: Path, tmp_path: Path, *extra: str) -> tuple[int, dict[str, Any], list[dict[str, Any]]]:
+    report_path, events_path = tmp_path / "report.json", tmp_path / "events.jsonl"
+    code = main([
+        "run", "--repo", str(repo), "--model", "fake-model", "--base-url", server_url,
+        "--policy", "workspace-write", "--allow", "*.py", "--test-cmd", "python3 -m pytest",
+        "--report", str(report_path), "--events", str(events_path), "--quiet", *extra,
+        "Fix the retry delays",
+    ])
+    events = [json.loads(line) for line in events_path.read_text().splitlines()]
+    return code, json.loads(report_path.read_text()), events
+
+
+def test_a_run_against_a_strict_server_like_llama_cpp_python(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    repo = tmp_path / "repo"
+    shutil.copytree(DEMO_REPO, repo)
+    replies = [
+        chat_reply(tool_calls=[("read_file", {"path": "backoff.py"}, "call_read")]),
+        chat_reply(tool_calls=[("apply_patch", {"input": FIX}, "call_patch")]),  # no text: content "" next time
+        chat_reply(tool_calls=[("run_test", {"args": ["-q"]}, "call_test")]),
+        chat_reply("Fixed."),
+    ]
+    with FakeOpenAIServer(replies, behaviour=LLAMA_CPP_PYTHON) as server:
+        code, report, _ = _run(server.url, repo, tmp_path, "--max-tokens", "512")
+        bodies = [r.json for r in server.posts]
+    assert code == 0, report
+    assert report["status"] == "completed" and report["files_changed"] == ["backoff.py"]
+    assert len(bodies) == 4  # no 500, no retry, no prose instead of tool calls
+    for body in bodies:
+        assert body["tool_choice"] == "auto" and body["max_tokens"] == 512
+        assert all(isinstance(m["content"], str) for m in body["messages"])
+
+
+def test_a_validation_500_ends_the_run_once_with_the_whole_message(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    repo = tmp_path / "repo"
+    shutil.copytree(DEMO_REPO, repo)
+    roles = [problem("literal_error", ("messages", 2, f"ChatCompletionRequest{r}Message", "role"),
+                     f"Input should be '{r.lower()}'", "assistant") for r in ("System", "User", "Tool", "Function")]
+    message = validation_message([*roles, problem("string_type", ("messages", 2, "ChatCompletionRequestAssistantMessage",
+                                                                  "content"), "Input should be a valid string")])
+    with FakeOpenAIServer([error_reply(500, message)]) as server:
+        code, report, events = _run(server.url, repo, tmp_path)
+        posts = len(server.posts)
+    assert code == 1 and report["stop_reason"] == "model_error"
+    assert posts == 1  # a validation error: never retried
+    assert "'ChatCompletionRequestAssistantMessage', 'content')" in report["error"]
+    assert report["error"].startswith("request 1 (POST ")
+    (error,) = [e["data"] for e in events if e["type"] == "model.error"]
+    assert error["status"] == 500 and error["body"] == message
+
+
+def test_slow_generation_cut_by_max_tokens_and_the_note_is_in_the_events(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    repo = tmp_path / "repo"
+    shutil.copytree(DEMO_REPO, repo)
+    rambling = " ".join(f"thought{i}" for i in range(200))
+    slow = ServerBehaviour(seconds_per_token=0.002, refuse_null_content=True, validation_status=500)
+    with FakeOpenAIServer([chat_reply(rambling), chat_reply("Nothing to fix.")], behaviour=slow) as server:
+        code, report, events = _run(server.url, repo, tmp_path, "--max-tokens", "20")
+    assert code == 0 and report["final_message"] == "Nothing to fix."
+    (note,) = [e["data"] for e in events if e["type"] == "note"]
+    assert note["reason"] == "cut_off" and "cut off by the output token limit" in note["text"]
+    cut = next(e["data"] for e in events if e["type"] == "message")
+    assert cut["finish_reason"] == "length" and len(cut["text"].split()) == 20
+
+
+# --- streaming and budgets, whole runs ------------------------------------------------------------
+
+
+def test_a_streamed_run_survives_a_cut_stream_and_keeps_deltas_out_of_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    repo = tmp_path / "repo"
+    shutil.copytree(DEMO_REPO, repo)
+    read = chat_completion("Reading the file first.", [("read_file", {"path": "backoff.py"}, "call_read")])
+    replies = [
+        stream_reply(completion_chunks(read, include_usage=True), cut="reset", cut_after=3),  # type: ignore[arg-type]
+        chat_reply("Reading the file first.", tool_calls=[("read_file", {"path": "backoff.py"}, "call_read")]),
+        chat_reply("It starts at 1: the first delay is skipped."),
+    ]
+    with FakeOpenAIServer(replies, behaviour=LLAMA_CPP_PYTHON) as server:
+        code, report, events = _run(server.url, repo, tmp_path)
+        bodies = [r.json for r in server.posts]
+    assert code == 0 and report["final_message"] == "It starts at 1: the first delay is skipped."
+    assert all(b["stream"] is True for b in bodies) and len(bodies) == 3
+    types = [e["type"] for e in events]
+    assert "model.retry" in types and "message.delta" not in types
+    assert [e["data"]["text"] for e in events if e["type"] == "message"][0] == "Reading the file first."
+    assert report["usage"]["total_tokens"] == 30  # the two whole replies, the cut one not at all
+
+
+def test_a_run_stops_at_its_token_budget(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    repo = tmp_path / "repo"
+    shutil.copytree(DEMO_REPO, repo)
+    read = ("read_file", {"path": "backoff.py"})
+    replies = [chat_reply(tool_calls=[read], usage=(2000, 100)) for _ in range(5)]
+    with FakeOpenAIServer(replies) as server:
+        code, report, events = _run(server.url, repo, tmp_path, "--max-total-tokens", "5000",
+                                    "--price-input", "1", "--price-output", "4")
+        posts = len(server.posts)
+    assert code == 1 and report["stop_reason"] == "budget" and report["status"] == "stopped"
+    assert posts == 2 and report["usage"]["total_tokens"] == 4200  # a third request would pass 5000
+    assert report["cost"] == pytest.approx((4000 * 1 + 200 * 4) / 1e6)
+    assert events[-1]["data"]["reason"] == "budget"

@@ -143,7 +143,7 @@ def test_exact_request_payload_for_a_multi_turn_history_with_tool_calls(server: 
         AssistantMessage(content="I see: it subtracts. é"),
         UserMessage(content="go on"),
     ]
-    out = client(server).complete("SYSTEM PROMPT", history, TOOLS, Events())
+    out = client(server, stream=False).complete("SYSTEM PROMPT", history, TOOLS, Events())
     assert out.message == "done"
 
     (request,) = server.requests
@@ -175,7 +175,7 @@ def test_exact_request_payload_for_a_multi_turn_history_with_tool_calls(server: 
         {"role": "tool", "tool_call_id": "call_b", "content": "def add(a, b):\n    return a - b\n"},
         {
             "role": "assistant",
-            "content": None,
+            "content": "",  # never null: strict servers answer null with HTTP 500
             "tool_calls": [
                 {
                     "id": "call_c",
@@ -215,7 +215,8 @@ def test_exact_request_payload_for_a_multi_turn_history_with_tool_calls(server: 
             },
         },
     ]
-    assert set(body) == {"model", "messages", "tools"}  # no temperature, max_tokens, stream...
+    assert body["tool_choice"] == "auto"  # servers that need it to put the tools in the prompt
+    assert set(body) == {"model", "messages", "tools", "tool_choice"}  # no temperature, max_tokens, stream...
 
 
 def test_temperature_and_max_tokens_are_sent_when_set(server: FakeOpenAIServer) -> None:
@@ -228,7 +229,7 @@ def test_temperature_and_max_tokens_are_sent_when_set(server: FakeOpenAIServer) 
 
 def test_no_tools_means_no_tools_key(server: FakeOpenAIServer) -> None:
     server.add(chat_reply("ok"))
-    client(server).complete("", [UserMessage(content="hi")], [], Events())
+    client(server, stream=False).complete("", [UserMessage(content="hi")], [], Events())
     assert server.requests[0].json == {"model": MODEL, "messages": [{"role": "user", "content": "hi"}]}
 
 
@@ -395,8 +396,10 @@ def test_500_twice_then_success(server: FakeOpenAIServer) -> None:
     assert len(server.requests) == 3
     retries = events.of("model.retry")
     assert [r["attempt"] for r in retries] == [1, 2]
-    assert retries[0]["reason"] == "500: boom"
-    assert retries[1]["reason"] == "502: bad gateway"
+    assert retries[0]["reason"] == "HTTP 500: boom"
+    assert retries[1]["reason"] == "HTTP 502: bad gateway"
+    assert [(r["status"], r["body"]) for r in retries] == [(500, "boom"), (502, "bad gateway")]
+    assert retries[0]["request"].startswith("request 1 (POST ")
     assert all(0 <= r["wait_s"] <= 0.01 for r in retries)
 
 
@@ -428,7 +431,8 @@ def test_connection_refused_is_retried_then_fails_clearly() -> None:
     )
     events = Events()
     message = model_error(c, events)
-    assert message.startswith("model unavailable after 2 attempts over ")
+    assert message.startswith("model unavailable: request 1 (POST http://127.0.0.1:")
+    assert "/v1/chat/completions, 1 messages, 2 tools) failed 2 times over " in message
     assert "APIConnectionError" in message
     assert len(events.of("model.retry")) == 1
 
@@ -438,8 +442,9 @@ def test_retry_budget_exhausted(server: FakeOpenAIServer) -> None:
     events = Events()
     message = model_error(client(server, max_attempts=3), events)
     assert len(server.requests) == 3
-    assert message.startswith("model unavailable after 3 attempts over ")
-    assert message.endswith(": 503: overloaded")
+    assert message.startswith("model unavailable: request 1 (POST ")
+    assert " failed 3 times over " in message  # 503 is "not now": the same words again are no reason to stop
+    assert message.endswith(": HTTP 503: overloaded")
     assert [r["attempt"] for r in events.of("model.retry")] == [1, 2]
 
 
@@ -449,7 +454,7 @@ def test_total_time_budget_caps_retry_after(server: FakeOpenAIServer) -> None:
     started = time.monotonic()
     message = model_error(client(server, max_retry_time_s=0.3), events)
     assert time.monotonic() - started < 2.0
-    assert "model unavailable after" in message and "429: slow down" in message
+    assert "model unavailable: request 1" in message and "HTTP 429: slow down" in message
     assert all(r["wait_s"] <= 0.3 for r in events.of("model.retry"))
 
 
@@ -485,7 +490,8 @@ def test_400_includes_the_servers_message(server: FakeOpenAIServer) -> None:
     server.add(error_reply(400, "This model's maximum context length is 8192 tokens", code="context_length"))
     message = model_error(client(server))
     assert message == (
-        f"request rejected by {server.url} (HTTP 400): This model's maximum context length is 8192 tokens"
+        f"request 1 (POST {server.url}/chat/completions, 1 messages, 2 tools) was rejected with HTTP 400: "
+        "This model's maximum context length is 8192 tokens"
     )
     assert len(server.requests) == 1
 
@@ -596,6 +602,7 @@ def test_responses_adapter_payload_and_parsing(server: FakeOpenAIServer) -> None
                 "strict": False,
             }
         ],
+        "tool_choice": "auto",
     }
     assert out.message == "Looking."
     assert out.finish_reason == "tool_calls"

@@ -1,0 +1,190 @@
+"""Token and cost budgets: the arithmetic, the step a run stops at, a batch that stops starting tasks."""
+
+from __future__ import annotations
+
+import io
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import agent.batch as batch
+from agent.budget import BatchBudget, Prices, TaskBudget
+from agent.cli import main
+from agent.loop import Limits
+from agent.model.scripted import ScriptedModel
+from agent.protocol import Report, TaskSpec, Usage
+from tests.fakes import make_agent, task
+
+
+def usage(inp: int, out: int) -> Usage:
+    return Usage(input_tokens=inp, output_tokens=out, total_tokens=inp + out)
+
+
+# --- arithmetic ----------------------------------------------------------------------------------
+
+
+def test_cost_per_million_tokens() -> None:
+    prices = Prices(input_per_million=3.0, output_per_million=15.0)
+    assert prices.cost(usage(1_000_000, 500_000)) == pytest.approx(10.5)
+    assert prices.cost(usage(1234, 56)) == pytest.approx(1234 * 3e-6 + 56 * 15e-6)
+    assert prices.cost(None) == 0.0 and not Prices().known and prices.known
+
+
+def test_the_next_request_is_estimated_from_the_last_one() -> None:
+    budget = TaskBudget(max_total_tokens=2500)
+    assert budget.check(history_chars=4000) is None  # the first request is always sent
+    budget.record(usage(1000, 200), history_chars=4000, reply_chars=800)
+    # 1000 in last time + 400 new characters / 4 = 1100 in, and a reply as long as the longest: 200
+    assert budget.next_request(history_chars=4400) == usage(1100, 200)
+    assert budget.check(history_chars=4400) is None  # 1200 spent + 1300 = 2500: fits exactly
+    reason = budget.check(history_chars=4404)
+    assert reason is not None and "token budget (2500)" in reason and "1200 used" in reason
+
+
+def test_the_clients_max_tokens_is_the_output_estimate() -> None:
+    budget = TaskBudget(max_total_tokens=10_000, max_output_tokens=4096)
+    budget.record(usage(1000, 10), history_chars=0, reply_chars=0)
+    assert budget.next_request(history_chars=0).output_tokens == 4096
+
+
+def test_a_reply_without_usage_is_counted_by_its_characters() -> None:
+    budget = TaskBudget(max_total_tokens=100)
+    counted = budget.record(None, history_chars=400, reply_chars=40)
+    assert counted == usage(100, 10) and budget.spent == usage(100, 10)
+
+
+def test_the_cost_budget() -> None:
+    budget = TaskBudget(max_cost=0.01, prices=Prices(input_per_million=10.0))  # 0.01 = 1000 input tokens
+    budget.record(usage(400, 0), history_chars=0, reply_chars=0)
+    assert budget.check(history_chars=0) is None  # 400 + 400
+    budget.record(usage(400, 0), history_chars=0, reply_chars=0)
+    reason = budget.check(history_chars=0)  # 800 + 400 > 1000
+    assert reason is not None and reason.startswith("the cost budget (0.01) is spent: 0.0080 used")
+
+
+def test_the_batch_budget_is_thread_safe() -> None:
+    budget = BatchBudget(max_tokens=100_000)
+
+    def spend() -> None:
+        for _ in range(1000):
+            budget.spend(usage(7, 3))
+
+    threads = [threading.Thread(target=spend) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert budget.spent == usage(56_000, 24_000) and budget.should_start()
+    budget.spend(usage(20_000, 0))
+    assert not budget.should_start() and "100000 tokens of 100000" in budget.describe()
+
+
+# --- the loop stops at the right step ------------------------------------------------------------
+
+CALL = {"tool_calls": [{"name": "search", "arguments": {"query": "x"}}]}
+
+
+def turn(inp: int, out: int, **extra: Any) -> dict[str, Any]:
+    return {**CALL, "usage": usage(inp, out).model_dump(), **extra}
+
+
+def test_the_run_stops_before_the_request_that_would_not_fit() -> None:
+    turns = [turn(1000, 50), turn(1100, 50), turn(1200, 50), turn(1300, 50), {"message": "done"}]
+    agent, sink, model, _ = make_agent(turns)
+    # spent after 2 replies: 2200; the 3rd is estimated at ~1100 + growth + 50 → fits under 3500;
+    # after 3: 3450; the 4th would need ~1250 more → over 4000.
+    report = agent.run(task(max_total_tokens=4000))
+    assert report.stop_reason == "budget" and report.status == "stopped"
+    assert report.steps == 3 and model.position == 3
+    assert report.usage == usage(3300, 150)
+    assert report.error is not None and "token budget (4000)" in report.error
+    assert sink.events[-1].data["reason"] == "budget"
+
+
+def test_the_limits_cap_the_tasks_own_budget_and_each_reply_reaches_on_usage() -> None:
+    seen: list[Usage] = []
+    turns = [turn(1000, 50), turn(1000, 50), {"message": "done", "usage": usage(1000, 5).model_dump()}]
+    agent, _, _, _ = make_agent(turns, limits=Limits(max_total_tokens=2000, on_usage=seen.append))
+    report = agent.run(task(max_total_tokens=10**6))
+    assert report.stop_reason == "budget" and report.steps == 1
+    assert seen == [usage(1000, 50)]
+
+
+def test_cost_in_the_report_and_max_cost() -> None:
+    prices = Prices(input_per_million=2.0, output_per_million=8.0)
+    turns = [turn(100_000, 1000), turn(100_000, 1000), {"message": "done"}]
+    agent, _, _, _ = make_agent(turns, limits=Limits(prices=prices))
+    report = agent.run(task(max_cost=0.3))  # one reply costs 0.208: the second would make 0.416
+    assert report.stop_reason == "budget" and report.steps == 1
+    assert report.cost == pytest.approx(0.208)
+    assert "cost: 0.2080" in report.render()
+
+
+def test_no_budget_no_cost() -> None:
+    agent, _, _, _ = make_agent([turn(10**6, 10**6), {"message": "done"}])
+    report = agent.run(task())
+    assert report.stop_reason == "final_message" and report.cost is None
+
+
+# --- the batch -----------------------------------------------------------------------------------
+
+
+def _report(t: TaskSpec, spent: Usage) -> Report:
+    return Report(task_id=t.id, goal=t.goal, repo=t.repo, model="fake", status="completed",
+                  stop_reason="final_message", usage=spent, started_at=0.0, duration_s=0.1)
+
+
+def test_a_spent_batch_budget_starts_no_more_tasks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    started: list[str] = []
+
+    def fake_run_task(t: TaskSpec, model: Any, sink: Any, *, limits: Limits, **kw: Any) -> Report:
+        started.append(t.id)
+        assert limits.on_usage is not None
+        for _ in range(3):
+            limits.on_usage(usage(150, 50))  # each reply spends the batch's budget as it comes
+        return _report(t, usage(450, 150))
+
+    monkeypatch.setattr(batch, "run_task", fake_run_task)
+    tasks = [TaskSpec(id=f"t{i}", repo=str(tmp_path), goal="g") for i in range(5)]
+    budget = BatchBudget(max_tokens=1000)
+    reports = batch.run_batch(tasks, tmp_path / "out", lambda t: ScriptedModel([]), jobs=1,
+                              progress_stream=io.StringIO(), budget=budget)
+    assert started == ["t0", "t1"]  # 600 spent after t0: t1 starts; 1200 after t1: none more
+    assert [r.task_id for r in reports] == ["t0", "t1"] and budget.spent.total_tokens == 1200
+    rows = [json.loads(line) for line in (tmp_path / "out" / "summary.jsonl").read_text().splitlines()]
+    assert [r["tokens"] for r in rows] == [600, 600]
+    table = batch.render_table(reports)
+    assert "tokens" in table.splitlines()[0] and "600" in table.splitlines()[1]
+
+
+def test_cli_batch_budget_line_and_cost_flags(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def fake_run_task(t: TaskSpec, model: Any, sink: Any, *, limits: Limits, **kw: Any) -> Report:
+        assert limits.on_usage is not None and limits.prices is not None
+        limits.on_usage(usage(1_000_000, 0))
+        report = _report(t, usage(1_000_000, 0))
+        return report.model_copy(update={"cost": limits.prices.cost(report.usage)})
+
+    monkeypatch.setattr(batch, "run_task", fake_run_task)
+    path = tmp_path / "tasks.jsonl"
+    path.write_text("".join(json.dumps({"id": f"t{i}", "repo": str(tmp_path), "goal": "g"}) + "\n" for i in range(3)))
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps({"turns": [{"message": "done"}]}))
+    code = main(["batch", str(path), "--jobs", "1", "--out", str(tmp_path / "out"), "--model", f"scripted:{script}",
+                 "--price-input", "2.5", "--budget-cost", "4"])
+    out = capsys.readouterr().out
+    assert code == 1  # not every task ran
+    assert "budget: 2000000 tokens, cost 5.0000 of 4 (spent: no new task was started); 1 task(s) not started" in out
+    assert "2.5000" in out  # the cost column
+
+
+def test_cli_cost_limits_need_prices(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    base = ["run", "--repo", str(tmp_path), "--model", "scripted:x", "--quiet"]
+    assert main([*base, "--max-cost", "1", "g"]) == 2
+    assert "needs the prices" in capsys.readouterr().err
+    assert main([*base, "--max-total-tokens", "0", "g"]) == 2
+    assert "max_total_tokens" in capsys.readouterr().err
