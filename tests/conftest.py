@@ -65,13 +65,15 @@ def _codebox_containers() -> list[str]:
 
     client = docker.from_env()
     try:
-        containers = client.containers.list(all=True, filters={"label": "codebox.task"})
+        # The API's list, not containers.list(): that inspects each container, and one that goes
+        # away meanwhile (another run's, being removed) would raise NotFound.
+        containers = client.api.containers(all=True, filters={"label": "codebox.task"})
         mine = []
         for c in containers:
-            owner = c.labels.get("codebox.owner", "")
+            owner = (c.get("Labels") or {}).get("codebox.owner", "")
             alive = owner.isdigit() and int(owner) != os.getpid() and Path(f"/proc/{owner}").exists()
             if not alive:
-                mine.append(c.name)
+                mine.append((c.get("Names") or [c["Id"][:12]])[0].lstrip("/"))
         return mine
     finally:
         client.close()

@@ -163,7 +163,7 @@ class _Board:
 
 # --- the final table -----------------------------------------------------------------------------
 
-HEADER = ("task", "status", "reason", "steps", "calls", "files", "test", "time", "error")
+HEADER = ("task", "status", "reason", "steps", "calls", "files", "test", "time", "tokens", "cost", "error")
 
 
 def table_rows(reports: list[Report]) -> list[tuple[str, ...]]:
@@ -177,6 +177,8 @@ def table_rows(reports: list[Report]) -> list[tuple[str, ...]]:
             str(len(r.files_changed)),
             one_line(r.last_test.outcome) if r.last_test else "-",
             f"{r.duration_s:.1f}s",
+            str(r.usage.total_tokens) if r.usage else "-",
+            f"{r.cost:.4f}" if r.cost is not None else "-",
             one_line(r.error, ERROR_WIDTH) if r.error else "",
         )
         for r in reports

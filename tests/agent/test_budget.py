@@ -11,11 +11,14 @@ from typing import Any
 import pytest
 
 import agent.batch as batch
+import agent.engines.local as local_engine
 from agent.budget import BatchBudget, Prices, TaskBudget
 from agent.cli import main
 from agent.loop import Limits
 from agent.model.scripted import ScriptedModel
-from agent.protocol import Report, TaskSpec, Usage
+from agent.engines import TaskJob, TaskOutcome
+from agent.events import EventSink
+from agent.protocol import AgentEvent, Report, TaskSpec, Usage
 from tests.fakes import make_agent, task
 
 
@@ -137,20 +140,36 @@ def _report(t: TaskSpec, spent: Usage) -> Report:
                   stop_reason="final_message", usage=spent, started_at=0.0, duration_s=0.1)
 
 
+def _spending_job(replies: int, each: Usage) -> Any:
+    """An execute_job that spends like a run: one `message` event with usage a reply, then its report."""
+
+    def execute(job: TaskJob, source: Path, cancel: Any, sink: EventSink | None = None) -> TaskOutcome:
+        for seq in range(replies):
+            if sink is not None:
+                sink.emit(AgentEvent(type="message", task_id=job.task.id, seq=seq + 1, step=seq + 1,
+                                     data={"text": "…", "final": False, "usage": each.model_dump()}))
+        spent = Usage(input_tokens=each.input_tokens * replies, output_tokens=each.output_tokens * replies,
+                      total_tokens=each.total_tokens * replies)
+        report = _report(job.task, spent)
+        if job.limits.prices is not None:
+            report = report.model_copy(update={"cost": job.limits.prices.cost(spent)})
+        return TaskOutcome(task_id=job.task.id, report=report)
+
+    return execute
+
+
 def test_a_spent_batch_budget_starts_no_more_tasks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     started: list[str] = []
+    spend = _spending_job(3, usage(150, 50))
 
-    def fake_run_task(t: TaskSpec, model: Any, sink: Any, *, limits: Limits, **kw: Any) -> Report:
-        started.append(t.id)
-        assert limits.on_usage is not None
-        for _ in range(3):
-            limits.on_usage(usage(150, 50))  # each reply spends the batch's budget as it comes
-        return _report(t, usage(450, 150))
+    def execute(job: TaskJob, source: Path, cancel: Any, sink: EventSink | None = None) -> TaskOutcome:
+        started.append(job.task.id)
+        return spend(job, source, cancel, sink)
 
-    monkeypatch.setattr(batch, "run_task", fake_run_task)
+    monkeypatch.setattr(local_engine, "execute_job", execute)
     tasks = [TaskSpec(id=f"t{i}", repo=str(tmp_path), goal="g") for i in range(5)]
     budget = BatchBudget(max_tokens=1000)
-    reports = batch.run_batch(tasks, tmp_path / "out", lambda t: ScriptedModel([]), jobs=1,
+    reports = batch.run_batch(tasks, tmp_path / "out", model="scripted:x", jobs=1,
                               progress_stream=io.StringIO(), budget=budget)
     assert started == ["t0", "t1"]  # 600 spent after t0: t1 starts; 1200 after t1: none more
     assert [r.task_id for r in reports] == ["t0", "t1"] and budget.spent.total_tokens == 1200
@@ -160,16 +179,26 @@ def test_a_spent_batch_budget_starts_no_more_tasks(tmp_path: Path, monkeypatch: 
     assert "tokens" in table.splitlines()[0] and "600" in table.splitlines()[1]
 
 
+def test_an_engine_without_live_events_spends_when_a_task_ends(tmp_path: Path) -> None:
+    class OneByOne:  # like a remote engine: no live sink, outcomes come back whole
+        def run(self, jobs: Any, on_outcome: Any, cancel: Any, on_start: Any = None, admit: Any = None) -> None:
+            for job in jobs:
+                if admit is not None and not admit(job):
+                    continue
+                on_start(job)
+                on_outcome(_spending_job(1, usage(500, 100))(job, Path(job.task.repo), cancel))
+
+    tasks = [TaskSpec(id=f"t{i}", repo=str(tmp_path), goal="g") for i in range(4)]
+    budget = BatchBudget(max_tokens=1000)
+    reports = batch.run_batch(tasks, tmp_path / "out", model="scripted:x", engine=OneByOne(),
+                              progress_stream=io.StringIO(), budget=budget)
+    assert [r.task_id for r in reports] == ["t0", "t1"] and budget.spent.total_tokens == 1200
+
+
 def test_cli_batch_budget_line_and_cost_flags(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    def fake_run_task(t: TaskSpec, model: Any, sink: Any, *, limits: Limits, **kw: Any) -> Report:
-        assert limits.on_usage is not None and limits.prices is not None
-        limits.on_usage(usage(1_000_000, 0))
-        report = _report(t, usage(1_000_000, 0))
-        return report.model_copy(update={"cost": limits.prices.cost(report.usage)})
-
-    monkeypatch.setattr(batch, "run_task", fake_run_task)
+    monkeypatch.setattr(local_engine, "execute_job", _spending_job(1, usage(1_000_000, 0)))
     path = tmp_path / "tasks.jsonl"
     path.write_text("".join(json.dumps({"id": f"t{i}", "repo": str(tmp_path), "goal": "g"}) + "\n" for i in range(3)))
     script = tmp_path / "script.json"
