@@ -8,7 +8,7 @@ from typing import Any
 
 from agent.view.diff import split_diff
 from agent.view.models import PatchView, StepView, TaskView, TestView, ToolCallView
-from agent.view.testlog import failing_tests
+from agent.tools.test_names import failing_tests
 from agent.view.timeline import build_timeline, clip, event_time, number, text
 
 MAX_DIFF_LINES = 20_000
