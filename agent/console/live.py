@@ -26,6 +26,8 @@ from agent.protocol import AgentEvent
 from agent.tools.test_names import failing_tests
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+STREAM_KEPT_CHARS = 400  # of a streaming reply, what the console keeps
+STREAM_SHOWN_CHARS = 60  # and the newest part of it it shows (a status line is one screen line)
 
 
 class StatusLine:
@@ -59,6 +61,7 @@ class RunConsole:
         self.status = StatusLine()
         self._live: Live | None = None
         self._lock = threading.Lock()
+        self._streamed = ""  # the text of the reply streaming in now (shown in the status line)
 
     @property
     def styled(self) -> bool:
@@ -103,7 +106,10 @@ class RunConsole:
             self.status.set(label)
         elif event.type in ("tool.end", "message", "note") and not d.get("final"):
             self._thinking(event.step + 1 if event.type != "note" else event.step)
+        elif event.type == "message.delta":
+            self._stream(event.step, str(d.get("text", "")))
         elif event.type == "model.retry":
+            self._streamed = ""  # the failed attempt's text is void
             self.status.set(Text(f"model retry {d.get('attempt')}, waiting", style="yellow"))
         elif event.type in ("turn.end", "model.error") or d.get("final"):
             self.status.set(None)
@@ -112,7 +118,19 @@ class RunConsole:
             self._live.refresh()  # a new state shows at once, not at the next tick
 
     def _thinking(self, step: int) -> None:
+        self._streamed = ""
         self.status.set(Text(f"[{step}] ") + Text("model thinking", style="magenta"))
+
+    def _stream(self, step: int, text: str) -> None:
+        """The model's text as it arrives: the newest part of it, on the status line (escaped)."""
+        started = not self._streamed
+        self._streamed = (self._streamed + text)[-STREAM_KEPT_CHARS:]
+        shown = one_line(self._streamed)[-STREAM_SHOWN_CHARS:]
+        label = Text(f"[{step}] ") + Text("model: ", style="magenta") + Text("…" + shown if shown else "")
+        if started:
+            self.status.set(label)  # the clock restarts when the first text arrives
+        else:
+            self.status.label = label
 
     def _start_live(self) -> None:
         console = self.writer.console

@@ -6,8 +6,10 @@ import re
 
 MAX_NAMES = 50
 
-# pytest's short summary: "FAILED tests/test_a.py::test_x - AssertionError ..." (also ERROR).
+# pytest's short summary: "FAILED tests/test_a.py::test_x - AssertionError ..." (also ERROR),
+# and its -v / -rA lines: "tests/test_a.py::test_x FAILED".
 _PYTEST = re.compile(r"^(?:FAILED|ERROR) (\S+)(?: - .*)?$")
+_PYTEST_VERBOSE = re.compile(r"^(\S+::\S+) (?:FAILED|ERROR)\b")
 # unittest: "FAIL: test_x (tests.test_a.TestA.test_x)" (3.11+) or "FAIL: test_x (tests.test_a.TestA)".
 _UNITTEST = re.compile(r"^(?:FAIL|ERROR): (\S+) \(([^)\s]+)\)")
 # go test: "--- FAIL: TestX (0.00s)".
@@ -18,7 +20,7 @@ def failing_tests(output: str) -> list[str]:
     """Each failing test once, in the order the output names them (at most MAX_NAMES)."""
     names: list[str] = []
     for line in output.splitlines():
-        name = _name(line.rstrip())
+        name = _name(line.strip())
         if name and name not in names:
             names.append(name)
             if len(names) >= MAX_NAMES:
@@ -27,7 +29,7 @@ def failing_tests(output: str) -> list[str]:
 
 
 def _name(line: str) -> str | None:
-    if match := _PYTEST.match(line):
+    if match := _PYTEST.match(line) or _PYTEST_VERBOSE.match(line):
         return match.group(1)
     if match := _UNITTEST.match(line):
         method, where = match.groups()

@@ -6,9 +6,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from agent.tools.test_names import failing_tests
 from agent.view.diff import split_diff
 from agent.view.models import PatchView, StepView, TaskView, TestView, ToolCallView
-from agent.view.testlog import failing_tests
 from agent.view.timeline import build_timeline, clip, event_time, number, text
 
 MAX_DIFF_LINES = 20_000

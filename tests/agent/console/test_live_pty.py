@@ -140,3 +140,37 @@ def test_the_batch_view_on_a_terminal_shows_each_running_task(monkeypatch: pytes
     assert b"alpha" in board and b"run_test -x" in board and b"0/3 done" in board
     assert b"it broke" in out and b"\x1b[" in out
     assert raw_attacks_in(out) == []
+
+
+def test_the_model_text_shows_as_it_streams_in_escaped_and_only_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.setenv("TERM", "xterm-256color")
+    with terminal() as (stream, written):
+        console = RunConsole(stream)
+        console.emit(event("turn.start", 0, goal="g", model="m", policy="read-only", repo="/r"))
+        console.emit(event("message.delta", 1, text="Looking at the retry ", attempt=1))
+        console.emit(event("message.delta", 1, text="delays now", attempt=1))
+        time.sleep(0.5)  # the status line redraws with the newest text
+        first = written()
+        console.emit(event("message.delta", 1, text=HOSTILE, attempt=1))
+        time.sleep(0.5)
+        streaming = written()
+        console.emit(event("model.retry", 1, attempt=2, wait_s=0.1, reason="stream broke"))
+        console.emit(event("message.delta", 1, text="Second try", attempt=2))
+        time.sleep(0.5)
+        retried = written()[len(streaming):]
+        console.emit(event("turn.end", 1, reason="final_message", status="completed"))
+        console.close()
+    assert b"model: " in first and b"retry delays now" in first
+    assert raw_attacks_in(streaming) == []
+    assert b"Second try" in retried and b"retry " not in retried.split(b"Second try")[-1]
+
+
+def test_streamed_text_adds_no_line_to_plain_output() -> None:
+    read, write = os.pipe()
+    with open(write, "w", encoding="utf-8") as stream:
+        console = RunConsole(stream)
+        console.emit(event("message.delta", 1, text="partial text", attempt=1))
+        console.close()
+    with open(read, "rb") as pipe:
+        assert b"partial text" not in pipe.read()  # the summary prints the final message, once

@@ -11,7 +11,7 @@ from view_fixtures import T0, XSS, XSS_ID
 from agent.view import ViewError, load
 from agent.view.diff import split_diff
 from agent.view.load import default_output, split_runs
-from agent.view.testlog import failing_tests
+from agent.tools.test_names import failing_tests
 
 
 def by_id(view_tasks: list, task_id: str):  # type: ignore[no-untyped-def]
@@ -183,7 +183,7 @@ def test_default_output_next_to_the_input(batch_out: Path) -> None:
         ("tests/a.py::test_y FAILED                [ 50%]\ntests/a.py::test_z PASSED", ["tests/a.py::test_y"]),
         ("ERROR tests/b.py - ImportError", ["tests/b.py"]),
         ("FAIL: test_one (pkg.tests.TestA.test_one)\nERROR: test_two (pkg.tests.TestA)",
-         ["test_one (pkg.tests.TestA.test_one)", "test_two (pkg.tests.TestA)"]),
+         ["pkg.tests.TestA.test_one", "pkg.tests.TestA.test_two"]),  # one name a test, as the report has it
         ("4 passed in 0.1s", []),
     ],
 )
