@@ -12,7 +12,7 @@ import sys
 import tempfile
 import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO, get_args
 
 from pydantic import ValidationError
 
@@ -25,7 +25,7 @@ from agent.events import EventSink, FanoutSink, JsonlSink
 from agent.host_run import HOST_RUN_HELP
 from agent.loop import CancelToken, Limits
 from agent.policy import Answer, AskFn
-from agent.protocol import Report, TaskSpec
+from agent.protocol import PolicyName, Report, TaskSpec
 from agent.signals import cancel_on_signals
 from agent.tools import PreparedCall
 
@@ -732,7 +732,7 @@ def build_parser(settings: CodeboxSettings | None = None) -> argparse.ArgumentPa
     run.add_argument("goal", help="what the agent should do")
     run.add_argument("--repo", required=True,
                      help="the repository (mounted read-only unless the policy allows writes)")
-    run.add_argument("--policy", choices=["read-only", "workspace-write", "ask"], default=c.policy,
+    run.add_argument("--policy", choices=list(get_args(PolicyName)), default=c.policy,
                      help="what the model may write: nothing, the --allow paths, or what you approve")
     run.add_argument("--allow", action="append", default=None, metavar="GLOB",
                      help=f"writable paths, gitignore-style globs (default: {' '.join(c.allow) or '**'}). "

@@ -16,6 +16,7 @@ from typing import Literal
 from agent.globs import GlobRules, glob_match, normalize
 from agent.host_run import HOST_RUN_GLOBS
 from agent.tools import PreparedCall
+from sandbox.patch.paths import path_problem as shared_path_problem
 
 __all__ = ["glob_match", "normalize"]  # re-exported: the one glob dialect lives in agent.globs
 
@@ -65,26 +66,13 @@ def path_problem(path: str) -> str | None:
     The sandbox checks paths again against the real tree (symlinks included);
     this is the host's early, independent check.
     """
-    if not path or "\x00" in path:
-        return "empty path or NUL byte"
+    if not path.strip() or "\x00" in path:
+        return shared_path_problem(path)  # empty, or a NUL byte: said before the stricter rules
     if "\\" in path:
         return "backslash in path"
     if _CONTROL.search(path):
         return "control character in path"
-    try:
-        path.encode("utf-8")
-    except UnicodeEncodeError:
-        return "not valid UTF-8 text"
-    if path.startswith("/") or re.match(r"^[A-Za-z]:", path):
-        return "absolute path"
-    parts = [p for p in path.split("/") if p not in ("", ".")]
-    if not parts:
-        return "path names the repository root"
-    if ".." in parts:
-        return "'..' in path"
-    if any(p.lower() == ".git" for p in parts):
-        return ".git is never writable"
-    return None
+    return shared_path_problem(path)  # the rule the patch engine applies too
 
 
 # C0, DEL and C1 controls: a path carrying an escape sequence would reach terminals and tools raw.
