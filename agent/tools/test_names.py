@@ -8,7 +8,7 @@ MAX_NAMES = 50
 
 # pytest's short summary: "FAILED tests/test_a.py::test_x - AssertionError ..." (also ERROR),
 # and its -v / -rA lines: "tests/test_a.py::test_x FAILED".
-_PYTEST = re.compile(r"^(?:FAILED|ERROR) (\S+)(?: - .*)?$")
+_PYTEST = re.compile(r"^(?:FAILED|ERROR) (.+?)(?: - .*)?$")  # node ids may hold spaces (parametrize ids)
 _PYTEST_VERBOSE = re.compile(r"^(\S+::\S+) (?:FAILED|ERROR)\b")
 # unittest: "FAIL: test_x (tests.test_a.TestA.test_x)" (3.11+) or "FAIL: test_x (tests.test_a.TestA)".
 _UNITTEST = re.compile(r"^(?:FAIL|ERROR): (\S+) \(([^)\s]+)\)")

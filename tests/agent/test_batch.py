@@ -196,9 +196,9 @@ def test_cli_run_with_no_model_is_a_model_error(tmp_path: Path, monkeypatch: pyt
 
 
 def test_cli_ask_policy_needs_a_terminal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import agent.cli as cli
+    import agent.commands.run as run_command
 
-    monkeypatch.setattr(cli, "_has_terminal", lambda: False)
+    monkeypatch.setattr(run_command, "_has_terminal", lambda: False)
     assert main(["run", "--repo", str(tmp_path), "--policy", "ask", "--model", "scripted:x", "g"]) == 2
 
 

@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from agent.cli import EXIT_OK, EXIT_STOPPED, _exit_code, main
+from agent.cli import main
+from agent.commands.common import EXIT_OK, EXIT_STOPPED
+from agent.commands.run import exit_code as _exit_code
 from agent.protocol import Report, TestRun
 
 RULES = (

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from agent.cli import _openai_options, build_parser
+from agent.cli import build_parser
+from agent.commands.common import openai_options as _openai_options
 from agent.model.openai_client import OpenAIChatClient
 from agent.model.factory import build_model
 

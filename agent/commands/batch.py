@@ -1,0 +1,151 @@
+"""`codebox batch` and `codebox eval`: many tasks through an engine; SWE-bench-style evaluation of their patches."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
+
+from agent import checks
+from agent.console.escape import printable
+from agent.loop import CancelToken
+from agent.signals import cancel_on_signals
+
+if TYPE_CHECKING:
+    pass
+
+# 0: the task completed; 1: it did not (stopped, error; or --require-tests and the last test
+# failed or never ran); 2: a usage error, found before anything ran; 130: cancelled.
+from agent.commands.common import (
+    EXIT_CANCELLED,
+    EXIT_OK,
+    EXIT_STOPPED,
+    EXIT_USAGE,
+    openai_options,
+    prices_from_flags,
+    sandbox_config_from_flags,
+    usage_error,
+)
+
+
+def _batch_budget(args: argparse.Namespace, prices: Any) -> Any:
+    from agent.budget import BatchBudget
+
+    if args.budget_tokens is None and args.budget_cost is None and prices is None:
+        return None
+    for name in ("budget_tokens", "budget_cost"):
+        if getattr(args, name) is not None and getattr(args, name) <= 0:
+            raise ValueError(f"--{name.replace('_', '-')} must be more than 0")
+    return BatchBudget(args.budget_tokens, args.budget_cost, prices)
+
+
+def cmd_batch(args: argparse.Namespace) -> int:
+    from agent.batch import load_tasks, run_batch, select_tasks
+    from agent.console.batch_view import BatchView, print_table
+    from agent.engines import JobLimits
+
+    problem = checks.model_option_problems(args.base_url, args.request_timeout, args.temperature) or (
+        checks.number_problem("--jobs", args.jobs, minimum=1)
+        or checks.number_problem("--max-steps", args.max_steps, minimum=1)
+        or checks.number_problem("--timeout", args.timeout, minimum=0, inclusive=False)
+    )
+    if problem:
+        return usage_error(problem)
+    try:
+        sandbox_config = sandbox_config_from_flags(args)
+        prices = prices_from_flags(args)
+        budget = _batch_budget(args, prices)
+        # Each task's own limits apply; the flags, when given, cap them all.
+        limits = JobLimits(max_steps=args.max_steps, timeout_s=args.timeout, max_total_tokens=args.max_total_tokens,
+                           max_cost=args.max_cost, prices=prices)
+    except ValidationError as exc:
+        return usage_error(checks.validation_message(exc))
+    except ValueError as exc:
+        return usage_error(str(exc))
+    tasks, errors = load_tasks(Path(args.tasks))
+    if errors:
+        print(f"codebox: {printable(args.tasks)} has {len(errors)} bad line(s); nothing was run:", file=sys.stderr)
+        for error in errors:
+            print(f"  {printable(error)}", file=sys.stderr)
+        return EXIT_USAGE
+    if not tasks:
+        return usage_error(f"{args.tasks} has no tasks")
+    if args.env:  # the flag, when given, sets every task's environment
+        tasks = [task.model_copy(update={"env": args.env}) for task in tasks]
+    try:
+        selected = select_tasks(tasks, args.filter)
+    except re.error as exc:
+        return usage_error(f"bad --filter: {exc}")
+    if not selected:
+        return usage_error(f"--filter {args.filter!r} matches no task id in {args.tasks}")
+    for task in selected:
+        problem = checks.missing_test_program(task, task.image or sandbox_config.image)
+        if problem:
+            return usage_error(f"task {task.id}: {problem} (nothing was run)")
+    out = Path(args.out)
+    cancel = CancelToken()
+    view = BatchView(len(selected), sys.stderr)
+    try:
+        with cancel_on_signals(cancel):
+            reports = run_batch(
+                tasks,
+                out,
+                model=args.model or os.environ.get("CODEBOX_MODEL"),
+                model_options=openai_options(args),
+                jobs=args.jobs,
+                sandbox_config=sandbox_config,
+                limits=limits,
+                cancel=cancel,
+                retry_errors=args.retry_errors,
+                keep_workspaces=args.keep_workspaces,
+                selected=selected,
+                view=view,
+                budget=budget,
+            )
+    finally:
+        view.close()
+    print_table(reports, sys.stdout)
+    if budget is not None:
+        not_started = 0 if cancel.cancelled else len(selected) - len(reports)
+        print(budget.describe() + (f"; {not_started} task(s) not started" if not_started else ""))
+    print(f"\nsummary: {out / 'summary.jsonl'} · predictions: {out / 'predictions.jsonl'}"
+          f" · per task: {out}/<id>/report.json, events.jsonl, patch.diff")
+    if cancel.cancelled:
+        return EXIT_CANCELLED
+    return EXIT_OK if all(r.status == "completed" for r in reports) and len(reports) == len(selected) else EXIT_STOPPED
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from agent.batch import load_tasks
+    from agent.eval import load_predictions, match, render_table, run_eval
+
+    tasks, task_errors = load_tasks(Path(args.tasks))
+    predictions, prediction_errors = load_predictions(Path(args.predictions))
+    if task_errors or prediction_errors:
+        print("codebox: bad input; nothing was evaluated:", file=sys.stderr)
+        for error in [*(f"{args.tasks} {e}" for e in task_errors), *map(str, prediction_errors)]:
+            print(f"  {error}", file=sys.stderr)
+        return EXIT_USAGE
+    pairs, orphans, unpredicted = match(tasks, predictions)
+    for pid in orphans:
+        print(f"codebox: prediction {pid!r} matches no task in {args.tasks}: skipped", file=sys.stderr)
+    if not pairs:
+        return usage_error(f"no prediction in {args.predictions} matches a task in {args.tasks}")
+    if unpredicted:
+        print(f"codebox: {len(unpredicted)} task(s) have no prediction and are not evaluated", file=sys.stderr)
+    try:
+        config = sandbox_config_from_flags(args)
+    except ValueError as exc:
+        return usage_error(f"bad arguments: {exc}")
+    cancel = CancelToken()
+    with cancel_on_signals(cancel):
+        results = run_eval(pairs, Path(args.out), jobs=args.jobs, config=config, timeout_s=args.timeout,
+                           cancel=cancel)
+    print(render_table(results))
+    print(f"\nresults: {Path(args.out) / 'results.json'} · per instance: {args.out}/<id>/eval.json")
+    return EXIT_CANCELLED if cancel.cancelled else EXIT_OK

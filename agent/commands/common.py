@@ -1,0 +1,82 @@
+"""What every `codebox` command shares: exit codes, the model and sandbox flags, one-line errors."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from agent.console.escape import printable
+from agent.protocol import TaskSpec
+
+if TYPE_CHECKING:
+    pass
+
+# 0: the task completed; 1: it did not (stopped, error; or --require-tests and the last test
+# failed or never ran); 2: a usage error, found before anything ran; 130: cancelled.
+
+# 0: the task completed; 1: it did not (stopped, error; or --require-tests and the last test
+# failed or never ran); 2: a usage error, found before anything ran; 130: cancelled.
+EXIT_OK, EXIT_STOPPED, EXIT_USAGE, EXIT_CANCELLED = 0, 1, 2, 130
+PASSING_OUTCOMES = ("ok", "passed")
+
+
+def openai_options(args: argparse.Namespace) -> dict[str, Any]:
+    return {
+        "base_url": args.base_url,
+        "api_key_env": args.api_key_env,
+        "request_timeout_s": args.request_timeout,
+        "temperature": args.temperature,
+        "api": args.api,
+        "max_tokens": args.max_tokens,
+        "tool_choice": args.tool_choice,
+        "stream": False if args.no_stream else None,
+    }
+
+
+def model_spec(args: argparse.Namespace, task: TaskSpec | None = None) -> str | None:
+    return (task.model if task and task.model else None) or args.model or os.environ.get("CODEBOX_MODEL")
+
+
+def sandbox_config_from_flags(args: argparse.Namespace) -> Any:
+    """SandboxConfig from the flags; ValidationError on a bad value (--memory lots, --pids 5)."""
+    from agent.containers.sandbox import SandboxConfig
+
+    options: dict[str, Any] = {"memory": args.memory, "pids_limit": args.pids, "cpus": args.cpus}
+    if args.image:
+        options["image"] = args.image
+    return SandboxConfig(**{k: v for k, v in options.items() if v is not None})
+
+
+def prices_from_flags(args: argparse.Namespace) -> Any:
+    """The prices per million tokens, when given; a cost limit needs them (ValueError otherwise)."""
+    from agent.budget import Prices
+
+    given = args.price_input is not None or args.price_output is not None
+    prices = Prices(input_per_million=args.price_input or 0.0, output_per_million=args.price_output or 0.0)
+    wants_cost = args.max_cost is not None or getattr(args, "budget_cost", None) is not None
+    if wants_cost and not prices.known:
+        raise ValueError("a cost limit needs the prices: --price-input and/or --price-output (per million tokens)")
+    return prices if given else None
+
+
+def usage_error(message: str) -> int:
+    print(f"codebox: {printable(message)}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+def write_out(path: str | None, text: str, flag: str) -> None:
+    """Checked up front; a write that still fails (a full disk) is a message, not a traceback."""
+    if not path:
+        return
+    try:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        print(f"codebox: {flag}: cannot write {printable(path)}: {printable(exc)}", file=sys.stderr)
+
+
+def env_progress(line: str) -> None:
+    print(f"codebox: env: {line}", file=sys.stderr, flush=True)

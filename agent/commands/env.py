@@ -1,0 +1,86 @@
+"""`codebox env build|ls|rm`: dependency environments by hand."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    pass
+
+# 0: the task completed; 1: it did not (stopped, error; or --require-tests and the last test
+# failed or never ran); 2: a usage error, found before anything ran; 130: cancelled.
+from agent.commands.common import (
+    EXIT_OK,
+    EXIT_STOPPED,
+    EXIT_USAGE,
+    env_progress,
+    usage_error,
+)
+
+
+def cmd_env_build(args: argparse.Namespace) -> int:
+    from agent.env.build import EnvRequest, ensure_env
+    from agent.env.errors import EnvError
+    from agent.env.resolve import IndexConfig
+    from agent.errors import CodeboxError
+
+    repo = Path(args.repo).expanduser().resolve()
+    if not repo.is_dir():
+        return usage_error(f"the repository {args.repo} is not a directory")
+    index = IndexConfig.from_environ()
+    index = IndexConfig(find_links=[*index.find_links, *args.find_links], no_index=index.no_index or args.no_index)
+    request = EnvRequest(repo=repo, base_image=args.image or "codebox-sandbox:latest", extras=args.extra,
+                         groups=args.group, requirements=args.requirements, apt=args.apt, index=index)
+    try:
+        info = ensure_env(request, env_progress)
+    except EnvError as exc:
+        print(f"codebox: {exc}", file=sys.stderr)
+        return EXIT_USAGE if exc.usage else EXIT_STOPPED
+    except CodeboxError as exc:
+        print(f"codebox: {exc}", file=sys.stderr)
+        return EXIT_STOPPED
+    for note in info.notes:
+        print(f"codebox: env: note: {note}", file=sys.stderr)
+    print(info.image)
+    return EXIT_OK
+
+
+def cmd_env_ls(args: argparse.Namespace) -> int:
+    from agent.containers.docker_client import connect
+    from agent.env.errors import EnvError
+    from agent.env.images import list_env_images
+
+    try:
+        client = connect(EnvError)
+        found = list_env_images(client)
+        client.close()
+    except EnvError as exc:
+        print(f"codebox: {exc}", file=sys.stderr)
+        return EXIT_STOPPED
+    print(f"{'IMAGE':<30} {'PYTHON':<8} {'PKGS':>5} {'SIZE':>8}  {'CREATED':<19}  REPO")
+    for env in found:
+        size = f"{env.size / 1e6:.0f}MB"
+        print(f"{env.tag:<30} {env.python:<8} {env.packages:>5} {size:>8}  {env.created:<19}  {env.repo}")
+    return EXIT_OK
+
+
+def cmd_env_rm(args: argparse.Namespace) -> int:
+    from agent.containers.docker_client import connect
+    from agent.env.errors import EnvError
+    from agent.env.images import remove_env_images
+
+    if not args.images and not args.all:
+        return usage_error("name the images to remove (see `codebox env ls`), or pass --all")
+    try:
+        client = connect(EnvError)
+        removed = remove_env_images(client, args.images)
+        client.close()
+    except EnvError as exc:
+        print(f"codebox: {exc}", file=sys.stderr)
+        return EXIT_USAGE if exc.usage else EXIT_STOPPED
+    for tag in removed:
+        print(f"removed {tag}")
+    return EXIT_OK

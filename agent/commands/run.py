@@ -1,0 +1,295 @@
+"""`codebox run`: one task, from the flags to the report, with the live console, the ask prompt and the patch out."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+import tempfile
+import uuid
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+from pydantic import ValidationError
+
+from agent import checks
+from agent.console.escape import one_line, printable
+from agent.console.live import RunConsole
+from agent.console.render import ChangeLog, print_summary
+from agent.events import EventSink, FanoutSink, JsonlSink
+from agent.loop import CancelToken, Limits
+from agent.policy import Answer, AskFn
+from agent.protocol import Report, TaskSpec
+from agent.signals import cancel_on_signals
+from agent.tools import PreparedCall
+
+if TYPE_CHECKING:
+    from agent.containers.pool import WarmPool
+
+# 0: the task completed; 1: it did not (stopped, error; or --require-tests and the last test
+# failed or never ran); 2: a usage error, found before anything ran; 130: cancelled.
+from agent.commands.common import (
+    EXIT_CANCELLED,
+    EXIT_OK,
+    EXIT_STOPPED,
+    EXIT_USAGE,
+    PASSING_OUTCOMES,
+    env_progress,
+    model_spec,
+    openai_options,
+    prices_from_flags,
+    sandbox_config_from_flags,
+    usage_error,
+    write_out,
+)
+
+
+def terminal_ask(call: PreparedCall) -> Answer:
+    """The `ask` policy's question, on the terminal (not stdin: that may be a pipe)."""
+    with open("/dev/tty", encoding="utf-8") as tty_in, open("/dev/tty", "w", encoding="utf-8") as tty:
+        # Paths and patch lines come from the model: no terminal escape may redraw the question.
+        paths = ", ".join(printable(p) for p in call.write_paths)
+        tty.write(f"\ncodebox: the model wants to write: {paths}\n")
+        patch = str(getattr(call.args, "patch", ""))
+        for line in patch.splitlines()[:40]:
+            tty.write(f"  {printable(line)}\n")
+        while True:
+            tty.write("Allow? [y]es / [n]o / [a]lways for these paths: ")
+            tty.flush()
+            answer = tty_in.readline()
+            if not answer:  # the terminal went away
+                return "no"
+            answer = answer.strip().lower()
+            if answer in ("y", "yes"):
+                return "yes"
+            if answer in ("a", "always"):
+                return "always"
+            if answer in ("n", "no", ""):
+                return "no"
+
+
+def _asking(console: RunConsole | None) -> AskFn:
+    """terminal_ask, with the live status line paused while the question is on screen."""
+    if console is None:
+        return terminal_ask
+
+    def ask(call: PreparedCall) -> Answer:
+        with console.paused():
+            return terminal_ask(call)
+
+    return ask
+
+
+def _has_terminal() -> bool:
+    try:
+        with open("/dev/tty", encoding="utf-8"):
+            return sys.stdin.isatty()
+    except OSError:
+        return False
+
+
+def exit_code(report: Report, require_tests: bool = False) -> int:
+    if report.status == "cancelled":
+        return EXIT_CANCELLED
+    if report.status != "completed":
+        return EXIT_STOPPED
+    if require_tests and (report.last_test is None or report.last_test.outcome not in PASSING_OUTCOMES):
+        return EXIT_STOPPED
+    return EXIT_OK
+
+
+def _tests_note(report: Report) -> str | None:
+    """Why --require-tests turns a completed run into exit 1, or None."""
+    if report.status != "completed":
+        return None
+    if report.last_test is None:
+        return "--require-tests: the run completed but no test ran"
+    if report.last_test.outcome not in PASSING_OUTCOMES:
+        test = report.last_test
+        return f"--require-tests: the last test run ended {one_line(test.outcome)} (exit {test.exit_code})"
+    return None
+
+
+# --- commands ------------------------------------------------------------------------------------
+
+
+def _run_task_spec(args: argparse.Namespace, task_id: str) -> tuple[TaskSpec | None, Any, str | None]:
+    """The task and the sandbox config from the flags, or the first user mistake in one line."""
+    problem = checks.model_option_problems(args.base_url, args.request_timeout, args.temperature)
+    test_cmd, split_problem = checks.split_test_command(args.test_cmd)
+    if problem or split_problem:
+        return None, None, problem or split_problem
+    try:
+        task = TaskSpec(
+            id=task_id,
+            repo=str(Path(args.repo).expanduser().resolve()),
+            goal=args.goal,
+            policy=args.policy,
+            allow=args.allow,
+            deny=args.deny,
+            test_cmd=test_cmd,
+            test_in_copy=args.test_in_copy,
+            image=args.image,
+            env=args.env or "auto",
+            max_steps=args.max_steps,
+            timeout_s=args.timeout,
+            max_total_tokens=args.max_total_tokens,
+            max_cost=args.max_cost,
+        )
+        sandbox_config = sandbox_config_from_flags(args)
+    except ValidationError as exc:
+        return None, None, checks.validation_message(exc)
+    return task, sandbox_config, None
+
+
+def _early_sandbox(args: argparse.Namespace, task_id: str) -> WarmPool | None:
+    """Start the task's sandbox now: the container boots while the run is set up.
+
+    run_task claims it (agent.containers.pool) if it fits (same repo and config: an environment
+    image chosen later does not fit); on any doubt nothing starts here and run_task starts its
+    own, or reports why it cannot, as it always does.
+    """
+    from agent.containers.pool import PlannedTask, WarmPool
+
+    try:
+        config = sandbox_config_from_flags(args)
+    except ValueError:
+        return None
+    repo = Path(args.repo).expanduser().resolve()
+    if not repo.is_dir():
+        return None
+    pool = WarmPool(1)
+    pool.prestart(PlannedTask(task_id, repo, config))
+    return pool
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    task_id = f"task_{uuid.uuid4().hex[:12]}"
+    warm = _early_sandbox(args, task_id)
+    try:
+        return _cmd_run(args, task_id, warm)
+    finally:
+        if warm is not None:
+            warm.close()  # removes the early sandbox if the run never claimed it
+
+
+def _cmd_run(args: argparse.Namespace, task_id: str, warm: WarmPool | None) -> int:
+    from agent.runner import run_task_isolated
+
+    task, sandbox_config, problem = _run_task_spec(args, task_id)
+    if problem or task is None:
+        return usage_error(problem or "bad arguments")
+    try:
+        prices = prices_from_flags(args)
+    except ValueError as exc:
+        return usage_error(str(exc))
+    if task.policy == "ask" and not _has_terminal():
+        return usage_error("--policy ask needs a terminal to ask on; use workspace-write with --allow")
+    problem = (
+        checks.output_file_problem(args.report, "--report")
+        or checks.output_file_problem(args.output_last_message, "--output-last-message")
+        or checks.missing_test_program(task, sandbox_config.image)
+    )
+    if problem:
+        return usage_error(problem)
+    console_stream = sys.stderr if args.json else sys.stdout
+    console = None if args.quiet else RunConsole(console_stream)
+    changes = ChangeLog()
+    sinks: list[EventSink] = [changes]
+    if console is not None:
+        sinks.append(console)
+    if args.json:
+        sinks.append(JsonlSink.to_stream(sys.stdout))
+    if args.events:
+        try:
+            sinks.append(JsonlSink(args.events))
+        except OSError as exc:
+            return usage_error(f"cannot write the events file {args.events}: {exc}")
+    prepared = _prepare_env(task, sandbox_config.image)
+    if isinstance(prepared, int):
+        for s in sinks:
+            s.close()
+        return prepared
+    sink = FanoutSink(*sinks)
+    cancel = CancelToken()
+    patch_text = ""
+    try:
+        with cancel_on_signals(cancel):
+            options: dict[str, Any] = dict(
+                sandbox_config=sandbox_config,
+                cancel=cancel,
+                limits=Limits(max_steps=args.max_steps, timeout_s=args.timeout, prices=prices),
+                ask=_asking(console) if task.policy == "ask" else None,
+                prepared_env=prepared,
+                warm=None if args.isolated else warm,  # an isolated run mounts its workspace, not the repo
+            )
+            spec, model_options = model_spec(args, task), openai_options(args)
+            if args.isolated:
+                report, patch_text, _ = run_task_isolated(task, spec, model_options, sink, **options)
+            else:
+                report = _run_in_place(task, spec, model_options, sink, options)
+    finally:
+        sink.close()
+    _finish_report(report, args, console_stream, None if args.no_diff else changes)
+    if args.isolated and report.patch is not None:
+        _write_patch(patch_text, args.patch or str(Path(tempfile.gettempdir()) / f"codebox-{task.id}.diff"),
+                     task.repo, console_stream)
+    return exit_code(report, args.require_tests)
+
+
+def _prepare_env(task: TaskSpec, base_image: str) -> Any:
+    """The task's environment, chosen before the run (EnvInfo or None), or the exit code of a failure."""
+    from agent.env.choose import choose_env
+    from agent.env.errors import EnvError
+    from agent.errors import CodeboxError
+
+    try:
+        return choose_env(task.env, Path(task.repo), base_image, env_progress)
+    except KeyboardInterrupt:
+        print("codebox: cancelled while preparing the environment", file=sys.stderr)
+        return EXIT_CANCELLED
+    except EnvError as exc:
+        print(f"codebox: {exc}", file=sys.stderr)
+        return EXIT_USAGE if exc.usage else EXIT_STOPPED
+    except CodeboxError as exc:
+        print(f"codebox: {exc}", file=sys.stderr)
+        return EXIT_STOPPED
+
+
+def _run_in_place(
+    task: TaskSpec, spec: str | None, model_options: dict[str, Any], sink: EventSink, options: dict[str, Any]
+) -> Report:
+    """The run edits the user's tree; a second writing run on the same tree is refused, not raced."""
+    from agent.runner import failed_report, run_spec
+    from agent.workspace import WorkspaceError, repo_write_lock
+
+    if task.policy == "read-only":
+        return run_spec(task, spec, model_options, sink, **options)
+    try:
+        with repo_write_lock(Path(task.repo)):
+            return run_spec(task, spec, model_options, sink, **options)
+    except WorkspaceError as exc:
+        return failed_report(task, spec or "?", "invalid_task", str(exc), sink)
+
+
+def _write_patch(patch: str, path: str, repo: str, stream: TextIO) -> None:
+    try:
+        Path(path).write_text(patch, encoding="utf-8", errors="surrogateescape")
+    except OSError as exc:
+        stream.write(f"codebox: cannot write the patch to {path}: {exc}\n")
+        return
+    stream.write(f"patch: {path} (apply it with: git -C {shlex.quote(repo)} apply {shlex.quote(path)})\n")
+    stream.flush()
+
+
+def _finish_report(report: Report, args: argparse.Namespace, stream: TextIO, changes: ChangeLog | None) -> None:
+    write_out(args.report, report.model_dump_json(indent=2), "--report")
+    # A file, not the terminal: the message as the model wrote it ("" when there was none).
+    write_out(args.output_last_message, report.final_message or "", "--output-last-message")
+    print_summary(report, stream, changes)
+    if args.report:
+        stream.write(f"report: {printable(args.report)}\n")
+    note = _tests_note(report) if args.require_tests else None
+    if note:
+        stream.write(f"codebox: {note}\n")
+    stream.flush()
