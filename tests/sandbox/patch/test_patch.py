@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-import sandbox.patch as patch_module
+import sandbox.patch.commit as patch_commit
 from sandbox.patch import (
     PatchError,
     PatchResult,
@@ -1047,7 +1047,7 @@ def test_failure_while_writing_rolls_back(root: Path, monkeypatch: pytest.Monkey
             raise OSError(28, "No space left on device")
         real_replace(src, dst)
 
-    monkeypatch.setattr(patch_module.os, "replace", flaky_replace)
+    monkeypatch.setattr(patch_commit.os, "replace", flaky_replace)
     with pytest.raises(PatchError) as info:
         apply(
             root,
@@ -1074,7 +1074,7 @@ def test_rollback_puts_back_a_file_replaced_by_a_directory(root: Path, monkeypat
             raise OSError(28, "No space left on device")
         real_replace(src, dst)
 
-    monkeypatch.setattr(patch_module.os, "replace", flaky_replace)
+    monkeypatch.setattr(patch_commit.os, "replace", flaky_replace)
     with pytest.raises(PatchError) as info:
         apply(
             root, "*** Delete File: thing\n*** Add File: thing/deep/inside.txt\n+x\n*** Update File: z.txt\n@@\n-z\n+Z"
@@ -1093,7 +1093,7 @@ def test_rollback_restores_a_removed_symlink(root: Path, monkeypatch: pytest.Mon
     def broken_replace(src: str, dst: str) -> None:
         raise OSError(5, "Input/output error")
 
-    monkeypatch.setattr(patch_module.os, "replace", broken_replace)
+    monkeypatch.setattr(patch_commit.os, "replace", broken_replace)
     with pytest.raises(PatchError):
         apply(root, "*** Delete File: link.txt\n*** Update File: a.txt\n@@\n-a\n+b")
     monkeypatch.undo()
