@@ -11,6 +11,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, TextIO
 
+from agent.errors import CodeboxError
 from agent.events import ConsoleSink, EventSink, FanoutSink, JsonlSink
 from agent.loop import CancelToken, Limits
 from agent.policy import Answer
@@ -215,20 +216,30 @@ def cmd_batch(args: argparse.Namespace) -> int:
         return _usage_error(f"--filter {args.filter!r} matches no task id in {args.tasks}")
     out = Path(args.out)
     cancel = CancelToken()
+    engine = None
+    if args.engine == "ray":
+        from agent.engines.ray import RayEngine
+
+        engine = RayEngine(address=args.address, max_retries=args.max_retries)
     with cancel_on_signals(cancel):
-        reports = run_batch(
-            tasks,
-            out,
-            model=args.model or os.environ.get("CODEBOX_MODEL"),
-            model_options=_openai_options(args),
-            jobs=args.jobs,
-            sandbox_config=sandbox_config,
-            limits=limits,
-            cancel=cancel,
-            retry_errors=args.retry_errors,
-            keep_workspaces=args.keep_workspaces,
-            selected=selected,
-        )
+        try:
+            reports = run_batch(
+                tasks,
+                out,
+                model=args.model or os.environ.get("CODEBOX_MODEL"),
+                model_options=_openai_options(args),
+                jobs=args.jobs,
+                engine=engine,
+                sandbox_config=sandbox_config,
+                limits=limits,
+                cancel=cancel,
+                retry_errors=args.retry_errors,
+                keep_workspaces=args.keep_workspaces,
+                selected=selected,
+            )
+        except CodeboxError as exc:  # the engine could not run (no Ray, no cluster, no slots)
+            print(f"codebox: {exc}", file=sys.stderr)
+            return EXIT_USAGE
     print(render_table(reports))
     print(f"\nsummary: {out / 'summary.jsonl'} · predictions: {out / 'predictions.jsonl'}"
           f" · per task: {out}/<id>/report.json, events.jsonl, patch.diff")
@@ -377,6 +388,12 @@ def build_parser() -> argparse.ArgumentParser:
     batch.add_argument("--filter", metavar="REGEX", help="run only the tasks whose id matches (re.search)")
     batch.add_argument("--retry-errors", action="store_true", help="run again the tasks that ended in error")
     batch.add_argument("--keep-workspaces", action="store_true", help="leave each task's working copy on disk")
+    batch.add_argument("--engine", choices=["local", "ray"], default="local",
+                       help="where tasks run: local threads (default) or a Ray cluster (pip install 'codebox[ray]')")
+    batch.add_argument("--address", default="auto",
+                       help="with --engine ray: the head's HOST:PORT, or auto (the cluster this machine is part of)")
+    batch.add_argument("--max-retries", type=int, default=1, metavar="N",
+                       help="with --engine ray: runs again of a task whose node was lost (each pays for the model)")
     _add_limits(batch, None, None, " (caps every task's own value; default: the task's)")
     _add_model_options(batch)
     _add_sandbox_options(batch)
