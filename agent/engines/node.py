@@ -46,7 +46,13 @@ def _node_lock(name: str) -> Iterator[Path]:
 
 
 def reap_once(run_key: str) -> list[str]:
-    """`codebox gc` on this machine, once per ``run_key`` (a batch run on a node); the ids removed."""
+    """`codebox gc` on this machine, once per ``run_key`` (a batch run on a node); the ids removed.
+
+    A node started with CODEBOX_NODE_GC=0 skips it (a machine shared with other codebox users
+    whose leftovers are theirs to reap, as in this project's own tests).
+    """
+    if os.environ.get("CODEBOX_NODE_GC", "1") == "0":
+        return []
     safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in run_key)
     with _node_lock(f"gc-{safe}") as done:
         if done.exists():
