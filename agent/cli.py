@@ -1,4 +1,4 @@
-"""The `codebox` command: run, batch, eval, demo, image, gc."""
+"""The `codebox` command: run, batch, eval, demo, image, gc, view."""
 
 from __future__ import annotations
 
@@ -291,6 +291,7 @@ def cmd_image(args: argparse.Namespace) -> int:
         REGISTRY_BASE_IMAGE,
         ImageError,
         build_base,
+        build_lock,
         build_sandbox,
         ensure_sandbox_image,
         image_exists,
@@ -298,16 +299,44 @@ def cmd_image(args: argparse.Namespace) -> int:
 
     try:
         if args.force:
-            base = REGISTRY_BASE_IMAGE if image_exists(REGISTRY_BASE_IMAGE) else BASE_IMAGE
-            if base == BASE_IMAGE:
-                build_base()  # reused when present
-            tag = build_sandbox(base=base, force=True)
+            with build_lock(print):
+                base = REGISTRY_BASE_IMAGE if image_exists(REGISTRY_BASE_IMAGE) else BASE_IMAGE
+                if base == BASE_IMAGE:
+                    build_base()  # reused when present
+                tag = build_sandbox(base=base, force=True)
         else:
             tag = ensure_sandbox_image(offline=False if args.pull else None)
         print(f"codebox: sandbox image ready: {tag}")
     except ImageError as exc:
         print(f"codebox: {exc}", file=sys.stderr)
         return EXIT_STOPPED
+    return EXIT_OK
+
+
+def cmd_view(args: argparse.Namespace) -> int:
+    import contextlib
+
+    from agent.view import ViewError, load, render
+    from agent.view.load import default_output
+    from agent.view.serve import make_server
+
+    path = Path(args.path)
+    try:
+        html = render(load(path))
+        if args.out or not args.serve:
+            out = Path(args.out) if args.out else default_output(path)
+            out.write_text(html, encoding="utf-8")
+            print(f"codebox: wrote {out} (open it in a browser)")
+        if not args.serve:
+            return EXIT_OK
+        server = make_server(lambda: render(load(path)), args.port)
+    except ViewError as exc:
+        return _usage_error(str(exc))
+    except OSError as exc:  # the output file, or the port
+        return _usage_error(f"view: {exc}")
+    print(f"codebox: serving {path} at http://127.0.0.1:{server.server_port}/ (Ctrl-C stops)", flush=True)
+    with contextlib.suppress(KeyboardInterrupt), server:
+        server.serve_forever()
     return EXIT_OK
 
 
@@ -349,10 +378,30 @@ def _add_limits(p: argparse.ArgumentParser, max_steps: int | None, timeout: floa
     p.add_argument("--timeout", type=float, default=timeout, help=f"wall-clock budget per task, seconds{what}")
 
 
+def version_text() -> str:
+    """The version, and the sandbox image it expects (files only: no Docker call)."""
+    from agent import __version__
+    from agent.containers.image import SANDBOX_IMAGE, image_format
+
+    return f"codebox {__version__} (sandbox image {SANDBOX_IMAGE}, image format {image_format()})"
+
+
+class _VersionAction(argparse.Action):
+    """--version as one unwrapped line (argparse's own action wraps it to the terminal)."""
+
+    def __init__(self, option_strings: list[str], dest: str, help: str | None = None) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
+        print(version_text())
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="codebox", description="A coding agent whose every tool call runs in a network-less Docker sandbox."
     )
+    parser.add_argument("--version", action=_VersionAction, help="print the version and the sandbox image it expects")
     sub = parser.add_subparsers(dest="command", required=True)
 
     run = sub.add_parser("run", help="run one task on a repository")
@@ -419,6 +468,13 @@ def build_parser() -> argparse.ArgumentParser:
     build.add_argument("--force", action="store_true", help="rebuild even if it exists")
     build.add_argument("--pull", action="store_true", help="build on the registry base (pulled) instead of offline")
     build.set_defaults(func=cmd_image)
+
+    view = sub.add_parser("view", help="runs and batches as one HTML page (a batch --out folder, events or report)")
+    view.add_argument("path", help="a batch --out folder, a task folder, an events .jsonl or a report .json")
+    view.add_argument("--out", help="the HTML file to write (default: PATH/view.html, or FILE.html next to a file)")
+    view.add_argument("--serve", action="store_true", help="serve the page on 127.0.0.1 (re-read at each reload)")
+    view.add_argument("--port", type=int, default=8765, help="port for --serve (0: any free port)")
+    view.set_defaults(func=cmd_view)
 
     gc = sub.add_parser("gc", help="remove leftover codebox containers of dead runs")
     gc.set_defaults(func=cmd_gc)

@@ -14,7 +14,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from agent.containers.image import ImageError, image_exists
+from agent.containers.image import ImageError, image_problem
 from agent.containers.sandbox import Sandbox, SandboxError
 from agent.containers.spec import SandboxConfig
 from agent.loop import CancelToken
@@ -195,8 +195,9 @@ def _evaluate_into(
     if task.image:
         config = config.model_copy(update={"image": task.image})
     try:
-        if not image_exists(config.image):
-            result.error = f"the sandbox image {config.image!r} is not there (codebox image build, or --image)"
+        problem = image_problem(config.image)  # missing, or built by a codebox with other build files
+        if problem:
+            result.error = problem
             return
         workspace = create_workspace(Path(task.repo), task.base_commit)
     except (ImageError, WorkspaceError) as exc:

@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from agent.containers.image import ImageError, image_exists
+from agent.containers.image import ImageError, image_problem
 from agent.containers.sandbox import Sandbox, SandboxConfig, SandboxError, SandboxReply
 from agent.events import EventSink
 from agent.loop import CancelToken, CodingAgent, Limits
@@ -99,9 +99,9 @@ def run_task(
     if cancel.cancelled:
         return failed_report(task, model.name, "cancelled", cancel.reason or "cancelled before start", sink)
     try:  # fail fast, before any model token is spent, on the one common start failure
-        if not image_exists(config.image):
-            return failed_report(task, model.name, "sandbox_error", f"the sandbox image {config.image!r} is "
-                                 "not there; build it with `codebox image build` (or pass --image)", sink)
+        problem = image_problem(config.image)  # missing, or built by a codebox with other build files
+        if problem:
+            return failed_report(task, model.name, "sandbox_error", problem, sink)
     except ImageError as exc:
         return failed_report(task, model.name, "sandbox_error", str(exc), sink)
     sandbox = Sandbox(repo, config, task_id=task.id)

@@ -10,7 +10,7 @@ import re
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,10 +38,24 @@ class WorkspaceError(CodeboxError):
     """A workspace could not be made (bad repo path, unknown base commit, git failed)."""
 
 
-def git(*args: str, cwd: Path, stdin: bytes | None = None, check: bool = True) -> subprocess.CompletedProcess[bytes]:
-    """Run git with codebox's fixed settings; a failure is a WorkspaceError with git's own message."""
+def git(
+    *args: str,
+    cwd: Path,
+    stdin: bytes | None = None,
+    check: bool = True,
+    on_unencodable: Callable[[Path, list[str]], None] | None = None,
+) -> subprocess.CompletedProcess[bytes]:
+    """Run git with codebox's fixed settings; a failure is a WorkspaceError with git's own message.
+
+    With ``on_unencodable``, files git names as impossible to convert are handed to it once,
+    and the command runs again.
+    """
     env = {**os.environ, **_GIT_ENV}
     proc = subprocess.run(["git", *_GIT_CONFIG, *args], cwd=cwd, input=stdin, capture_output=True, env=env)
+    names = _UNENCODABLE.findall(proc.stderr.decode(errors="replace")) if on_unencodable else []
+    if names and on_unencodable is not None:
+        on_unencodable(cwd, names)
+        proc = subprocess.run(["git", *_GIT_CONFIG, *args], cwd=cwd, input=stdin, capture_output=True, env=env)
     if check and proc.returncode != 0:
         message = proc.stderr.decode(errors="replace").strip().splitlines()
         raise WorkspaceError(f"git {args[0]} failed in {cwd}: {message[-1] if message else f'exit {proc.returncode}'}")
@@ -84,7 +98,7 @@ class Workspace:
 
     def _stage(self) -> None:
         # The index is the workspace's own; staging everything makes new files part of the diff.
-        git("add", "-A", "--", ".", cwd=self.path)
+        stage_all(self.path)
 
     def remove(self) -> None:
         shutil.rmtree(self.path, ignore_errors=True)
@@ -153,29 +167,70 @@ def _from_git(source: Path, path: Path, base_commit: str | None, *, bare: bool) 
         raise WorkspaceError(f"{source} has no commit yet: commit something, or give base_commit")
     commit = _resolve_commit(source, base_commit or "HEAD")
     git("clone", "--quiet", "--shared", "--no-checkout", "--", str(source), str(path), cwd=path.parent)
-    checkout = git("checkout", "--quiet", "--detach", commit, cwd=path)
-    _keep_unencodable_raw(path, checkout.stderr)
-    dirty = False
+    git("update-ref", "--no-deref", "HEAD", commit, cwd=path)  # detached at the commit
     if base_commit is None and not bare:
-        dirty = _copy_uncommitted(source, path)
+        dirty = _take_worktree(source, path, commit)
+    else:
+        git("read-tree", "--reset", "-u", commit, cwd=path, on_unencodable=_keep_raw)
+        dirty = False
     base = commit
     if dirty:
-        git("add", "-A", "--", ".", cwd=path)
         git("commit", "--quiet", "--no-verify", "-m", "codebox base: HEAD plus uncommitted changes", cwd=path)
         base = _out(git("rev-parse", "HEAD", cwd=path))
     return Workspace(path=path, source=source, base_commit=base, source_commit=commit, dirty=dirty)
 
 
-_UNENCODABLE = re.compile(r"failed to encode '(.+?)' from UTF-8 to ")
+def _take_worktree(source: Path, path: Path, commit: str) -> bool:
+    """The user's files as they are on disk (tracked, and untracked but not ignored) over an index
+    at ``commit``; True when they differ from it (then they are staged for the base commit).
+
+    The files are copied, not re-made from git objects: git runs nothing in the user's tree but
+    `ls-files` (no clean filter, no textconv, no fsmonitor of a config the repo may have brought),
+    and the workspace holds the bytes the user sees.
+    """
+    listed = git("ls-files", "-z", "--cached", "--others", "--exclude-standard", cwd=source).stdout
+    files: list[str] = []
+    for name in dict.fromkeys(n for n in listed.decode(errors="surrogateescape").split("\0") if n):
+        origin = source / name
+        if origin.is_dir() and not origin.is_symlink():
+            (path / name).mkdir(parents=True, exist_ok=True)  # a submodule: unpopulated, as a checkout leaves it
+        elif os.path.lexists(origin):  # a file deleted in the user's tree is deleted in the base too
+            files.append(name)
+    _copy_files(source, files, path)
+    git("read-tree", commit, cwd=path)
+    # Hash-only first: unchanged files get their stat data without a blob being written (a write
+    # of a blob the user's store has would touch that object's mtime through the alternates).
+    git("update-index", "-q", "--refresh", cwd=path, check=False, on_unencodable=_keep_raw)
+    stage_all(path)
+    return git("diff", "--cached", "--quiet", commit, "--", cwd=path, check=False).returncode == 1
 
 
-def _keep_unencodable_raw(path: Path, checkout_stderr: bytes) -> None:
-    """A file whose working-tree-encoding git cannot apply (an unknown encoding name) is checked
-    out as the blob's bytes; say so in the workspace's own attributes, or every later `git add`
-    fails on it. Every other file stays as a normal checkout writes it."""
-    names = _UNENCODABLE.findall(checkout_stderr.decode(errors="replace"))
-    if names:
-        _write_info_attributes(path, [f"{_quoted(name)} -working-tree-encoding" for name in names])
+def _copy_files(source: Path, names: list[str], dest: Path) -> None:
+    """Copy source/<name> to dest/<name> for every name, bytes, modes and times kept (one cp per
+    few thousand files: ~2x a Python loop)."""
+    if not names:
+        return
+    listing = "\0".join(names).encode(errors="surrogateescape")
+    command = ["xargs", "-0", "cp", "-a", "--reflink=auto", "--parents", "-t", str(dest), "--"]
+    proc = subprocess.run(command, cwd=source, input=listing, capture_output=True)
+    if proc.returncode != 0:
+        message = proc.stderr.decode(errors="replace").strip().splitlines()
+        raise WorkspaceError(f"copying the files of {source} failed: {message[0] if message else proc.returncode}")
+
+
+def stage_all(path: Path) -> None:
+    """`git add -A` in a workspace: every change staged, new and deleted files included."""
+    git("add", "-A", "--", ".", cwd=path, on_unencodable=_keep_raw)
+
+
+_UNENCODABLE = re.compile(r"failed to encode '(.+?)' from \S+ to ")
+
+
+def _keep_raw(path: Path, names: list[str]) -> None:
+    """Files whose working-tree-encoding git cannot apply (an unknown encoding name, as in
+    sphinx) are taken as their bytes, in the workspace's own attributes: else git refuses
+    every `git add`. Every other file is converted as a normal checkout converts it."""
+    _write_info_attributes(path, [f"{_quoted(name)} -working-tree-encoding" for name in names])
 
 
 def _quoted(name: str) -> str:
@@ -190,20 +245,6 @@ def _write_info_attributes(path: Path, lines: list[str]) -> None:
         f.write("".join(line + "\n" for line in lines))
 
 
-def _copy_uncommitted(source: Path, path: Path) -> bool:
-    """Bring the source's staged, unstaged and untracked (not ignored) changes over; True if any."""
-    diff = git("diff", *_DIFF, "HEAD", "--", cwd=source).stdout
-    if diff:
-        git("apply", "--binary", "--whitespace=nowarn", "-", cwd=path, stdin=diff)
-    untracked = git("ls-files", "--others", "--exclude-standard", "-z", cwd=source).stdout
-    names = [name for name in untracked.decode(errors="surrogateescape").split("\0") if name]
-    for name in names:
-        target = path / name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(source / name, target, follow_symlinks=False)
-    return bool(diff or names)
-
-
 def _from_folder(source: Path, path: Path) -> Workspace:
     proc = subprocess.run(["cp", "--reflink=auto", "-a", "--", f"{source}/.", str(path)], capture_output=True)
     if proc.returncode != 0:
@@ -212,7 +253,7 @@ def _from_folder(source: Path, path: Path) -> Workspace:
     git("init", "--quiet", cwd=path)
     # The folder's bytes are the base: no line-ending, encoding or filter conversion on the way in.
     _write_info_attributes(path, ["* -text -working-tree-encoding -filter -ident"])
-    git("add", "-A", "--", ".", cwd=path)
+    stage_all(path)
     git("commit", "--quiet", "--no-verify", "--allow-empty", "-m", "codebox base: a copy of the folder", cwd=path)
     base = _out(git("rev-parse", "HEAD", cwd=path))
     return Workspace(path=path, source=source, base_commit=base, source_commit=None, dirty=False)

@@ -2,10 +2,12 @@
 
 Two generated git repos: a small one (20 files) and a large one (~1,600 files, ~10 MB, 30
 commits of history). For each, interleaved reps of:
-- workspace, clean:  create_workspace at HEAD (git clone --shared + checkout),
-- workspace, dirty:  HEAD plus 5 modified and 3 untracked files (the default a batch task gets),
-- workspace, folder: the same tree as a plain folder (no .git): cp --reflink=auto + git init/add/commit,
-- cp -r:             a plain recursive copy of the repo, .git included (the baseline).
+- cp -r:              a plain recursive copy of the repo, .git included (the baseline),
+- default, clean:     create_workspace with no base_commit on a clean tree (clone --shared, the
+                      user's files copied, hashed against HEAD),
+- default, dirty:     the same with 5 modified and 3 untracked files (a snapshot commit too),
+- base_commit:        create_workspace at an explicit commit (clone --shared + checkout: eval, SWE-bench),
+- plain folder:       the tree without .git: cp --reflink=auto + git init/add/commit.
 Prints medians, each as a ratio to cp -r, and the extra disk each leaves (du of the copy).
 With --real GIT_DIR (a bare mirror, e.g. of a SWE-bench repository), a full clone of it is
 measured too: real history makes .git far larger than the tree, which cp -r copies and a
@@ -92,11 +94,13 @@ def bench(label: str, repo: Path, scratch: Path, reps: int) -> None:
         subprocess.run(["cp", "-r", str(repo), str(dest)], check=True)
         return dest
 
+    head = git("rev-parse", "HEAD", cwd=repo).stdout.decode().strip()
     ways: dict[str, Callable[[], Path]] = {
         "cp -r": cp_r,
-        "workspace, clean": lambda: create_workspace(repo, root=scratch).path,
-        "workspace, dirty": lambda: create_workspace(dirty, root=scratch).path,
-        "workspace, folder": lambda: create_workspace(plain, root=scratch).path,
+        "default, clean": lambda: create_workspace(repo, root=scratch).path,
+        "default, dirty": lambda: create_workspace(dirty, root=scratch).path,
+        "base_commit": lambda: create_workspace(repo, head, root=scratch).path,
+        "plain folder": lambda: create_workspace(plain, root=scratch).path,
     }
     times: dict[str, list[float]] = {k: [] for k in ways}
     sizes: dict[str, int] = {}

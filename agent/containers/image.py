@@ -11,19 +11,26 @@ Two images:
 The tool server is not part of the image: the client bind-mounts it read-only
 at /opt/codebox, so any image with python3 >= 3.9 can serve as a sandbox.
 
-``Dockerfile.sandbox`` lives at the project root and the script next to this
-module: both are found from a clone (``pip install -e .``); a missing file is a
-clear ``ImageError``.
+``Dockerfile.sandbox`` and ``build_base.sh`` are package data next to this module,
+so an installed wheel builds its images from any directory. Every image built here
+is labelled with the codebox version and the *image format* (a hash of those two
+files): an image made by a codebox with other build files is found and rebuilt
+(``ensure_sandbox_image``) or explained (``image_problem``), never used blindly.
+Builds of one machine are serialised by a lock file, and docker tags an image only
+when its build succeeded, so nothing half-built is ever tagged.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
+import hashlib
 import io
 import os
 import signal
 import subprocess
 import tarfile
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -31,6 +38,7 @@ from typing import Any
 import docker
 import docker.errors
 
+from agent import __version__
 from agent.containers.docker_client import connect
 from agent.errors import CodeboxError
 
@@ -40,9 +48,11 @@ SANDBOX_IMAGE = "codebox-sandbox:latest"
 REGISTRY_BASE_IMAGE = "python:3.11-slim-bookworm"
 
 PACKAGE_DIR = Path(__file__).resolve().parent
-PROJECT_ROOT = PACKAGE_DIR.parents[1]
 BUILD_BASE_SCRIPT = PACKAGE_DIR / "build_base.sh"
 DOCKERFILE_NAME = "Dockerfile.sandbox"
+DOCKERFILE = PACKAGE_DIR / DOCKERFILE_NAME
+LABEL_VERSION = "codebox.version"
+LABEL_FORMAT = "codebox.format"
 
 Log = Callable[[str], None]
 
@@ -80,16 +90,73 @@ def image_size(tag: str) -> int:
 
 
 def find_dockerfile() -> Path:
-    """``Dockerfile.sandbox`` at the project root, or a clear error."""
-    path = PROJECT_ROOT / DOCKERFILE_NAME
-    if not path.is_file():
+    """``Dockerfile.sandbox`` (package data), or a clear error for a broken install."""
+    if not DOCKERFILE.is_file():
         raise ImageError(
-            f"{DOCKERFILE_NAME} not found at {path}. Image builds need a clone of the "
-            "codebox project installed with `pip install -e .`; or build it by hand: "
-            f"`docker build --network none -f {DOCKERFILE_NAME} "
-            f"--build-arg BASE_IMAGE={BASE_IMAGE} -t {SANDBOX_IMAGE} .` in the clone."
+            f"{DOCKERFILE_NAME} is missing from this codebox install ({DOCKERFILE}); "
+            "reinstall codebox (pip install --force-reinstall codebox)"
         )
-    return path
+    return DOCKERFILE
+
+
+def image_format() -> str:
+    """A hash of the files an image is built from: images of another format are rebuilt."""
+    digest = hashlib.sha256()
+    for path in (find_dockerfile(), BUILD_BASE_SCRIPT):
+        digest.update(path.read_bytes() if path.is_file() else b"")
+    return digest.hexdigest()[:12]
+
+
+def image_labels(tag: str) -> dict[str, str] | None:
+    """The labels of a local image, or None when there is no such image."""
+    client = _client()
+    try:
+        return dict(client.images.get(tag).attrs.get("Config", {}).get("Labels") or {})
+    except docker.errors.ImageNotFound:
+        return None
+    except docker.errors.APIError as exc:
+        raise ImageError(f"Docker could not look up image {tag!r}: {exc}") from exc
+    finally:
+        client.close()
+
+
+def _stale(labels: dict[str, str]) -> str | None:
+    """Why an image built by codebox does not fit this codebox (None: it fits, or it is not ours)."""
+    built = labels.get(LABEL_FORMAT)
+    if labels.get("codebox.image") != "sandbox" or built == image_format():
+        return None
+    by = labels.get(LABEL_VERSION, "an older codebox")
+    return f"it was built by codebox {by} from other build files (image format {built or 'none'}, now {image_format()})"
+
+
+def image_problem(tag: str) -> str | None:
+    """Why ``tag`` cannot serve as the sandbox image, with what to do; None when it can.
+
+    Images not built by codebox (``--image python:3.12``) are taken as they are.
+    """
+    labels = image_labels(tag)
+    if labels is None:
+        return f"the sandbox image {tag!r} is not there; build it with `codebox image build` (or pass --image)"
+    stale = _stale(labels)
+    if stale:
+        return f"the sandbox image {tag!r} does not fit this codebox {__version__}: {stale}; run `codebox image build`"
+    return None
+
+
+@contextlib.contextmanager
+def build_lock(log: Log) -> Iterator[None]:
+    """One image build at a time on this machine (per user): a second waits, then reuses."""
+    path = Path(tempfile.gettempdir()) / f"codebox-image-build-{os.getuid()}.lock"
+    with open(path, "a+") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            log("another codebox is building images on this machine; waiting for it to finish")
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def build_base(force: bool = False, log: Log = print) -> None:
@@ -97,8 +164,8 @@ def build_base(force: bool = False, log: Log = print) -> None:
     unless ``force``), streaming the script's output line by line to ``log``."""
     if not BUILD_BASE_SCRIPT.is_file():
         raise ImageError(
-            f"{BUILD_BASE_SCRIPT.name} not found at {BUILD_BASE_SCRIPT}; "
-            "use a clone of the codebox project (`pip install -e .`)."
+            f"{BUILD_BASE_SCRIPT.name} is missing from this codebox install ({BUILD_BASE_SCRIPT}); "
+            "reinstall codebox (pip install --force-reinstall codebox)"
         )
     cmd = ["bash", str(BUILD_BASE_SCRIPT)]
     if force:
@@ -184,9 +251,13 @@ def build_sandbox(
     If ``base`` is not local, the daemon tries to pull it (the build step itself
     never has a network). Returns the tag.
     """
-    if not force and image_exists(tag):
-        log(f"image {tag} already exists; reusing it")
-        return tag
+    labels = image_labels(tag)
+    if not force and labels is not None:
+        stale = _stale(labels)
+        if stale is None:
+            log(f"image {tag} already exists; reusing it")
+            return tag
+        log(f"image {tag} is rebuilt: {stale}")
     dockerfile = find_dockerfile()
     client = _client()
     log(f"building {tag} from {DOCKERFILE_NAME} on {base} (network none)")
@@ -197,6 +268,7 @@ def build_sandbox(
             dockerfile=DOCKERFILE_NAME,
             tag=tag,
             buildargs={"BASE_IMAGE": base},
+            labels={LABEL_VERSION: __version__, LABEL_FORMAT: image_format()},
             network_mode="none",
             nocache=force,
             rm=True,
@@ -240,7 +312,13 @@ def ensure_sandbox_image(
       else build the offline base. No pull is tried unless CODEBOX_PULL_BASE=1: a
       machine without a registry should not send a single packet looking for one.
     """
-    if image_exists(tag):
+    with build_lock(log):
+        return _ensure_sandbox_image(tag, offline, log)
+
+
+def _ensure_sandbox_image(tag: str, offline: bool | None, log: Log) -> str:
+    labels = image_labels(tag)
+    if labels is not None and _stale(labels) is None:
         return tag
     if offline is None:
         if image_exists(REGISTRY_BASE_IMAGE):

@@ -29,6 +29,7 @@ def make_repo(path: Path) -> Path:
     (path / "staged.py").write_text("s = 1\n")
     sh("git", "add", "staged.py", cwd=path)
     (path / "pkg" / "new.py").write_text("n = 1\n")
+    (path / "-odd name.txt").write_text("o\n")
     (path / "debug.log").write_text("ignored\n")
     return path
 
@@ -41,6 +42,7 @@ def test_a_git_workspace_sees_head_plus_uncommitted_changes_and_leaves_the_repo_
         assert (ws.path / "keep.py").read_text() == "x = 10\n"
         assert not (ws.path / "gone.py").exists()
         assert (ws.path / "staged.py").exists() and (ws.path / "pkg" / "new.py").exists()
+        assert (ws.path / "-odd name.txt").read_text() == "o\n"
         assert not (ws.path / "debug.log").exists()  # ignored files are not the user's work
         assert ws.dirty and ws.source_commit == sh("git", "rev-parse", "HEAD", cwd=repo)
         assert ws.patch() == ""  # the base is exactly what the user sees
@@ -190,3 +192,25 @@ def test_checkout_conversions_match_a_normal_checkout_and_a_broken_one_does_not_
             assert "+plain, edited" in ws.patch()
         finally:
             ws.remove()
+
+
+def test_a_repo_s_own_git_config_runs_nothing_when_a_workspace_is_made(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")  # with uncommitted work: the default base reads the user's tree
+    marker = tmp_path / "ran"
+    hook = tmp_path / "hook.sh"
+    hook.write_text(f"#!/bin/sh\ntouch {marker}\ncat\n")
+    hook.chmod(0o755)
+    # What a repository that arrived with its .git (a tarball, a shared folder) could carry:
+    sh("git", "config", "filter.evil.clean", str(hook), cwd=repo)
+    sh("git", "config", "filter.evil.smudge", str(hook), cwd=repo)
+    sh("git", "config", "core.fsmonitor", str(hook), cwd=repo)
+    sh("git", "config", "diff.external", str(hook), cwd=repo)
+    (repo / ".gitattributes").write_text("* filter=evil diff=evil\n")
+    (repo / "keep.py").write_text("x = 12\n")
+    ws = create_workspace(repo, root=tmp_path)
+    try:
+        (ws.path / "keep.py").write_text("x = 13\n")
+        assert "+x = 13" in ws.patch()
+    finally:
+        ws.remove()
+    assert not marker.exists()

@@ -4,8 +4,14 @@ root, tmpfs /tmp, no capabilities)."""
 
 from __future__ import annotations
 
+import contextlib
+import io
+import os
 import re
+import tarfile
 import textwrap
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -161,3 +167,88 @@ def test_image_size_reported(sandbox_image: str, record_property: Any, capsys: p
         record_property(f"size_mb[{tag}]", round(size / 1e6, 1))
     with capsys.disabled():
         print("\nimage sizes: " + ", ".join(f"{t} {s / 1e6:.0f} MB" for t, s in sizes.items()))
+
+
+# --- versions and formats (issue 19) ----------------------------------------------------------
+
+
+def test_the_sandbox_image_carries_the_version_and_format_that_built_it(sandbox_image: str) -> None:
+    from agent import __version__
+
+    labels = image.image_labels(sandbox_image)
+    assert labels is not None
+    assert labels[image.LABEL_VERSION] == __version__
+    assert labels[image.LABEL_FORMAT] == image.image_format()
+    assert image.image_problem(sandbox_image) is None
+
+
+@pytest.fixture
+def stale_tag(client: docker.DockerClient, sandbox_image: str) -> Iterator[str]:
+    """An image that looks like one an older codebox built (other build files, old version)."""
+    tag = f"codebox-sandbox:pytest-stale-{os.getpid()}"
+    dockerfile = f"FROM {sandbox_image}\nLABEL codebox.version=0.0.1 codebox.format=000000000000\n"
+    context = io.BytesIO()
+    with tarfile.open(fileobj=context, mode="w") as tar:
+        info = tarfile.TarInfo("Dockerfile")
+        info.size = len(dockerfile)
+        tar.addfile(info, io.BytesIO(dockerfile.encode()))
+    context.seek(0)
+    client.images.build(fileobj=context, custom_context=True, tag=tag, network_mode="none", rm=True)
+    yield tag
+    with contextlib.suppress(docker.errors.ImageNotFound):
+        client.images.remove(tag, force=True)
+
+
+def test_an_image_built_by_another_codebox_is_explained(stale_tag: str) -> None:
+    problem = image.image_problem(stale_tag)
+    assert problem is not None
+    assert "built by codebox 0.0.1" in problem and "codebox image build" in problem
+    assert image.image_problem("python:3.12-not-built-by-codebox") is not None  # missing: says so
+    assert "is not there" in (image.image_problem("codebox-sandbox:pytest-missing") or "")
+
+
+def test_ensure_rebuilds_an_image_of_another_format(stale_tag: str) -> None:
+    lines: list[str] = []
+    assert image.ensure_sandbox_image(tag=stale_tag, log=lines.append) == stale_tag
+    assert image.image_problem(stale_tag) is None
+    assert any("rebuilt" in line and "0.0.1" in line for line in lines), lines
+
+
+def test_an_image_not_built_by_codebox_is_taken_as_it_is(client: docker.DockerClient) -> None:
+    tag = f"codebox-base:pytest-plain-{os.getpid()}"
+    client.images.get(image.BASE_IMAGE).tag(tag)
+    try:
+        assert image.image_problem(tag) is None  # e.g. --image with the user's own image
+    finally:
+        client.images.remove(tag)
+
+
+def test_a_second_build_waits_for_the_first(tmp_path: Path) -> None:
+    entered = threading.Event()
+    release = threading.Event()
+    order: list[str] = []
+    waited: list[str] = []
+
+    def first() -> None:
+        with image.build_lock(order.append):
+            entered.set()
+            release.wait(10)
+            order.append("first done")
+
+    def second() -> None:
+        entered.wait(10)
+        with image.build_lock(waited.append):
+            order.append("second in")
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for t in threads:
+        t.start()
+    entered.wait(10)
+    deadline = time.monotonic() + 10
+    while not waited and time.monotonic() < deadline:
+        time.sleep(0.01)
+    release.set()
+    for t in threads:
+        t.join(10)
+    assert order == ["first done", "second in"]
+    assert waited and "waiting" in waited[0]

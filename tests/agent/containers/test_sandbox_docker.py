@@ -198,14 +198,12 @@ def test_ping_and_read_file(sb: Sandbox) -> None:
         assert "root:" not in refused.output
 
 
-def test_read_file_round_trip_is_fast(sb: Sandbox) -> None:
-    times = []
+def test_many_reads_share_one_container(sb: Sandbox) -> None:
+    """50 reads in a row are served by the same container (how fast: bench/sandbox_latency.py)."""
+    first = sb.container_ids
     for _ in range(50):
-        t0 = time.perf_counter()
         assert sb.call("read_file", {"path": "README.md"}).ok
-        times.append(time.perf_counter() - t0)
-    times.sort()
-    assert times[len(times) // 2] < 0.003, f"median {times[len(times) // 2] * 1000:.2f} ms"
+    assert sb.container_ids == first
 
 
 def test_search(sb: Sandbox) -> None:

@@ -1,0 +1,52 @@
+"""The viewer on what a real batch leaves (scripted model, real sandbox): the formats the viewer
+reads are the ones codebox writes today, not only the ones its fixtures imitate."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent.cli import main
+
+pytestmark = [pytest.mark.docker, pytest.mark.browser]
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def test_a_real_batch_in_the_browser(tmp_path: Path, chromium: Any, artifacts: Path) -> None:
+    from agent.containers.image import ensure_sandbox_image
+
+    ensure_sandbox_image()
+    repo = tmp_path / "repo"
+    shutil.copytree(ROOT / "agent" / "demo" / "repo", repo)
+    task = {"id": "demo", "repo": str(repo), "goal": "Fix the retry delays", "policy": "workspace-write",
+            "test_cmd": ["python3", "-m", "pytest", "-q"]}
+    (tmp_path / "tasks.jsonl").write_text(json.dumps(task) + "\n")
+    out = tmp_path / "out"
+    script = f"scripted:{ROOT / 'agent' / 'demo' / 'script.json'}"
+    assert main(["batch", str(tmp_path / "tasks.jsonl"), "--out", str(out), "--model", script]) == 0
+    assert main(["view", str(out)]) == 0
+
+    context = chromium.new_context(viewport={"width": 1280, "height": 900})
+    problems: list[str] = []
+    try:
+        page = context.new_page()
+        page.on("console", lambda m: m.type == "error" and problems.append(m.text))
+        page.on("pageerror", lambda e: problems.append(str(e)))
+        page.goto((out / "view.html").as_uri() + "#/task/demo")
+        page.wait_for_selector("main[data-page=task]")
+        assert (page.text_content("h1") or "").startswith("demo")
+        names = page.locator("details.call .tool").all_text_contents()
+        assert names == ["search", "read_file", "apply_patch", "apply_patch", "run_test", "apply_patch", "run_test"]
+        assert page.locator(".trow").count() == 8
+        assert "Failed to find expected lines" in (page.text_content("#call-2 pre.result") or "")
+        assert "test_first_delay_is_the_base" in (page.text_content("#call-4 pre.result") or "")
+        assert page.text_content("#test .badge") == "ok"
+        assert "range(attempts)" in (page.text_content("#final") or "")
+        page.screenshot(path=str(artifacts / "real-demo-task.png"), full_page=True)
+    finally:
+        context.close()
+    assert problems == []
