@@ -12,7 +12,7 @@ import contextlib
 import fcntl
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import docker
@@ -45,21 +45,29 @@ def _node_lock(name: str) -> Iterator[Path]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def reap_once(run_key: str) -> list[str]:
-    """`codebox gc` on this machine, once per ``run_key`` (a batch run on a node); the ids removed.
+def once_per_run(run_key: str, setup: Callable[[], object]) -> bool:
+    """Run ``setup`` once per ``run_key`` (a batch run on a node) on this machine; True if this call ran it.
+
+    Tasks that arrive meanwhile wait for it: no task starts before its node is set up.
+    """
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in run_key)
+    with _node_lock(f"setup-{safe}") as done:
+        if done.exists():
+            return False
+        setup()
+        done.touch()
+        return True
+
+
+def reap() -> list[str]:
+    """`codebox gc` on this machine: the ids of the leftover containers removed.
 
     A node started with CODEBOX_NODE_GC=0 skips it (a machine shared with other codebox users
     whose leftovers are theirs to reap, as in this project's own tests).
     """
     if os.environ.get("CODEBOX_NODE_GC", "1") == "0":
         return []
-    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in run_key)
-    with _node_lock(f"gc-{safe}") as done:
-        if done.exists():
-            return []
-        removed = reap_leftovers(log=lambda _msg: None)
-        done.touch()
-        return removed
+    return reap_leftovers(log=lambda _msg: None)
 
 
 def local_image_id(ref: str) -> str | None:

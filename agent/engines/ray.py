@@ -17,6 +17,7 @@ import importlib
 import ipaddress
 import os
 import socket
+import tempfile
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -24,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from agent.engines.base import OutcomeFn, StartFn, TaskJob, TaskOutcome, execute_job
-from agent.engines.node import NodeError, ensure_image, local_image_id, missing_images, reap_once, save_image
-from agent.engines.snapshot import Snapshot, SnapshotKind, make_snapshot, unpacked
+from agent.engines.node import ensure_image, local_image_id, missing_images, once_per_run, reap, save_image
+from agent.engines.snapshot import Snapshot, SnapshotKind, make_snapshot, shared_source, sweep_sources, unpack_snapshot
 from agent.errors import CodeboxError
 from agent.loop import CancelToken
 from agent.protocol import Report, StopReason
@@ -194,8 +195,12 @@ class _Run:
                     self._submit(queue.pop(0))
                 if not self.pending:
                     continue
-                ready, _ = ray.wait(list(self.pending), num_returns=len(self.pending), timeout=0.2,
-                                    fetch_local=True)
+                # Back as soon as one is done (a cancel or a start notice is seen within 0.2 s),
+                # then take every other one that is done too.
+                refs = list(self.pending)
+                ready, rest = ray.wait(refs, num_returns=1, timeout=0.2)
+                if ready and rest:
+                    ready += ray.wait(rest, num_returns=len(rest), timeout=0)[0]
                 self._drain_starts()
                 for ref in ready:
                     self._finish(ref)
@@ -257,7 +262,7 @@ class _Run:
         ref = self.remote.options(
             num_cpus=0, resources={SLOT_RESOURCE: 1}, max_retries=self.engine.max_retries,
             retry_exceptions=False, name=f"codebox:{job.task.id}",
-        ).remote(job.model_dump_json(), source.snapshot.kind, source.ref, shipment, self.board)
+        ).remote(job.model_dump_json(), source.snapshot.kind, source.ref, source.snapshot.digest, shipment, self.board)
         source.waiting += 1
         self.pending[ref] = _Pending(self.by_id[job.task.id], key)
 
@@ -370,6 +375,7 @@ def _run_on_node(
     job_json: str,
     kind: SnapshotKind,
     snapshot: bytes,
+    digest: str,
     shipment: tuple[str, list[Any], str] | None,
     board: Any,
 ) -> str | None:
@@ -386,25 +392,38 @@ def _run_on_node(
     watcher = _CancelWatcher(ray, board, cancel)
     watcher.start()
     try:
-        run_key = f"{context.get_job_id()}-{context.get_node_id()}"
-        outcome = _run_here(ray, job, kind, snapshot, shipment, cancel, run_key)
+        outcome = _run_here(ray, job, kind, snapshot, digest, shipment, cancel, context.get_job_id())
     finally:
         watcher.stop()
     return outcome.model_copy(update={"node": node}).model_dump_json()
 
 
-def _run_here(ray: Any, job: TaskJob, kind: SnapshotKind, snapshot: bytes,
-              shipment: tuple[str, list[Any], str] | None, cancel: CancelToken, run_key: str) -> TaskOutcome:
+# Image ids this worker process has seen on its node: checked once, not before every task.
+_IMAGES_HERE: set[str] = set()
+
+
+def _sources_root() -> Path:
+    return Path(tempfile.gettempdir()) / f"codebox-sources-{os.getuid()}"
+
+
+def _run_here(ray: Any, job: TaskJob, kind: SnapshotKind, snapshot: bytes, digest: str,
+              shipment: tuple[str, list[Any], str] | None, cancel: CancelToken, scope: str) -> TaskOutcome:
+    node_id = ray.get_runtime_context().get_node_id()
     try:
-        reap_once(run_key)  # `codebox gc` before this node's first task of the batch
-        if shipment is not None:
+        # Before this node's first task of the batch: `codebox gc`, and the sources of ended batches go.
+        once_per_run(f"{scope}-{node_id}", lambda: (reap(), sweep_sources(_sources_root(), scope)))
+        if shipment is not None and shipment[0] not in _IMAGES_HERE:
             image_id, (archive_ref,), ref = shipment
             archive = ray.get(archive_ref) if archive_ref is not None and local_image_id(image_id) is None else None
             ensure_image(image_id, archive, ref)
-    except (NodeError, CodeboxError) as exc:
+            _IMAGES_HERE.add(image_id)
+    except CodeboxError as exc:
         return _lost(job, "sandbox_error", f"the node is not ready: {exc}", job.attempt)
     try:
-        with unpacked(kind, snapshot, workspace_root()) as source:
+        if job.keep_workspace:  # a kept workspace reads its objects from its source: a copy of its own
+            home = Path(tempfile.mkdtemp(prefix="codebox-src-", dir=workspace_root()))
+            return execute_job(job, unpack_snapshot(kind, snapshot, home), cancel)
+        with shared_source(kind, snapshot, digest, scope, _sources_root()) as source:
             return execute_job(job, source, cancel)
     except (WorkspaceError, OSError) as exc:
         return _lost(job, "invalid_task", f"no workspace: the snapshot did not unpack: {exc}", job.attempt)

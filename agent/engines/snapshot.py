@@ -10,14 +10,17 @@ for a bundle, a folder for a tar.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import io
+import os
 import shutil
 import tarfile
-import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import IO, Literal
 
 from agent.workspace import create_workspace, git
 
@@ -92,26 +95,69 @@ def unpack_snapshot(kind: SnapshotKind, data: bytes, into: Path) -> Path:
     return folder
 
 
-def unpacked(kind: SnapshotKind, data: bytes, root: Path | None = None) -> _Unpacked:
-    """A context manager: the snapshot unpacked into a fresh temporary folder, removed at exit."""
-    return _Unpacked(kind, data, root)
+@contextlib.contextmanager
+def shared_source(kind: SnapshotKind, data: bytes, digest: str, scope: str, root: Path) -> Iterator[Path]:
+    """The snapshot unpacked once under ``root`` for every task of ``scope`` (a batch run) on
+    this machine; yields the source while a shared lock keeps it from being swept.
+
+    Tasks share it at once; the first unpacks it (the others wait for that, not for each
+    other). A workspace cloned from it reads its objects, so a workspace that must outlive
+    the batch (keep_workspace) takes a private copy (unpack_snapshot) instead.
+    """
+    root.mkdir(parents=True, exist_ok=True)
+    folder = root / f"{_safe(scope)}.{digest[:24]}"
+    with _locked(root / f"{folder.name}.lock", fcntl.LOCK_SH):
+        if not (folder / "ready").exists():
+            with _locked(root / f"{folder.name}.unpack", fcntl.LOCK_EX):
+                if not (folder / "ready").exists():
+                    shutil.rmtree(folder, ignore_errors=True)
+                    folder.mkdir()
+                    unpack_snapshot(kind, data, folder)
+                    (folder / "ready").touch()
+        yield folder / ("source.git" if kind == "bundle" else "source")
 
 
-class _Unpacked:
-    def __init__(self, kind: SnapshotKind, data: bytes, root: Path | None) -> None:
-        self._kind, self._data, self._root = kind, data, root
-        self._dir: Path | None = None
-
-    def __enter__(self) -> Path:
-        if self._root is not None:
-            self._root.mkdir(parents=True, exist_ok=True)
-        self._dir = Path(tempfile.mkdtemp(prefix="codebox-src-", dir=self._root))
+@contextlib.contextmanager
+def _locked(path: Path, mode: int) -> Iterator[IO[str]]:
+    """The lock file at ``path``, held in ``mode``; taken again when a sweep unlinked it meanwhile."""
+    while True:
+        lock = path.open("a")
+        fcntl.flock(lock, mode)
         try:
-            return unpack_snapshot(self._kind, self._data, self._dir)
-        except BaseException:
-            shutil.rmtree(self._dir, ignore_errors=True)
-            raise
+            same = os.fstat(lock.fileno()).st_ino == os.stat(path).st_ino
+        except FileNotFoundError:
+            same = False
+        if same:
+            break
+        lock.close()
+    try:
+        yield lock
+    finally:
+        lock.close()
 
-    def __exit__(self, *exc: object) -> None:
-        if self._dir is not None:
-            shutil.rmtree(self._dir, ignore_errors=True)
+
+def sweep_sources(root: Path, keep_scope: str) -> int:
+    """Remove the shared sources of other scopes that no task holds (their batch ended or died)."""
+    removed = 0
+    if not root.is_dir():
+        return 0
+    for lock_path in root.glob("*.lock"):
+        folder = lock_path.with_suffix("")
+        if folder.name.startswith(_safe(keep_scope) + "."):
+            continue
+        with lock_path.open("a") as lock:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                continue  # in use by a live batch
+            if folder.exists():
+                shutil.rmtree(folder, ignore_errors=True)
+                removed += 1
+            # No task holds either lock now; one that opened the old file sees it unlinked and retries.
+            (root / f"{folder.name}.unpack").unlink(missing_ok=True)
+            lock_path.unlink(missing_ok=True)
+    return removed
+
+
+def _safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_" else "_" for c in name)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.engines.snapshot import make_snapshot, unpack_snapshot, unpacked
+from agent.engines.snapshot import make_snapshot, shared_source, sweep_sources, unpack_snapshot
 from agent.workspace import WorkspaceError, create_workspace
 from tests.repos import fingerprint, sh
 
@@ -49,12 +49,17 @@ def test_a_base_commit_travels_as_that_commit_s_tree(tmp_path: Path, user_repo: 
     first = sh("git", "rev-list", "--max-parents=0", "HEAD", cwd=user_repo)
     snap = make_snapshot(user_repo, first)
     assert snap.source_commit == first and not snap.dirty
-    with unpacked(snap.kind, snap.data, tmp_path / "nodes") as source:
+    root = tmp_path / "sources"
+    with shared_source(snap.kind, snap.data, snap.digest, "batch1", root) as source:
         workspace = create_workspace(source)
         assert tree(workspace.path) == {"a.py": "a = 1\n"}
         assert sh("git", "rev-parse", "HEAD^{tree}", cwd=workspace.path) == sh(
             "git", "rev-parse", f"{first}^{{tree}}", cwd=user_repo)  # the patch applies to the real base
-    assert not source.exists()  # removed at exit
+        with shared_source(snap.kind, snap.data, snap.digest, "batch1", root) as again:
+            assert again == source  # unpacked once per batch on a node
+        assert sweep_sources(root, keep_scope="batch2") == 0  # in use: kept
+    assert sweep_sources(root, keep_scope="batch1") == 0 and source.exists()  # its own batch: kept
+    assert sweep_sources(root, keep_scope="batch2") == 1 and not source.exists()  # an ended batch's: gone
     with pytest.raises(WorkspaceError, match="not a commit"):
         make_snapshot(user_repo, "0" * 40)
 
