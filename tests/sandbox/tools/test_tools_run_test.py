@@ -387,7 +387,8 @@ def test_sigterm_to_the_server_kills_the_running_test(tree: Path, tmp_path: Path
             + b"\n"
         )
         deadline = time.monotonic() + 10
-        while not (tmp_path / "p").exists() and time.monotonic() < deadline:
+        # exists() is not enough: the child may have created the file but not yet written the pid.
+        while not _read(tmp_path / "p").strip() and time.monotonic() < deadline:
             time.sleep(0.01)
         pid = int((tmp_path / "p").read_text())
         os.kill(s.pid, signal.SIGTERM)
@@ -395,6 +396,13 @@ def test_sigterm_to_the_server_kills_the_running_test(tree: Path, tmp_path: Path
         assert wait_dead([pid]) == []
     finally:
         s.close()
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text()
+    except OSError:
+        return ""
 
 
 def test_report_file_comes_back_in_the_reply(server: ServerProc, tmp_path: Path) -> None:
