@@ -432,7 +432,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     batch = sub.add_parser("batch", help="run a JSONL file of tasks, N at a time")
     batch.add_argument("tasks", help="JSONL: one task a line (id, repo, goal, policy, test_cmd, ...)")
-    batch.add_argument("--jobs", type=int, default=2, help="tasks at once")
+    batch.add_argument("--jobs", type=int, default=2,
+                       help="tasks at once (local engine; on Ray the nodes' codebox_slots decide)")
     batch.add_argument("--out", default="codebox-out", help="folder for reports, event logs, patches and the summary")
     batch.add_argument("--filter", metavar="REGEX", help="run only the tasks whose id matches (re.search)")
     batch.add_argument("--retry-errors", action="store_true", help="run again the tasks that ended in error")

@@ -19,6 +19,7 @@ import os
 import socket
 import tempfile
 import threading
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -56,8 +57,7 @@ def _import_ray() -> Any:
 @dataclass
 class _Source:
     snapshot: Snapshot
-    ref: Any  # the ObjectRef of snapshot.data
-    waiting: int = 0  # jobs submitted and not yet back; at 0 the driver lets go of ref
+    ref: Any  # the ObjectRef of snapshot.data; dropped when the key's last job is back
 
 
 @dataclass
@@ -131,6 +131,10 @@ class RayEngine:
         return ray
 
 
+def _source_key(job: TaskJob) -> tuple[str, str | None]:
+    return str(Path(job.task.repo).expanduser().resolve()), job.task.base_commit
+
+
 def _resolve_address(address: str) -> str:
     """HOST:PORT for "auto" (RAY_ADDRESS, else the address file of the cluster started on this machine)."""
     if address != "auto":
@@ -169,6 +173,7 @@ class _Run:
         self.pending: dict[Any, _Pending] = {}
         self.started: set[str] = set()
         self.by_id = {job.task.id: job for job in jobs}
+        self.left = Counter(_source_key(job) for job in jobs)  # jobs per source not yet back
 
     def go(self) -> None:
         ray = self.ray
@@ -237,7 +242,7 @@ class _Run:
     # -- jobs -----------------------------------------------------------------------------
 
     def _source(self, job: TaskJob) -> tuple[tuple[str, str | None], _Source | None]:
-        key = (str(Path(job.task.repo).expanduser().resolve()), job.task.base_commit)
+        key = _source_key(job)
         if key not in self.sources and key not in self.bad_sources:
             try:
                 snapshot = make_snapshot(Path(key[0]), key[1])
@@ -263,7 +268,6 @@ class _Run:
             num_cpus=0, resources={SLOT_RESOURCE: 1}, max_retries=self.engine.max_retries,
             retry_exceptions=False, name=f"codebox:{job.task.id}",
         ).remote(job.model_dump_json(), source.snapshot.kind, source.ref, source.snapshot.digest, shipment, self.board)
-        source.waiting += 1
         self.pending[ref] = _Pending(self.by_id[job.task.id], key)
 
     def _drain_starts(self) -> None:
@@ -282,10 +286,9 @@ class _Run:
         pending = self.pending.pop(ref)
         job = pending.job
         source = self.sources[pending.source_key]
-        source.waiting -= 1
-        if source.waiting == 0:
-            source.ref = None  # the object store may drop the snapshot (it is packed again if needed)
-            del self.sources[pending.source_key]
+        self.left[pending.source_key] -= 1
+        if self.left[pending.source_key] == 0:
+            del self.sources[pending.source_key]  # its ObjectRef goes: the object store may drop the snapshot
         try:
             text = self.ray.get(ref)
         except self.ray.exceptions.RayTaskError as exc:  # the task function itself failed: a bug
