@@ -188,6 +188,12 @@ def build_parser(settings: CodeboxSettings | None = None) -> argparse.ArgumentPa
     batch.add_argument("--filter", metavar="REGEX", help="run only the tasks whose id matches (re.search)")
     batch.add_argument("--retry-errors", action="store_true", help="run again the tasks that ended in error")
     batch.add_argument("--keep-workspaces", action="store_true", help="leave each task's working copy on disk")
+    batch.add_argument("--engine", choices=["local", "ray"], default="local",
+                       help="where tasks run: local threads (default) or a Ray cluster (pip install 'codebox[ray]')")
+    batch.add_argument("--address", default="auto",
+                       help="with --engine ray: the head's HOST:PORT, or auto (the cluster this machine is part of)")
+    batch.add_argument("--max-retries", type=int, default=1, metavar="N",
+                       help="with --engine ray: runs again of a task whose node was lost (each pays for the model)")
     batch.add_argument("--budget-tokens", type=int, default=None,
                        help="tokens the whole batch may spend: no task starts once they are spent")
     batch.add_argument("--budget-cost", type=float, default=None, help="the same for the cost (needs the prices)")

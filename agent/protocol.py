@@ -313,6 +313,10 @@ class Report(BaseModel):
     base_commit: str | None = None
     base_dirty: bool = False
     patch: PatchSummary | None = None
+    # Set by batch engines: which run of the task this is (1 first; a retry after a lost node or a
+    # --retry-errors run counts up) and the machine it ran on (host, and Ray node for the ray engine).
+    attempt: int | None = None
+    node: str | None = None
 
     def render(self) -> str:
         """A readable plain-text summary (escaped: safe to print on a terminal)."""

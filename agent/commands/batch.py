@@ -31,6 +31,7 @@ from agent.commands.common import (
     sandbox_config_from_flags,
     usage_error,
 )
+from agent.errors import CodeboxError
 
 
 def _batch_budget(args: argparse.Namespace, prices: Any) -> Any:
@@ -89,6 +90,11 @@ def cmd_batch(args: argparse.Namespace) -> int:
             return usage_error(f"task {task.id}: {problem} (nothing was run)")
     out = Path(args.out)
     cancel = CancelToken()
+    engine = None
+    if args.engine == "ray":
+        from agent.engines.ray import RayEngine
+
+        engine = RayEngine(address=args.address, max_retries=args.max_retries)
     view = BatchView(len(selected), sys.stderr)
     try:
         with cancel_on_signals(cancel):
@@ -98,6 +104,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
                 model=args.model or os.environ.get("CODEBOX_MODEL"),
                 model_options=openai_options(args),
                 jobs=args.jobs,
+                engine=engine,
                 sandbox_config=sandbox_config,
                 limits=limits,
                 cancel=cancel,
@@ -107,6 +114,8 @@ def cmd_batch(args: argparse.Namespace) -> int:
                 view=view,
                 budget=budget,
             )
+    except CodeboxError as exc:  # the engine could not run (no Ray, no cluster, no slots)
+        return usage_error(str(exc))
     finally:
         view.close()
     print_table(reports, sys.stdout)

@@ -145,5 +145,7 @@ def execute_job(job: TaskJob, source: Path, cancel: CancelToken, sink: EventSink
         )
     except Exception as exc:  # one task's crash is its own report, never the batch's end
         report = failed_report(task, job.model, "internal_error", f"{type(exc).__name__}: {exc}", lines)
+    node = socket.gethostname()
+    report = report.model_copy(update={"attempt": job.attempt, "node": node})
     return TaskOutcome(task_id=task.id, report=report, events=lines.lines, patch=patch, attempt=job.attempt,
-                       workspace=str(kept) if kept else None)
+                       node=node, workspace=str(kept) if kept else None)
