@@ -17,15 +17,16 @@ if [ ! -x .venv/bin/python ]; then
   "$python" -m venv .venv ||
     { rm -rf .venv; echo "cannot create a venv: on Debian/Ubuntu, apt-get install python3-venv" >&2; exit 1; }
 fi
+extras=${CODEBOX_EXTRAS:-dev}  # CI adds ray: its engine tests are required there
 stamp=.venv/.codebox-installed
-if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ "$(cat "$stamp")" != "$extras" ]; then
   started=$SECONDS
   say "step 1/2: upgrading pip in .venv"
   .venv/bin/python -m pip install --quiet --upgrade pip
-  say "step 2/2: installing codebox and its dev tools into .venv (first time: about 2 minutes; pip's own lines follow)"
+  say "step 2/2: installing codebox with [$extras] into .venv (first time: about 2 minutes; pip's own lines follow)"
   # Not --quiet: pip's "Collecting ..." lines and progress bars show that it is working.
-  .venv/bin/python -m pip install -e '.[dev]'
-  touch "$stamp"
+  .venv/bin/python -m pip install -e ".[$extras]"
+  echo "$extras" > "$stamp"
   say "installed in $((SECONDS - started)) s"
 else
   say "the .venv is up to date (delete .venv/.codebox-installed to reinstall)"
