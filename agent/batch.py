@@ -99,6 +99,7 @@ def run_batch(
     keep_workspaces: bool = False,
     selected: list[TaskSpec] | None = None,
     view: BatchView | None = None,
+    warm: bool = True,
 ) -> list[Report]:
     """Run the tasks (or the ``selected`` few of them), each in its own workspace; return the reports.
 
@@ -108,7 +109,9 @@ def run_batch(
     local thread pool of ``jobs``) only hands outcomes back. predictions.jsonl and
     summary.jsonl cover every task of ``tasks`` that has a report. ``view`` (default: a
     BatchView on ``progress_stream``, stderr) is told of every start, event, finish and
-    resumed task; it draws the progress and knows nothing else of the batch.
+    resumed task; it draws the progress and knows nothing else of the batch. ``warm``: the
+    default engine prepares the next queued tasks (workspace, environment, started sandbox)
+    while earlier ones run.
     """
     cancel = cancel or CancelToken()
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -125,7 +128,7 @@ def run_batch(
         to_run.append(_job(task, model, model_options or {}, sandbox_config, limits, keep_workspaces, out_dir))
     driver = _Driver(out_dir, reports, progress)
     if engine is None:
-        engine = LocalEngine(jobs, live_sink=driver.live_sink)
+        engine = LocalEngine(jobs, live_sink=driver.live_sink, warm=warm)
     try:
         engine.run(to_run, driver.on_outcome, cancel, on_start=driver.on_start)
     finally:
