@@ -11,8 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from agent.containers.sandbox import SandboxError  # the sandbox itself cannot go on: ends the run
 from agent.context import ContextStore
+from agent.errors import SandboxError  # the sandbox itself cannot go on: ends the run
 from agent.events import EventSink
 from agent.model.base import ModelClient, ModelError
 from agent.policy import Policy, Verdict

@@ -8,6 +8,7 @@ import hashlib
 import os
 import re
 import shutil
+import stat
 import subprocess
 import tempfile
 from collections.abc import Callable, Iterator
@@ -130,6 +131,9 @@ def create_workspace(source: Path, base_commit: str | None = None, root: Path | 
     if root is not None:
         root.mkdir(parents=True, exist_ok=True)
     path = Path(tempfile.mkdtemp(prefix="codebox-ws-", dir=root))
+    # As readable as the source, no more: mkdtemp's 0700 would lock out the sandbox's
+    # unprivileged user where the source's owner is root (agent.containers.spec).
+    path.chmod(stat.S_IMODE(source.stat().st_mode))
     try:
         kind = _git_kind(source)
         if kind == "plain":

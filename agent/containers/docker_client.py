@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-import docker
-import docker.errors
+from typing import TYPE_CHECKING
 
 from agent.errors import CodeboxError
+
+if TYPE_CHECKING:
+    import docker
 
 DOCKER_DOWN = (
     "Docker is not answering ({detail}). Start the daemon (e.g. `systemctl start docker` "
@@ -16,6 +18,8 @@ DOCKER_DOWN = (
 
 def connect(error: type[CodeboxError] = CodeboxError) -> docker.DockerClient:
     """A client that has answered a ping; otherwise ``error`` with what to do."""
+    import docker  # here, not at import: `codebox --help` never loads docker-py and requests
+
     try:
         client = docker.from_env()
         client.ping()

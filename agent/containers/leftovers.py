@@ -11,13 +11,13 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
-
-import docker
-import docker.errors
+from typing import TYPE_CHECKING, Any
 
 from agent.containers.docker_client import connect
 from agent.errors import CodeboxError
+
+if TYPE_CHECKING:  # docker-py (and requests) load when a container is touched, not at import
+    import docker
 
 _log = logging.getLogger("codebox.sandbox")
 
@@ -69,6 +69,8 @@ def _pid_alive(pid: int, start_ticks: str | None) -> bool:
 
 def remove_container(client: docker.DockerClient, container_id: str) -> None:
     """Kill and remove a container; a container that is already gone (or going) is fine."""
+    import docker.errors
+
     try:
         client.api.remove_container(container_id, force=True)
     except docker.errors.NotFound:
@@ -89,6 +91,8 @@ def reap_leftovers(
     codebox.owner_start, codebox.host) is dead on this host, or when its
     lifetime (label codebox.expires) has passed, whoever owns it.
     """
+    import docker.errors
+
     client = client or connect(CodeboxError)
     hostname = socket.gethostname()
     now = time.time()

@@ -81,7 +81,7 @@ from agent.containers.spec import (
     container_options,
     precompile_package,
 )
-from agent.errors import CodeboxError
+from agent.errors import SandboxError
 from sandbox import wire
 from sandbox.tools.catalog import WRITE_TOOLS
 
@@ -100,10 +100,6 @@ _log = logging.getLogger("codebox.sandbox")
 STARTUP_TIMEOUT_S = 30.0
 _IMAGE_HELP = "build it with: codebox image build"
 _REPLACED = "the container was killed and will be replaced"
-
-
-class SandboxError(CodeboxError):
-    """The sandbox cannot be started or is unusable; the message says why and what to do."""
 
 
 class SandboxReply(BaseModel):

@@ -12,7 +12,6 @@ import stat
 from pathlib import Path
 from typing import Any
 
-import docker.types
 from pydantic import BaseModel, Field, field_validator
 
 from agent.containers.leftovers import (
@@ -218,6 +217,6 @@ def container_options(
         working_dir=CODE_ROOT,
         hostname="codebox",
         # The responses go to us over the attach stream; the daemon need not keep a copy.
-        log_config=docker.types.LogConfig(type="none"),
+        log_config={"Type": "none", "Config": {}},  # docker-py's LogConfig is this dict
     )
     return name, options

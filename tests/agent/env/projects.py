@@ -10,6 +10,9 @@ def write(root: Path, files: dict[str, str]) -> Path:
         path = root / relative
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
+    # A repository as people have them (pytest makes tmp_path 0700): the tool container of a
+    # root-owned repo runs as an unprivileged user, which must be able to read it.
+    root.chmod(0o755)
     return root
 
 
