@@ -129,17 +129,12 @@ class WatchingView(BatchView):
         if self.after_finish is not None:
             self.after_finish(report)
 
-    def sink(self, task_id: str) -> Any:
-        inner = super().sink(task_id)
-
-        def emit(event: AgentEvent) -> None:
-            if event.type == "tool.end" and task_id not in self.at_first_result:
-                self.at_first_result[task_id] = containers(self.client, task_id)
-                if self.on_tool is not None:
-                    self.on_tool(task_id)
-            inner.emit(event)
-
-        return CallbackSink(emit)
+    def on_event(self, task_id: str, event: AgentEvent) -> None:
+        if event.type == "tool.end" and task_id not in self.at_first_result:
+            self.at_first_result[task_id] = containers(self.client, task_id)
+            if self.on_tool is not None:
+                self.on_tool(task_id)
+        super().on_event(task_id, event)
 
 
 def test_later_tasks_start_in_a_sandbox_started_before_they_began(
