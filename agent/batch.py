@@ -101,6 +101,7 @@ def run_batch(
     selected: list[TaskSpec] | None = None,
     view: BatchView | None = None,
     budget: BatchBudget | None = None,
+    warm: bool = True,
 ) -> list[Report]:
     """Run the tasks (or the ``selected`` few of them), each in its own workspace; return the reports.
 
@@ -112,7 +113,9 @@ def run_batch(
     BatchView on ``progress_stream``, stderr) is told of every start, event, finish and
     resumed task; it draws the progress and knows nothing else of the batch. With a
     ``budget``, every reply of every task spends it, and no task starts once it is spent (those
-    tasks get no report: a later run with more budget picks them up).
+    tasks get no report: a later run with more budget picks them up). ``warm``: the default
+    engine prepares the next queued tasks (workspace, environment, started sandbox) while
+    earlier ones run.
     """
     cancel = cancel or CancelToken()
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -129,7 +132,7 @@ def run_batch(
         to_run.append(_job(task, model, model_options or {}, sandbox_config, limits, keep_workspaces, out_dir))
     driver = _Driver(out_dir, reports, progress, budget)
     if engine is None:
-        engine = LocalEngine(jobs, live_sink=driver.live_sink)
+        engine = LocalEngine(jobs, live_sink=driver.live_sink, warm=warm)
     admit = (lambda _job: budget.should_start()) if budget is not None else None
     try:
         engine.run(to_run, driver.on_outcome, cancel, on_start=driver.on_start, admit=admit)

@@ -188,6 +188,8 @@ def build_parser(settings: CodeboxSettings | None = None) -> argparse.ArgumentPa
     batch.add_argument("--filter", metavar="REGEX", help="run only the tasks whose id matches (re.search)")
     batch.add_argument("--retry-errors", action="store_true", help="run again the tasks that ended in error")
     batch.add_argument("--keep-workspaces", action="store_true", help="leave each task's working copy on disk")
+    batch.add_argument("--no-warm", action="store_true",
+                       help="do not prepare the next tasks' workspaces and sandboxes while tasks run (local engine)")
     batch.add_argument("--engine", choices=["local", "ray"], default="local",
                        help="where tasks run: local threads (default) or a Ray cluster (pip install 'codebox[ray]')")
     batch.add_argument("--address", default="auto",

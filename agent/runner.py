@@ -21,7 +21,7 @@ from agent.model.factory import build_model
 from agent.policy import ApproveOncePolicy, AskFn, Policy, ReadOnlyPolicy, WorkspaceWritePolicy
 from agent.protocol import STATUS_FOR_REASON, AgentEvent, EnvInfo, Report, StopReason, TaskSpec
 from agent.tools import ToolContext, ToolRegistry
-from agent.workspace import WorkspaceError, create_workspace, with_patch
+from agent.workspace import Workspace, WorkspaceError, create_workspace, with_patch
 
 if TYPE_CHECKING:
     from agent.containers.pool import WarmPool
@@ -108,9 +108,7 @@ def run_task(
     repo = Path(task.repo).expanduser().resolve()
     if not repo.is_dir():
         return failed_report(task, model.name, "invalid_task", f"the repository {task.repo} is not a directory", sink)
-    config = sandbox_config or SandboxConfig()
-    if task.image:
-        config = config.model_copy(update={"image": task.image})
+    config = task_sandbox_config(task, sandbox_config)
     if cancel.cancelled:
         return failed_report(task, model.name, "cancelled", cancel.reason or "cancelled before start", sink)
     problem = None
@@ -121,7 +119,7 @@ def run_task(
     if problem:
         return failed_report(task, model.name, "sandbox_error", problem, sink)
     try:  # the dependency environment, built or reused before the first tool call
-        env = prepared_env or choose_env(task.env, repo, config.image, env_log or _env_progress)
+        env = prepared_env or choose_env(task.env, repo, config.image, env_log or env_progress)
     except CodeboxError as exc:
         return failed_report(task, model.name, "sandbox_error", f"environment: {exc}", sink)
     if env is not None:
@@ -142,7 +140,13 @@ def run_task(
         early.thread.join(timeout=10)
 
 
-def _env_progress(line: str) -> None:
+def task_sandbox_config(task: TaskSpec, sandbox_config: SandboxConfig | None) -> SandboxConfig:
+    """The sandbox's limits and image for this task, before its environment is chosen (a task's image wins)."""
+    config = sandbox_config or SandboxConfig()
+    return config.model_copy(update={"image": task.image}) if task.image else config
+
+
+def env_progress(line: str) -> None:
     """The visible progress line of an environment build (stderr: stdout may carry --json events)."""
     print(f"codebox: env: {line}", file=sys.stderr, flush=True)
 
@@ -151,6 +155,7 @@ def _with_env(report: Report, env: EnvInfo | None) -> Report:
     if env is not None:
         report.env = env
     return report
+
 
 def run_task_isolated(
     task: TaskSpec,
@@ -161,17 +166,20 @@ def run_task_isolated(
     source: Path | None = None,
     keep_workspace: bool = False,
     workspace_root: Path | None = None,
+    workspace: Workspace | None = None,
     **options: Any,
 ) -> tuple[Report, str, Path | None]:
     """run_spec on a private working copy of ``source`` (default task.repo) at task.base_commit.
 
     Returns the report (with base commit and patch summary), the patch, and the workspace's
-    path when it is kept. The user's repository is never written.
+    path when it is kept. The user's repository is never written. ``workspace``: one made
+    for this task ahead of time (batch); it is used instead of a new one, and removed alike.
     """
-    try:
-        workspace = create_workspace(source or Path(task.repo), task.base_commit, workspace_root)
-    except (WorkspaceError, OSError) as exc:
-        return failed_report(task, model_spec or "?", "invalid_task", f"no workspace: {exc}", sink), "", None
+    if workspace is None:
+        try:
+            workspace = create_workspace(source or Path(task.repo), task.base_commit, workspace_root)
+        except (WorkspaceError, OSError) as exc:
+            return failed_report(task, model_spec or "?", "invalid_task", f"no workspace: {exc}", sink), "", None
     try:
         local = task.model_copy(update={"repo": str(workspace.path)})
         report = run_spec(local, model_spec, model_options, sink, **options)

@@ -8,8 +8,10 @@ Each rep runs every path once, in turn, so load on the machine hits them alike:
   ``docker run -d`` + ``docker exec cat`` through the CLI (goal <= 1.0x);
 - a whole ``codebox run`` (a new process) with a scripted model making 2 tool calls, vs
   ``docker run --rm --network none <image> true`` (goal <= 1.5x);
-- a batch task's start with a warm pool (claim its pre-started sandbox + first result),
-  vs ``docker run --rm ... true`` (goal <= 0.2x);
+- a batch task's start with a warm pool: the second task of a ``run_batch`` at --jobs 1, from
+  its start to its first tool result (its workspace made and its sandbox started while the
+  first task ran), vs ``docker run --rm ... true`` (goal <= 0.2x); the same task of a batch
+  without the pool, for comparison;
 - an idle sandbox's memory, from its cgroup (memory.usage_in_bytes, v1; memory.current, v2)
   (goal <= 20 MB);
 - the host process's peak RSS for that ``codebox run`` (goal <= 30 MB).
@@ -18,6 +20,7 @@ Each rep runs every path once, in turn, so load on the machine hits them alike:
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import resource
@@ -34,9 +37,11 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from agent.batch import run_batch  # noqa: E402
+from agent.console.batch_view import BatchView  # noqa: E402
 from agent.containers.image import ensure_sandbox_image  # noqa: E402
-from agent.containers.pool import PlannedTask, WarmPool  # noqa: E402
 from agent.containers.sandbox import Sandbox, SandboxConfig  # noqa: E402
+from agent.protocol import AgentEvent, Report, TaskSpec  # noqa: E402
 
 MB = 1024 * 1024
 SCRIPT = {
@@ -84,6 +89,30 @@ def _run_child(argv: list[str], env: dict[str, str]) -> tuple[float, int]:
     return elapsed, usage.ru_maxrss * 1024
 
 
+class _StartWatch(BatchView):
+    """The batch's own progress view, plus when each task started and had its first tool result."""
+
+    def __init__(self, total: int, pause_after: str, pause_s: float) -> None:
+        super().__init__(total, io.StringIO())
+        self.started_at: dict[str, float] = {}
+        self.first_result_at: dict[str, float] = {}
+        self.pause_after, self.pause_s = pause_after, pause_s
+
+    def started(self, task_id: str) -> None:
+        self.started_at[task_id] = time.perf_counter()
+        super().started(task_id)
+
+    def finished(self, report: Report) -> None:
+        super().finished(report)
+        if report.task_id == self.pause_after:  # stands for a real task, which runs longer than a start
+            time.sleep(self.pause_s)
+
+    def on_event(self, task_id: str, event: AgentEvent) -> None:
+        if event.type == "tool.end":
+            self.first_result_at.setdefault(task_id, time.perf_counter())
+        super().on_event(task_id, event)
+
+
 class Bench:
     def __init__(self, image: str, work: Path) -> None:
         self.image = image
@@ -95,10 +124,8 @@ class Bench:
         self.script.write_text(json.dumps(SCRIPT))
         self.env = {**os.environ, "PYTHONPATH": str(ROOT)}
         self.rows: dict[str, list[float]] = {}
-        # A batch's queue: each rep claims the next task, whose sandbox started during the last rep.
-        self.plan = [PlannedTask(f"bench-warm-{i}", self.repo.resolve(), self.config) for i in range(1000)]
-        self.pool = WarmPool(1, self.plan)
-        self.next_warm = 0
+        self.work = work
+        self.batches = 0
 
     def add(self, key: str, value: float) -> None:
         self.rows.setdefault(key, []).append(value)
@@ -140,23 +167,23 @@ class Bench:
         run_true = ("run", "--rm", "--network", "none", self.image, "true")
         self.add("docker run --rm true", _timed(lambda: _docker(*run_true)))
 
+    def _second_task_start(self, warm: bool) -> float:
+        """A batch of two tasks at --jobs 1: the second one's start -> its first tool result."""
+        self.batches += 1
+        ids = [f"bench-batch-{self.batches}-{i}" for i in range(2)]
+        tasks = [TaskSpec(id=t, repo=str(self.repo), goal="bench", model=f"scripted:{self.script}") for t in ids]
+        view = _StartWatch(len(ids), pause_after=ids[0], pause_s=2.0)
+        out = self.work / f"out-{self.batches}"
+        reports = run_batch(tasks, out, jobs=1, sandbox_config=self.config, view=view, warm=warm)
+        shutil.rmtree(out, ignore_errors=True)
+        assert [r.status for r in reports] == ["completed", "completed"], [r.render() for r in reports]
+        return view.first_result_at[ids[1]] - view.started_at[ids[1]]
+
     def warm_task_start(self) -> None:
-        if self.next_warm == 0:  # the batch's first task starts its own; the pool warms the next
-            self.pool.claim(self.plan[0].task_id, self.plan[0].repo, self.config)
-            self.next_warm = 1
-        planned = self.plan[self.next_warm]
-        self.pool.wait_started(planned.task_id)  # the task before it ran for longer than a start
-        holder: list[Sandbox] = []
+        self.add("batch task start, warm pool", self._second_task_start(warm=True))
 
-        def go() -> None:
-            sandbox = self.pool.claim(planned.task_id, planned.repo, planned.config)
-            assert sandbox is not None, "no warm sandbox"
-            holder.append(sandbox)
-            assert sandbox.call("read_file", {"path": "README.md"}).ok
-
-        self.add("batch task start, warm pool", _timed(go))
-        holder[0].close()
-        self.next_warm += 1
+    def cold_task_start(self) -> None:
+        self.add("batch task start, no pool", self._second_task_start(warm=False))
 
     def idle_memory(self) -> None:
         with Sandbox(self.repo, self.config, task_id="bench-idle") as sandbox:
@@ -181,7 +208,7 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(tempfile.mkdtemp(prefix="codebox-bench-cold-"))
     bench = Bench(image, work)
     paths = [bench.sandbox_first_result, bench.docker_run_exec, bench.codebox_run, bench.docker_run_true,
-             bench.warm_task_start, bench.idle_memory]
+             bench.warm_task_start, bench.cold_task_start, bench.idle_memory]
     try:
         for path in paths:  # warm-up: image layers and bytecode in the page cache, the reap done
             path()
@@ -190,7 +217,6 @@ def main(argv: list[str] | None = None) -> int:
             for path in paths if rep % 2 == 0 else reversed(paths):
                 path()
     finally:
-        bench.pool.close()
         shutil.rmtree(work, ignore_errors=True)
 
     m = bench.median

@@ -113,6 +113,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
                 selected=selected,
                 view=view,
                 budget=budget,
+                warm=not args.no_warm,
             )
     except CodeboxError as exc:  # the engine could not run (no Ray, no cluster, no slots)
         return usage_error(str(exc))

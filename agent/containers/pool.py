@@ -100,6 +100,15 @@ class WarmPool:
         self.hits += 1
         return warm.sandbox
 
+    def discard(self, task_id: str) -> None:
+        """Remove this task's warm sandbox if it was never claimed (the task ended before its claim)."""
+        with self._lock:
+            warm = self._warm.pop(task_id, None)
+            self._queue = [p for p in self._queue if p.task_id != task_id]
+        if warm is not None:
+            warm.sandbox.close()
+        self._top_up()
+
     def wait_started(self, task_id: str, timeout_s: float | None = None) -> bool:
         """Wait until this task's sandbox start is over (ready or failed); False when the pool has none."""
         with self._lock:

@@ -11,8 +11,9 @@ from __future__ import annotations
 import socket
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel, Field
 
@@ -20,8 +21,12 @@ from agent.budget import Prices
 from agent.containers.spec import SandboxConfig
 from agent.events import EventSink
 from agent.loop import CancelToken, Limits
-from agent.protocol import AgentEvent, Report, TaskSpec
+from agent.protocol import AgentEvent, EnvInfo, Report, TaskSpec
 from agent.runner import failed_report, run_task_isolated
+from agent.workspace import Workspace
+
+if TYPE_CHECKING:
+    from agent.containers.pool import WarmPool
 
 
 class JobLimits(BaseModel):
@@ -126,22 +131,44 @@ class _LineSink:
         pass  # the live sink belongs to the caller
 
 
-def execute_job(job: TaskJob, source: Path, cancel: CancelToken, sink: EventSink | None = None) -> TaskOutcome:
+@dataclass
+class PreparedJob:
+    """What an engine made ready for a job before it started (the local engine's warm start)."""
+
+    workspace: Workspace
+    """The job's workspace, made from its source; the job uses and removes it."""
+    env: EnvInfo | None = None
+    """The dependency environment chosen on it (None: the task chooses its own)."""
+    warm: WarmPool | None = None
+    """A pool holding the job's started sandbox, on the workspace with the env's image."""
+
+
+def execute_job(
+    job: TaskJob,
+    source: Path,
+    cancel: CancelToken,
+    sink: EventSink | None = None,
+    prepared: PreparedJob | None = None,
+) -> TaskOutcome:
     """Run one job in a fresh workspace made from ``source`` and always return an outcome.
 
     ``source`` is the repository on this machine: the user's repo for the local engine, an
     unpacked copy (git bundle, archive) on a remote worker. The workspace starts at
     task.base_commit, or at the source's HEAD plus its uncommitted changes; it is removed at
     the end unless job.keep_workspace. Events go to ``sink`` as they happen, and all of them
-    into the outcome.
+    into the outcome. ``prepared``: the workspace (and maybe the environment and a started
+    sandbox) made ahead for this job, used instead of making them now.
     """
     task, lines = job.task, _LineSink(sink)
     patch, kept = "", None
+    ahead: dict[str, Any] = {}
+    if prepared is not None:
+        ahead = {"workspace": prepared.workspace, "prepared_env": prepared.env, "warm": prepared.warm}
     try:
         report, patch, kept = run_task_isolated(
             task, job.model, job.model_options, lines, source=source, sandbox_config=job.sandbox, cancel=cancel,
             limits=job.limits.to_limits(), keep_workspace=job.keep_workspace,
-            workspace_root=Path(job.workspace_root) if job.workspace_root else None,
+            workspace_root=Path(job.workspace_root) if job.workspace_root else None, **ahead,
         )
     except Exception as exc:  # one task's crash is its own report, never the batch's end
         report = failed_report(task, job.model, "internal_error", f"{type(exc).__name__}: {exc}", lines)

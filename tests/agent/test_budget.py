@@ -143,7 +143,7 @@ def _report(t: TaskSpec, spent: Usage) -> Report:
 def _spending_job(replies: int, each: Usage) -> Any:
     """An execute_job that spends like a run: one `message` event with usage a reply, then its report."""
 
-    def execute(job: TaskJob, source: Path, cancel: Any, sink: EventSink | None = None) -> TaskOutcome:
+    def execute(job: TaskJob, source: Path, cancel: Any, sink: EventSink | None = None, prepared: Any = None) -> TaskOutcome:
         for seq in range(replies):
             if sink is not None:
                 sink.emit(AgentEvent(type="message", task_id=job.task.id, seq=seq + 1, step=seq + 1,
@@ -162,15 +162,15 @@ def test_a_spent_batch_budget_starts_no_more_tasks(tmp_path: Path, monkeypatch: 
     started: list[str] = []
     spend = _spending_job(3, usage(150, 50))
 
-    def execute(job: TaskJob, source: Path, cancel: Any, sink: EventSink | None = None) -> TaskOutcome:
+    def execute(job: TaskJob, source: Path, cancel: Any, sink: EventSink | None = None, prepared: Any = None) -> TaskOutcome:
         started.append(job.task.id)
-        return spend(job, source, cancel, sink)
+        return spend(job, source, cancel, sink, prepared)
 
     monkeypatch.setattr(local_engine, "execute_job", execute)
     tasks = [TaskSpec(id=f"t{i}", repo=str(tmp_path), goal="g") for i in range(5)]
     budget = BatchBudget(max_tokens=1000)
     reports = batch.run_batch(tasks, tmp_path / "out", model="scripted:x", jobs=1,
-                              progress_stream=io.StringIO(), budget=budget)
+                              progress_stream=io.StringIO(), budget=budget, warm=False)
     assert started == ["t0", "t1"]  # 600 spent after t0: t1 starts; 1200 after t1: none more
     assert [r.task_id for r in reports] == ["t0", "t1"] and budget.spent.total_tokens == 1200
     rows = [json.loads(line) for line in (tmp_path / "out" / "summary.jsonl").read_text().splitlines()]
@@ -204,7 +204,7 @@ def test_cli_batch_budget_line_and_cost_flags(
     script = tmp_path / "script.json"
     script.write_text(json.dumps({"turns": [{"message": "done"}]}))
     code = main(["batch", str(path), "--jobs", "1", "--out", str(tmp_path / "out"), "--model", f"scripted:{script}",
-                 "--price-input", "2.5", "--budget-cost", "4"])
+                 "--price-input", "2.5", "--budget-cost", "4", "--no-warm"])
     out = capsys.readouterr().out
     assert code == 1  # not every task ran
     assert "budget: 2000000 tokens, cost 5.0000 of 4 (spent: no new task was started); 1 task(s) not started" in out
