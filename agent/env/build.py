@@ -10,6 +10,9 @@
    /opt/codebox-env (no wheel runs code when installed); an editable install of /repo is
    two files (``project.py``). What the install changed becomes one layer on top of the
    base's, loaded as the image, with the venv first on PATH.
+   A dependency with no wheel for the image is locked as its sdist (metadata read statically,
+   ``sdists.py``); its build requirements are resolved as wheels on the host, and it is built
+   into a wheel by ``uv build`` in the same network-none container, before the install.
 
 The image is tagged by a hash of the base image id, the lock and the format version; a
 failed build leaves no image and no container behind.
@@ -55,6 +58,7 @@ from agent.env.errors import EnvError
 from agent.env.fetch import cache_dir, make_wheelhouse
 from agent.env.project import console_scripts, editable_files
 from agent.env.resolve import IndexConfig, Lock, Target, check_python, resolve, uv_binary
+from agent.env.sdists import build_requirements, resolve_with_sdists
 from agent.protocol import EnvInfo
 
 FORMAT_VERSION = "1"
@@ -64,6 +68,8 @@ BUILD_MOUNT = "/tmp/codebox-build"
 LAYER_PATH = "/tmp/codebox-layer.tar"
 BUILD_TIMEOUT_S = 1800.0
 LOG_TAIL_LINES = 25
+BUILT = "/tmp/codebox-built"  # wheels built from sdists in the install container
+SDIST_FAILED = 5  # the install script's exit status when an sdist does not build
 ROLE_BUILD = "env-build"
 Log = Callable[[str], None]
 
@@ -170,7 +176,8 @@ def _build(client: docker.DockerClient, request: EnvRequest, declared: Declared,
     target, installed_debs = probe(client, request.base_image, with_debs=bool(request.apt) or compiled)
     check_python(declared.project.requires_python, target, request.base_image)
     log(f"resolving {len(declared.requirements)} requirements for Python {target.python} ({target.platform})")
-    lock = resolve(declared.requirements, target, request.index)
+    lock = resolve_with_sdists(declared.requirements, target, request.index)
+    sdist_build_lock = resolve(build_requirements(lock), target, request.index) if lock.sdists() else Lock(pins=[])
     apt_packages = list(request.apt)
     build_lock = Lock(pins=[])
     if compiled:  # the compiler (and headers) come from apt, the build backend from the index
@@ -182,8 +189,10 @@ def _build(client: docker.DockerClient, request: EnvRequest, declared: Declared,
     tag = f"{images.REPOSITORY}:{_tag_hash(base_id, lock, declared, request)}"
     with tempfile.TemporaryDirectory(prefix="codebox-env-") as tmp:
         folder = Path(tmp)
-        log(f"downloading {len(lock.pins) + len(build_lock.pins)} wheels")
-        make_wheelhouse(Lock(pins=[*lock.pins, *build_lock.pins]), folder / "wheels")
+        everything = Lock(pins=[*lock.pins, *build_lock.pins, *sdist_build_lock.pins])
+        log(f"downloading {len(everything.pins)} wheels" + (f" ({len(lock.sdists())} sdists, built offline)"
+                                                          if lock.sdists() else ""))
+        make_wheelhouse(everything, folder / "wheels")
         debs = apt.download_debs(apt_packages, installed_debs, folder / "debs") if apt_packages else []
         if compiled and not target.headers:
             apt.download_only(extensions.headers_packages(target.python), folder / "debs-x")
@@ -290,6 +299,7 @@ def _stage(folder: Path, declared: Declared, lock: Lock, target: Target, build_l
     for name, text in console_scripts(declared.project, f"{VENV}/bin/python").items():
         (folder / "bin" / name).write_text(text, encoding="utf-8")
     (folder / "requirements.txt").write_text(lock.requirements_txt(), encoding="utf-8")
+    (folder / "sdists.txt").write_text("".join(p.filename + "\n" for p in lock.sdists()), encoding="utf-8")
     compiled = declared.project.extension_modules
     if compiled:
         (folder / "build-requirements.txt").write_text(build_lock.requirements_txt(), encoding="utf-8")
@@ -323,8 +333,19 @@ ln -s python {VENV}/bin/python3
 ln -s python {VENV}/bin/python{short}
 printf 'home = %s\\ninclude-system-site-packages = false\\nversion = {target.python}\\n' "$(dirname "$python")" \\
   > {VENV}/pyvenv.cfg
-{build}/uv pip install --no-config --offline --no-index --find-links {build}/wheels --no-deps \\
-  --link-mode copy --compile-bytecode --python {VENV}/bin/python -r {build}/stage/requirements.txt
+mkdir -p {BUILT}
+while read -r sdist; do  # dependencies with no wheel: built here, offline, from the wheelhouse
+  echo "codebox: building $sdist from source (offline)"
+  if ! {build}/uv build --no-config --offline --no-index --find-links {build}/wheels --wheel \\
+      --python "$python" -o {BUILT} "{build}/wheels/$sdist" > /tmp/codebox-sdist.log 2>&1; then
+    echo "codebox: building $sdist failed offline; the end of its build log:"
+    tail -n {LOG_TAIL_LINES} /tmp/codebox-sdist.log
+    exit {SDIST_FAILED}
+  fi
+done < {build}/stage/sdists.txt
+{build}/uv pip install --no-config --offline --no-index --find-links {BUILT} --find-links {build}/wheels \\
+  --only-binary :all: --no-deps --link-mode copy --compile-bytecode --python {VENV}/bin/python \\
+  -r {build}/stage/requirements.txt
 cp -R {build}/stage/site/. {site}/
 cp -R {build}/stage/bin/. {VENV}/bin/
 cp {build}/stage/requirements.txt {VENV}/codebox-lock.txt
@@ -385,6 +406,9 @@ def _install_and_load(client: docker.DockerClient, base: str, folder: Path, tag:
         if status.get("StatusCode") != 0:
             logs = container.logs(stdout=True, stderr=True).decode("utf-8", "replace").splitlines()
             tail = "\n".join(logs[-LOG_TAIL_LINES:])
+            if status.get("StatusCode") == SDIST_FAILED:
+                raise EnvError(f"building a dependency from its sdist failed offline; the end of the build log:\n"
+                               f"{tail}", usage=True)
             raise EnvError(f"installing the environment failed offline (exit {status.get('StatusCode')}); "
                            f"the end of the build log:\n{tail}")
         layer = _copy_layer(container, folder / "layer.tar")

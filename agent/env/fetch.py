@@ -43,7 +43,8 @@ def _stored(pin: Pin, store: Path) -> Path:
     return store / pin.sha256[:2] / pin.sha256 / pin.filename
 
 
-def _fetch(pin: Pin, store: Path) -> Path:
+def fetch_pin(pin: Pin, store: Path) -> Path:
+    """The pin's file in the cache ``store``, downloaded and checked against its sha256 when missing."""
     target = _stored(pin, store)
     if target.is_file():
         return target  # stored under its own hash: checked when it was stored
@@ -74,7 +75,7 @@ def make_wheelhouse(lock: Lock, folder: Path) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     unique = list({pin.sha256: pin for pin in lock.pins}.values())  # a wheel in both the runtime and build lock
     with ThreadPoolExecutor(max_workers=PARALLEL_DOWNLOADS) as pool:
-        paths = list(pool.map(lambda pin: _fetch(pin, store), unique))
+        paths = list(pool.map(lambda pin: fetch_pin(pin, store), unique))
     for path in paths:
         link = folder / path.name
         try:

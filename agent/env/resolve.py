@@ -1,5 +1,6 @@
-"""Resolve declared requirements into a lock, on the host, with uv: binary wheels only, for the
-sandbox image's Python and platform (not the host's). Nothing is built or run here.
+"""Resolve declared requirements into a lock, on the host, with uv: binary wheels, for the
+sandbox image's Python and platform (not the host's). Nothing is built or run here: an sdist is
+allowed only for the packages ``sdists.py`` names together with their statically read metadata.
 
 ``uv pip compile --format pylock.toml`` gives every pinned package with the URL and sha256 of
 the wheels that fit the target; ``fetch.py`` downloads exactly those.
@@ -7,6 +8,7 @@ the wheels that fit the target; ``fetch.py`` downloads exactly those.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -55,6 +57,8 @@ class Pin(BaseModel):
     version: str
     url: str
     sha256: str
+    sdist: bool = False  # no wheel fits: built offline in the install container
+    build_requires: list[str] = Field(default_factory=list)  # an sdist's [build-system] requires
 
     @property
     def filename(self) -> str:
@@ -71,6 +75,17 @@ class Lock(BaseModel):
 
     def installed(self) -> list[str]:
         return [f"{p.name}=={p.version}" for p in self.pins]
+
+    def sdists(self) -> list[Pin]:
+        return [p for p in self.pins if p.sdist]
+
+
+class NeedsSource(EnvError):
+    """uv found no usable wheel for ``names`` (they may have sdists)."""
+
+    def __init__(self, message: str, names: list[str]) -> None:
+        super().__init__(message, usage=True)
+        self.names = names
 
 
 def uv_binary() -> str:
@@ -98,8 +113,13 @@ def check_python(requires_python: str | None, target: Target, image: str) -> Non
         )
 
 
-def resolve(requirements: list[Requirement], target: Target, index: IndexConfig) -> Lock:
-    """Run ``uv pip compile`` for ``target``; EnvError (usage) naming what could not be resolved."""
+def resolve(requirements: list[Requirement], target: Target, index: IndexConfig,
+            sdist_metadata: dict[str, list[str]] | None = None) -> Lock:
+    """Run ``uv pip compile`` for ``target``; EnvError (usage) naming what could not be resolved.
+
+    ``sdist_metadata``: packages allowed as sdists, each with its Requires-Dist, given to uv so
+    that it never builds one to learn them. NeedsSource when a package has no usable wheel.
+    """
     with tempfile.TemporaryDirectory(prefix="codebox-resolve-") as tmp:
         source = Path(tmp, "requirements.in")
         source.write_text("".join(r.text + "\n" for r in requirements), encoding="utf-8")
@@ -107,6 +127,7 @@ def resolve(requirements: list[Requirement], target: Target, index: IndexConfig)
             uv_binary(), "pip", "compile", str(source), "-o", str(Path(tmp, "pylock.toml")),
             "--python-version", target.python, "--python-platform", target.platform,
             "--only-binary", ":all:", "--no-config", "--quiet", "--no-header", *index.uv_args(),
+            *_sdist_args(sdist_metadata or {}, Path(tmp)),
         ]
         try:  # cwd: an empty folder, so no uv.toml or pyproject of anyone else's is read
             proc = subprocess.run(cmd, cwd=tmp, capture_output=True, text=True, errors="replace",
@@ -115,8 +136,26 @@ def resolve(requirements: list[Requirement], target: Target, index: IndexConfig)
             raise EnvError(f"resolving took longer than {RESOLVE_TIMEOUT_S:g} s (is the package index reachable?)"
                            ) from None
         if proc.returncode != 0:
+            names = re.findall(r"Wheels are required for `([^`]+)`", proc.stderr)
+            if names:
+                raise NeedsSource(_explain(proc.stderr, requirements), names)
             raise EnvError(_explain(proc.stderr, requirements), usage=_is_unsatisfiable(proc.stderr))
         return parse_pylock(Path(tmp, "pylock.toml").read_text(encoding="utf-8"))
+
+
+def _sdist_args(metadata: dict[str, list[str]], folder: Path) -> list[str]:
+    """``--no-binary NAME`` for each sdist-only package, and a uv.toml giving uv their metadata
+    (``dependency-metadata``): with it uv picks the sdist without building it."""
+    if not metadata:
+        return []
+    entries = "".join(f"[[dependency-metadata]]\nname = {json.dumps(name)}\nrequires-dist = {json.dumps(reqs)}\n\n"
+                      for name, reqs in sorted(metadata.items()))
+    config = folder / "uv.toml"
+    config.write_text(entries, encoding="utf-8")
+    args = ["--config-file", str(config)]
+    for name in sorted(metadata):
+        args += ["--no-binary", name]
+    return args
 
 
 def _uv_env() -> dict[str, str]:
@@ -138,10 +177,7 @@ def _explain(stderr: str, requirements: list[Requirement]) -> str:
     mentioned = [r for r in requirements if re.search(rf"(?<![\w.-]){re.escape(r.name)}(?![\w-])", text.lower())]
     where = "; ".join(f"{r.text} (declared in {r.source})" for r in mentioned[:3])
     head = f"cannot resolve {where}" if where else "cannot resolve the declared requirements"
-    hint = ""
-    if "no usable wheels" in text.lower() or "no wheels" in text.lower():
-        hint = " (codebox installs binary wheels only; building dependencies from source is not supported yet)"
-    return f"{head}: {reason}{hint}"
+    return f"{head}: {reason}"
 
 
 def parse_pylock(text: str) -> Lock:
@@ -149,12 +185,13 @@ def parse_pylock(text: str) -> Lock:
     pins = []
     for package in data.get("packages", []):
         wheels = package.get("wheels") or []
-        if not wheels:
-            raise EnvError(f"the lock has no wheel for {package.get('name')} (source builds are not supported yet)")
-        wheel = wheels[0]
-        sha256 = (wheel.get("hashes") or {}).get("sha256")
-        url = wheel.get("url") or wheel.get("path")
+        entry = wheels[0] if wheels else package.get("sdist")
+        if not isinstance(entry, dict):
+            raise EnvError(f"the lock has neither a wheel nor an sdist for {package.get('name')}")
+        sha256 = (entry.get("hashes") or {}).get("sha256")
+        url = entry.get("url") or entry.get("path")
         if not sha256 or not url:
             raise EnvError(f"the lock gives no URL or sha256 for {package.get('name')}")
-        pins.append(Pin(name=package["name"], version=str(package["version"]), url=str(url), sha256=sha256))
+        pins.append(Pin(name=package["name"], version=str(package["version"]), url=str(url), sha256=sha256,
+                        sdist=not wheels))
     return Lock(pins=sorted(pins, key=lambda p: p.name))

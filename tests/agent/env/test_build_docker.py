@@ -22,7 +22,7 @@ from agent.env.resolve import IndexConfig
 from agent.protocol import EnvInfo
 from tests.agent.env import projects
 from tests.agent.env.projects import write
-from tests.agent.env.wheels import make_wheel
+from tests.agent.env.wheels import make_sdist, make_wheel, setuptools_pyproject
 
 pytestmark = pytest.mark.docker
 BASE = "codebox-sandbox:latest"
@@ -197,3 +197,48 @@ def test_env_images_are_labelled_for_ls_and_rm(tmp_path: Path, local_index: Inde
         images.remove_env_images(client, [BASE])
     assert images.remove_env_images(client, [info.image]) == [info.image]
     assert images.get_env_image(client, info.image) is None
+
+
+def _sdist_index(tmp_path: Path, wheelhouse: Path, setuptools_wheels: Path, files: dict[str, str]) -> IndexConfig:
+    sdists = tmp_path / "sdists"
+    make_sdist(sdists, "tinysd", "0.1", files)
+    return IndexConfig(find_links=[str(wheelhouse), str(setuptools_wheels), str(sdists)], no_index=True)
+
+
+def test_an_sdist_only_dependency_is_built_offline_and_imports(
+    tmp_path: Path, wheelhouse: Path, setuptools_wheels: Path, made: list[str], created: list[dict[str, Any]]
+) -> None:
+    marker = tmp_path / "ran-on-host"
+    # Writes the marker where the host has the folder (the build container has not): proof of where it ran.
+    setup_py = (f"import pathlib\nm = pathlib.Path({str(marker)!r})\nm.parent.is_dir() and m.write_text('ran')\n"
+                "from setuptools import setup\nsetup()\n")
+    index = _sdist_index(tmp_path, wheelhouse, setuptools_wheels, {
+        "pyproject.toml": setuptools_pyproject("tinysd", "0.1", ["beta>=2"]), "setup.py": setup_py,
+        "tinysd/__init__.py": "import beta\nVALUE = 'built from sdist'\n",
+    })
+    repo = write(tmp_path / "repo", {"requirements.txt": "tinysd\n", "app.py": ""})
+    info = build(repo, index, made)
+    assert "tinysd==0.1" in info.installed and "beta==2.0" in info.installed
+    assert not marker.exists()  # the sdist's setup.py ran only in the build container
+    assert created and all(c["network_mode"] == "none" for c in created), created
+    code = "import tinysd, beta; print(tinysd.VALUE, tinysd.__file__, beta.VALUE)"
+    out = run_in(info, repo, ["python3", "-c", code])
+    assert "built from sdist /opt/codebox-env/" in out and "beta" in out
+
+
+def test_an_sdist_that_fails_to_build_reports_its_log_tail_and_leaves_no_image(
+    tmp_path: Path, wheelhouse: Path, setuptools_wheels: Path, created: list[dict[str, Any]]
+) -> None:
+    index = _sdist_index(tmp_path, wheelhouse, setuptools_wheels, {
+        "pyproject.toml": setuptools_pyproject("tinysd", "0.1", []),
+        "setup.py": "raise SystemExit('codebox-test: this sdist does not build')\n",
+    })
+    repo = write(tmp_path / "repo", {"requirements.txt": "tinysd\n"})
+    client = docker.from_env()
+    before = {e.id for e in images.list_env_images(client)}
+    with pytest.raises(EnvError, match=r"(?s)sdist failed offline.*tinysd-0.1.tar.gz failed.*this sdist does not build"
+                       ) as info:
+        ensure_env(EnvRequest(repo=repo, base_image=BASE, index=index))
+    assert info.value.usage  # exit 2
+    assert {e.id for e in images.list_env_images(client)} == before
+    assert created and all(c["network_mode"] == "none" for c in created)

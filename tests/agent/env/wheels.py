@@ -56,3 +56,28 @@ def make_wheelhouse(folder: Path) -> Path:
     make_wheel(folder, "pulls-project", "1.0", {"pulls_project/__init__.py": ""}, ("srcproj",))
     make_wheel(folder, "srcproj", "5.0", {"srcproj/__init__.py": "WHERE = 'index'\n"})
     return folder
+
+
+def make_sdist(folder: Path, name: str, version: str, files: dict[str, str]) -> Path:
+    """An sdist ``name-version.tar.gz``: ``files`` under its top folder, with a PKG-INFO (Metadata 2.1)."""
+    import io
+    import tarfile
+
+    top = f"{name.replace('-', '_')}-{version}"
+    entries = {"PKG-INFO": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n", **files}
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{top}.tar.gz"
+    with tarfile.open(path, "w:gz") as archive:
+        for relative, text in entries.items():
+            data = text.encode()
+            info = tarfile.TarInfo(f"{top}/{relative}")
+            info.size = len(data)
+            info.mode = 0o644
+            archive.addfile(info, io.BytesIO(data))
+    return path
+
+
+def setuptools_pyproject(name: str, version: str, dependencies: list[str]) -> str:
+    deps = ", ".join(f'"{d}"' for d in dependencies)
+    return (f'[build-system]\nrequires = ["setuptools>=61"]\nbuild-backend = "setuptools.build_meta"\n'
+            f'[project]\nname = "{name}"\nversion = "{version}"\ndependencies = [{deps}]\n')

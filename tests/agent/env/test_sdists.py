@@ -1,0 +1,62 @@
+"""Sdist-only dependencies resolved on the host without running them: metadata read from the sdist."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agent.env.errors import EnvError
+from agent.env.reqlines import parse_requirement
+from agent.env.resolve import IndexConfig, Target
+from agent.env.sdists import build_requirements, resolve_with_sdists
+from tests.agent.env.wheels import make_sdist, setuptools_pyproject
+
+TARGET = Target(python="3.11.2", platform="x86_64-manylinux_2_36")
+RAN = "import pathlib\npathlib.Path({marker!r}).write_text('ran')\n"
+
+
+def test_an_sdist_only_dependency_is_locked_as_its_sdist_with_what_it_declares(
+    wheelhouse: Path, tmp_path: Path
+) -> None:
+    sdists = tmp_path / "sdists"
+    marker = tmp_path / "ran"
+    pyproject = setuptools_pyproject("tinysd", "0.1", ["beta>=2"])
+    make_sdist(sdists, "tinysd", "0.1", {"pyproject.toml": pyproject, "setup.py": RAN.format(marker=str(marker)),
+                                         "tinysd/__init__.py": "VALUE = 'sd'\n"})
+    index = IndexConfig(find_links=[str(wheelhouse), str(sdists)], no_index=True)
+    lock = resolve_with_sdists([parse_requirement("tinysd", "requirements.txt:1")], TARGET, index)
+    assert lock.installed() == ["beta==2.0", "tinysd==0.1"]  # beta: declared by the sdist, read statically
+    (sdist,) = lock.sdists()
+    assert sdist.filename == "tinysd-0.1.tar.gz" and sdist.build_requires == ["setuptools>=61"]
+    assert [r.text for r in build_requirements(lock)] == ["setuptools>=61"]
+    assert not marker.exists()  # nothing of the sdist ran on the host
+
+
+def test_wheels_are_still_preferred_where_there_are_wheels(wheelhouse: Path, tmp_path: Path) -> None:
+    sdists = tmp_path / "sdists"
+    make_sdist(sdists, "gamma", "9.0", {"pyproject.toml": setuptools_pyproject("gamma", "9.0", [])})
+    index = IndexConfig(find_links=[str(wheelhouse), str(sdists)], no_index=True)
+    lock = resolve_with_sdists([parse_requirement("gamma", "x")], TARGET, index)
+    assert lock.installed() == ["gamma==3.0"] and lock.sdists() == []
+
+
+def test_an_sdist_with_dynamic_dependencies_is_refused_without_running_it(wheelhouse: Path, tmp_path: Path) -> None:
+    sdists = tmp_path / "sdists"
+    marker = tmp_path / "ran"
+    make_sdist(sdists, "dyn", "0.1", {
+        "setup.py": RAN.format(marker=str(marker)) + "from setuptools import setup\nsetup(name='dyn', version='0.1')\n",
+    })
+    index = IndexConfig(find_links=[str(wheelhouse), str(sdists)], no_index=True)
+    with pytest.raises(EnvError, match=r"dyn 0.1 has no wheel .* dynamically") as info:
+        resolve_with_sdists([parse_requirement("dyn", "x")], TARGET, index)
+    assert info.value.usage and not marker.exists()
+
+
+def test_an_sdist_requiring_a_url_is_refused(wheelhouse: Path, tmp_path: Path) -> None:
+    sdists = tmp_path / "sdists"
+    pyproject = setuptools_pyproject("urly", "1.0", ["evil @ https://10.0.0.1/evil.whl"])
+    make_sdist(sdists, "urly", "1.0", {"pyproject.toml": pyproject})
+    index = IndexConfig(find_links=[str(wheelhouse), str(sdists)], no_index=True)
+    with pytest.raises(EnvError, match="by URL; refused"):
+        resolve_with_sdists([parse_requirement("urly", "x")], TARGET, index)
