@@ -80,3 +80,10 @@ def write_out(path: str | None, text: str, flag: str) -> None:
 
 def env_progress(line: str) -> None:
     print(f"codebox: env: {line}", file=sys.stderr, flush=True)
+
+
+def error_exit(exc: Exception) -> int:
+    """A codebox error on stderr, escaped (its text may quote a hostile repository), and the exit
+    code it means: 2 when it is the user's input (an error with ``usage`` set), else 1."""
+    print(f"codebox: {printable(exc)}", file=sys.stderr)
+    return EXIT_USAGE if getattr(exc, "usage", False) else EXIT_STOPPED

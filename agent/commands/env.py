@@ -14,16 +14,15 @@ if TYPE_CHECKING:
 # failed or never ran); 2: a usage error, found before anything ran; 130: cancelled.
 from agent.commands.common import (
     EXIT_OK,
-    EXIT_STOPPED,
-    EXIT_USAGE,
     env_progress,
+    error_exit,
     usage_error,
 )
+from agent.console.escape import printable
 
 
 def cmd_env_build(args: argparse.Namespace) -> int:
     from agent.env.build import EnvRequest, ensure_env
-    from agent.env.errors import EnvError
     from agent.env.resolve import IndexConfig
     from agent.errors import CodeboxError
 
@@ -36,14 +35,10 @@ def cmd_env_build(args: argparse.Namespace) -> int:
                          groups=args.group, requirements=args.requirements, apt=args.apt, index=index)
     try:
         info = ensure_env(request, env_progress)
-    except EnvError as exc:
-        print(f"codebox: {exc}", file=sys.stderr)
-        return EXIT_USAGE if exc.usage else EXIT_STOPPED
-    except CodeboxError as exc:
-        print(f"codebox: {exc}", file=sys.stderr)
-        return EXIT_STOPPED
+    except CodeboxError as exc:  # EnvError (usage or not) and any other
+        return error_exit(exc)
     for note in info.notes:
-        print(f"codebox: env: note: {note}", file=sys.stderr)
+        print(f"codebox: env: note: {printable(note)}", file=sys.stderr)
     print(info.image)
     return EXIT_OK
 
@@ -58,12 +53,11 @@ def cmd_env_ls(args: argparse.Namespace) -> int:
         found = list_env_images(client)
         client.close()
     except EnvError as exc:
-        print(f"codebox: {exc}", file=sys.stderr)
-        return EXIT_STOPPED
+        return error_exit(exc)
     print(f"{'IMAGE':<30} {'PYTHON':<8} {'PKGS':>5} {'SIZE':>8}  {'CREATED':<19}  REPO")
     for env in found:
         size = f"{env.size / 1e6:.0f}MB"
-        print(f"{env.tag:<30} {env.python:<8} {env.packages:>5} {size:>8}  {env.created:<19}  {env.repo}")
+        print(f"{env.tag:<30} {env.python:<8} {env.packages:>5} {size:>8}  {env.created:<19}  {printable(env.repo)}")
     return EXIT_OK
 
 
@@ -79,8 +73,7 @@ def cmd_env_rm(args: argparse.Namespace) -> int:
         removed = remove_env_images(client, args.images)
         client.close()
     except EnvError as exc:
-        print(f"codebox: {exc}", file=sys.stderr)
-        return EXIT_USAGE if exc.usage else EXIT_STOPPED
+        return error_exit(exc)
     for tag in removed:
         print(f"removed {tag}")
     return EXIT_OK

@@ -32,9 +32,9 @@ from agent.commands.common import (
     EXIT_CANCELLED,
     EXIT_OK,
     EXIT_STOPPED,
-    EXIT_USAGE,
     PASSING_OUTCOMES,
     env_progress,
+    error_exit,
     model_spec,
     openai_options,
     prices_from_flags,
@@ -240,7 +240,6 @@ def _cmd_run(args: argparse.Namespace, task_id: str, warm: WarmPool | None) -> i
 def _prepare_env(task: TaskSpec, base_image: str) -> Any:
     """The task's environment, chosen before the run (EnvInfo or None), or the exit code of a failure."""
     from agent.env.choose import choose_env
-    from agent.env.errors import EnvError
     from agent.errors import CodeboxError
 
     try:
@@ -248,12 +247,8 @@ def _prepare_env(task: TaskSpec, base_image: str) -> Any:
     except KeyboardInterrupt:
         print("codebox: cancelled while preparing the environment", file=sys.stderr)
         return EXIT_CANCELLED
-    except EnvError as exc:
-        print(f"codebox: {exc}", file=sys.stderr)
-        return EXIT_USAGE if exc.usage else EXIT_STOPPED
-    except CodeboxError as exc:
-        print(f"codebox: {exc}", file=sys.stderr)
-        return EXIT_STOPPED
+    except CodeboxError as exc:  # EnvError (usage or not) and any other
+        return error_exit(exc)
 
 
 def _run_in_place(
