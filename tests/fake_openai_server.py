@@ -494,3 +494,16 @@ class FakeOpenAIServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+class Events:
+    """The model events a client emits, recorded for a test (the emit callback of ModelClient.complete)."""
+
+    def __init__(self) -> None:
+        self.items: list[tuple[str, dict[str, Any]]] = []
+
+    def __call__(self, event_type: str, data: dict[str, Any]) -> None:
+        self.items.append((event_type, data))
+
+    def of(self, event_type: str) -> list[dict[str, Any]]:
+        return [d for t, d in self.items if t == event_type]

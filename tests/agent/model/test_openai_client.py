@@ -32,6 +32,7 @@ from agent.protocol import (
     UserMessage,
 )
 from tests.fake_openai_server import (
+    Events,
     FakeOpenAIServer,
     RecordedRequest,
     Reply,
@@ -59,17 +60,6 @@ TOOLS = [
     ToolSpec.from_args_model("search", "Search the repository.", SearchArgs),
     ToolSpec.from_args_model("read_file", "Read a file.", ReadArgs),
 ]
-
-
-class Events:
-    def __init__(self) -> None:
-        self.items: list[tuple[str, dict[str, Any]]] = []
-
-    def __call__(self, event_type: str, data: dict[str, Any]) -> None:
-        self.items.append((event_type, data))
-
-    def of(self, event_type: str) -> list[dict[str, Any]]:
-        return [d for t, d in self.items if t == event_type]
 
 
 @pytest.fixture(autouse=True)

@@ -9,8 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.fake_openai_behaviour import ServerBehaviour, completion_chunks
-from tests.fake_openai_server import FakeOpenAIServer, Reply, chat_completion, chat_reply, stream_reply
 
 from agent.events import FanoutSink, JsonlSink, MemorySink
 from agent.loop import Limits
@@ -20,21 +18,12 @@ from agent.model.config import OpenAIConfig
 from agent.model.openai_client import OpenAIChatClient
 from agent.model.retry_rules import StreamInterrupted
 from agent.protocol import ModelOutput, ToolSpec, UserMessage
+from tests.fake_openai_behaviour import ServerBehaviour, completion_chunks
+from tests.fake_openai_server import Events, FakeOpenAIServer, Reply, chat_completion, chat_reply, stream_reply
 from tests.fakes import make_agent, task
 
 KEY_ENV = "CODEBOX_TEST_OPENAI_KEY"
 TOOLS = [ToolSpec(name="search", description="Search.", parameters={"type": "object", "properties": {}})]
-
-
-class Events:
-    def __init__(self) -> None:
-        self.items: list[tuple[str, dict[str, Any]]] = []
-
-    def __call__(self, event_type: str, data: dict[str, Any]) -> None:
-        self.items.append((event_type, data))
-
-    def of(self, event_type: str) -> list[dict[str, Any]]:
-        return [d for t, d in self.items if t == event_type]
 
 
 @pytest.fixture(autouse=True)

@@ -8,6 +8,12 @@ from typing import Any
 
 import openai
 import pytest
+
+from agent.model.base import ModelError
+from agent.model.config import OpenAIConfig
+from agent.model.factory import make_client
+from agent.model.openai_client import OpenAIChatClient
+from agent.protocol import AssistantMessage, Message, ModelOutput, ToolCall, ToolResultMessage, ToolSpec, UserMessage
 from tests.fake_openai_behaviour import (
     LLAMA_CPP_PYTHON,
     PROSE_WITHOUT_TOOLS,
@@ -15,13 +21,7 @@ from tests.fake_openai_behaviour import (
     problem,
     validation_message,
 )
-from tests.fake_openai_server import FakeOpenAIServer, chat_reply, error_reply
-
-from agent.model.base import ModelError
-from agent.model.config import OpenAIConfig
-from agent.model.factory import make_client
-from agent.model.openai_client import OpenAIChatClient
-from agent.protocol import AssistantMessage, Message, ModelOutput, ToolCall, ToolResultMessage, ToolSpec, UserMessage
+from tests.fake_openai_server import Events, FakeOpenAIServer, chat_reply, error_reply
 
 KEY_ENV = "CODEBOX_TEST_OPENAI_KEY"
 TOOLS = [
@@ -36,17 +36,6 @@ HISTORY: list[Message] = [
     AssistantMessage(tool_calls=[ToolCall(id="c1", name="read_file", arguments={"path": "a.py"})]),
     ToolResultMessage(call_id="c1", name="read_file", content="x = 1"),
 ]
-
-
-class Events:
-    def __init__(self) -> None:
-        self.items: list[tuple[str, dict[str, Any]]] = []
-
-    def __call__(self, event_type: str, data: dict[str, Any]) -> None:
-        self.items.append((event_type, data))
-
-    def of(self, event_type: str) -> list[dict[str, Any]]:
-        return [d for t, d in self.items if t == event_type]
 
 
 @pytest.fixture(autouse=True)
@@ -185,9 +174,8 @@ def test_what_counts_as_a_validation_error(body: str) -> None:
 def test_a_long_server_message_is_kept_whole() -> None:
     roles = [problem("literal_error", ("messages", i, "role"), "Input should be 'system'", "x") for i in range(40)]
     message = validation_message([*roles, problem("string_type", ("messages", 41, "content"), "THE PART THAT MATTERS")])
-    with FakeOpenAIServer([error_reply(500, message)]) as server:
-        with pytest.raises(ModelError) as info:
-            ask(client(server))
+    with FakeOpenAIServer([error_reply(500, message)]) as server, pytest.raises(ModelError) as info:
+        ask(client(server))
     assert len(message) > 1500
     assert "THE PART THAT MATTERS" in str(info.value)
     assert info.value.body == message.strip()
@@ -259,9 +247,8 @@ def test_max_tokens_caps_a_long_generation() -> None:
 
 def test_a_generation_longer_than_the_request_timeout_fails_with_the_timeout_named() -> None:
     slow = ServerBehaviour(seconds_per_token=0.05)  # 60 tokens: 3 s, the timeout is 0.3 s
-    with FakeOpenAIServer(default=chat_reply(LONG), behaviour=slow) as server:
-        with pytest.raises(ModelError) as info:
-            ask(client(server, request_timeout_s=0.3, max_attempts=2, stream=False))
+    with FakeOpenAIServer(default=chat_reply(LONG), behaviour=slow) as server, pytest.raises(ModelError) as info:
+        ask(client(server, request_timeout_s=0.3, max_attempts=2, stream=False))
     assert "APITimeoutError: no answer within 0.3 s" in str(info.value)
     assert "failed 2 times" in str(info.value)
 
