@@ -40,6 +40,8 @@ import signal
 import sys
 import time
 
+from sandbox import flags
+
 WAKE_S = 0.25  # a check of the hang-up grace at least this often
 FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT)
 
@@ -84,33 +86,17 @@ class _Options:
 
 
 def _parse(argv: list[str]) -> _Options:
-    """The command line by hand: argparse would be most of init's own start-up."""
-    alarm_s: int | None = None
-    hup_grace_s = 2.0
-    rest = list(argv)
-    while rest and rest[0] != "--":
-        flag, _, value = rest.pop(0).partition("=")
-        if flag in ("-h", "--help"):
-            raise _Usage(USAGE)
-        if flag not in ("--alarm-s", "--hup-grace-s"):
-            raise _Usage(f"unknown option {flag!r}\n{USAGE}")
-        if not value:
-            if not rest:
-                raise _Usage(f"{flag} needs a value\n{USAGE}")
-            value = rest.pop(0)
-        try:
-            if flag == "--alarm-s":
-                alarm_s = int(value)
-            else:
-                hup_grace_s = float(value)
-        except ValueError:
-            raise _Usage(f"{flag}: not a number: {value!r}") from None
-    if alarm_s is None:
+    """The command line (sandbox.flags: argparse would be most of init's own start-up)."""
+    try:
+        values, command = flags.parse(argv, {"--alarm-s": (int, None), "--hup-grace-s": (float, 2.0)},
+                                      stop_at_dashes=True)
+    except flags.FlagError as exc:
+        raise _Usage(f"{exc}\n{USAGE}") from None
+    if values["alarm_s"] is None:
         raise _Usage(f"--alarm-s is required\n{USAGE}")
-    command = rest[1:]
     if not command:
         raise _Usage(f"no command\n{USAGE}")
-    return _Options(alarm_s, hup_grace_s, command)
+    return _Options(values["alarm_s"], values["hup_grace_s"], command)
 
 
 def _server_argv(command: list[str]) -> list[str] | None:
@@ -154,6 +140,9 @@ def _run_child(command: list[str]) -> None:
 def main(argv: list[str] | None = None) -> int:
     try:
         ns = _parse(sys.argv[1:] if argv is None else argv)
+    except flags.HelpWanted:
+        print(USAGE)
+        return 0
     except _Usage as exc:
         _log(str(exc))
         return 2

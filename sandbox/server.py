@@ -24,7 +24,6 @@ PID 1 itself: it reaps orphans after every run_test and handles SIGTERM.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
 import os
@@ -34,7 +33,7 @@ import sys
 import threading
 import time
 
-from sandbox import wire
+from sandbox import flags, wire
 from sandbox.tools import Context, ToolError, ToolResult, catalog, check_names
 from sandbox.tools.procs import become_subreaper, in_host_pid_namespace, set_undumpable, tmp_is_private_tmpfs
 
@@ -85,8 +84,11 @@ class Server:
         self.closed = False  # set once the lifetime ended: nothing more is written
         # e.g. the write container serves only ping and apply_patch
         served = [name for name in catalog.NAMES if tools is None or name in tools]
-        self.handlers: dict[str, Handler] = {"ping": self.ping}
-        self.handlers.update((name, catalog.load(name)) for name in served)
+        # A tool's module is imported at its first call (catalog.load), not at boot: an idle
+        # sandbox holds only what the first request needs (each tool module pulls in more of
+        # the stdlib: subprocess, shutil, tempfile, difflib ...).
+        self.handlers: dict[str, Optional[Handler]] = {"ping": self.ping}
+        self.handlers.update((name, None) for name in served)
 
     # -- tools of the server itself -------------------------------------------------------
     def ping(self, ctx: Context, args: Mapping[str, Any], timeout_s: Optional[float]) -> ToolResult:
@@ -105,6 +107,7 @@ class Server:
                 "wipe_tmp": ctx.wipe_tmp,
                 "subreaper": self.subreaper,
                 "undumpable": self.undumpable,
+                "tools_loaded": sorted(name for name, h in self.handlers.items() if h is not None and name != "ping"),
             },
         )
 
@@ -159,7 +162,10 @@ class Server:
         with self.lock:
             self.inflight = (rid,)  # cleared when its response is written
         try:
-            result = self.handlers[tool](self.ctx, args, timeout_s)
+            handler = self.handlers[tool]
+            if handler is None:
+                handler = self.handlers[tool] = catalog.load(tool)
+            result = handler(self.ctx, args, timeout_s)
         except ToolError as e:
             result = ToolResult(output=e.message, ok=False, outcome="error", error=_one_line(e.message), data=e.data)
         except Exception as e:
@@ -290,72 +296,72 @@ def _take_stdio() -> tuple[BinaryIO, int]:
     return os.fdopen(in_fd, "rb", buffering=1 << 16), out_fd
 
 
-def _parse_args(argv: Optional[list[str]]) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python3 -m sandbox.server", description=__doc__.split("\n")[0])
-    p.add_argument("--root", default=DEFAULT_ROOT, help="the repository root (default /repo)")
-    p.add_argument("--lifetime-s", type=float, default=None, help="exit after this many seconds")
-    p.add_argument(
-        "--output-limit",
-        type=int,
-        default=DEFAULT_OUTPUT_LIMIT,
-        help=f"bytes kept per output stream (default {DEFAULT_OUTPUT_LIMIT})",
-    )
-    p.add_argument("--allow-shell", action="store_true", help='run_test accepts {"shell": "..."}')
-    p.add_argument(
-        "--reap-all",
-        action="store_true",
-        help="in a container the server owns: after run_test, kill every process "
-        "but the server and its ancestors (ignored in the host's pid namespace)",
-    )
-    p.add_argument(
-        "--wipe-tmp",
-        action="store_true",
-        help="in a container: run_test empties /tmp and /dev/shm before and after each run "
-        "(honoured only with --reap-all, in a container whose /tmp is a tmpfs mount of its own)",
-    )
-    p.add_argument(
-        "--max-request-bytes",
-        type=int,
-        default=wire.MAX_REQUEST_BYTES,
-        help=f"longest request line accepted (default {wire.MAX_REQUEST_BYTES})",
-    )
-    p.add_argument(
-        "--tools",
-        default=None,
-        help="comma-separated tools this server runs (default: all); the write container: apply_patch",
-    )
-    p.add_argument(
-        "--search-engine",
-        choices=("auto", "rg", "python"),
-        default="auto",
-        help="auto: ripgrep when on PATH, else the pure-Python search",
-    )
-    ns = p.parse_args(argv)
-    if not 0 < ns.output_limit <= MAX_OUTPUT_LIMIT:
-        p.error(f"--output-limit must be in 1..{MAX_OUTPUT_LIMIT}")
-    if ns.lifetime_s is not None and not ns.lifetime_s > 0:
-        p.error("--lifetime-s must be > 0")
-    if ns.max_request_bytes < 1024:
-        p.error("--max-request-bytes must be >= 1024")
+USAGE = """usage: python3 -m sandbox.server [--root DIR] [--lifetime-s S] [--output-limit N]
+                              [--allow-shell] [--reap-all] [--wipe-tmp] [--max-request-bytes N]
+                              [--tools NAME,...] [--search-engine auto|rg|python]
+
+  --root DIR             the repository root (default /repo)
+  --lifetime-s S         exit after this many seconds
+  --output-limit N       bytes kept per output stream (default 32000)
+  --allow-shell          run_test accepts {"shell": "..."}
+  --reap-all             in a container the server owns: after run_test, kill every process but the
+                         server and its ancestors (ignored in the host's pid namespace)
+  --wipe-tmp             in a container: run_test empties /tmp and /dev/shm before and after each run
+                         (honoured only with --reap-all, in a container whose /tmp is a tmpfs of its own)
+  --max-request-bytes N  longest request line accepted (default 4194304)
+  --tools NAME,...       the tools this server runs (default: all); the write container: apply_patch
+  --search-engine E      auto: ripgrep when on PATH, else the pure-Python search; rg; python"""
+
+_FLAGS: flags.Spec = {
+    "--root": (str, DEFAULT_ROOT),
+    "--lifetime-s": (float, None),
+    "--output-limit": (int, DEFAULT_OUTPUT_LIMIT),
+    "--allow-shell": (None, False),
+    "--reap-all": (None, False),
+    "--wipe-tmp": (None, False),
+    "--max-request-bytes": (int, wire.MAX_REQUEST_BYTES),
+    "--tools": (str, None),
+    "--search-engine": (str, "auto"),
+}
+
+
+def _parse_args(argv: Sequence[str]) -> dict[str, Any]:
+    """The options; flags.FlagError (one line) or flags.HelpWanted."""
+    ns, _ = flags.parse(list(argv), _FLAGS)
+    if not 0 < ns["output_limit"] <= MAX_OUTPUT_LIMIT:
+        raise flags.FlagError(f"--output-limit must be in 1..{MAX_OUTPUT_LIMIT}")
+    if ns["lifetime_s"] is not None and not ns["lifetime_s"] > 0:
+        raise flags.FlagError("--lifetime-s must be > 0")
+    if ns["max_request_bytes"] < 1024:
+        raise flags.FlagError("--max-request-bytes must be >= 1024")
+    if ns["search_engine"] not in ("auto", "rg", "python"):
+        raise flags.FlagError(f"--search-engine: {ns['search_engine']!r} is not one of auto, rg, python")
     return ns
 
 
-def main(argv: Optional[list[str]] = None) -> int:
-    ns = _parse_args(argv)
-    root = os.path.realpath(ns.root)
-    if not os.path.isdir(root):
-        log(f"--root {ns.root!r} is not a directory")
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    try:
+        ns = _parse_args(sys.argv[1:] if argv is None else argv)
+    except flags.HelpWanted:
+        print(USAGE)
+        return 0
+    except flags.FlagError as exc:
+        print(f"python3 -m sandbox.server: {exc}\n{USAGE.splitlines()[0]}", file=sys.stderr)
         return 2
-    rg = _which("rg") if ns.search_engine != "python" else None
-    if ns.search_engine == "rg" and rg is None:
+    root = os.path.realpath(ns["root"])
+    if not os.path.isdir(root):
+        log(f"--root {ns['root']!r} is not a directory")
+        return 2
+    rg = _which("rg") if ns["search_engine"] != "python" else None
+    if ns["search_engine"] == "rg" and rg is None:
         log("--search-engine rg: rg is not on PATH")
         return 2
-    reap_all = bool(ns.reap_all)
+    reap_all = bool(ns["reap_all"])
     if reap_all and in_host_pid_namespace():
         log("--reap-all ignored: this is the host's pid namespace, not a container")
         reap_all = False
 
-    wipe_tmp = bool(ns.wipe_tmp)
+    wipe_tmp = bool(ns["wipe_tmp"])
     if wipe_tmp and not (reap_all and tmp_is_private_tmpfs()):
         log("--wipe-tmp ignored: not a container (with --reap-all) whose /tmp is a tmpfs of its own")
         wipe_tmp = False
@@ -363,8 +369,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     reader, out_fd = _take_stdio()
     ctx = Context(
         root=root,
-        output_limit=ns.output_limit,
-        allow_shell=bool(ns.allow_shell),
+        output_limit=ns["output_limit"],
+        allow_shell=bool(ns["allow_shell"]),
         reap_all=reap_all,
         rg=rg,
         wipe_tmp=wipe_tmp,
@@ -373,16 +379,16 @@ def main(argv: Optional[list[str]] = None) -> int:
         ctx,
         reader,
         out_fd,
-        max_request_bytes=ns.max_request_bytes,
+        max_request_bytes=ns["max_request_bytes"],
         subreaper=become_subreaper(),
         undumpable=set_undumpable(),
-        tools=ns.tools.split(",") if ns.tools else None,
+        tools=ns["tools"].split(",") if ns["tools"] else None,
     )
 
     def on_signal(signum: int, frame: Any) -> None:
         raise _Terminate(signum)
 
-    lifetime_end = None if ns.lifetime_s is None else time.monotonic() + ns.lifetime_s
+    lifetime_end = None if ns["lifetime_s"] is None else time.monotonic() + ns["lifetime_s"]
 
     def on_alarm(signum: int, frame: Any) -> None:
         # Our own --lifetime-s timer, or the host's alarm() armed before exec'ing us as a
@@ -390,7 +396,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         # the handler itself: expire() takes the lock the main thread may hold.
         why = "SIGALRM (lifetime cap)"
         if lifetime_end is not None and time.monotonic() >= lifetime_end - 0.05:
-            why = f"lifetime of {ns.lifetime_s:g} s reached"
+            why = f"lifetime of {ns['lifetime_s']:g} s reached"
         threading.Thread(target=server.expire, args=(why,), daemon=True).start()
 
     signal.signal(signal.SIGTERM, on_signal)
@@ -398,10 +404,10 @@ def main(argv: Optional[list[str]] = None) -> int:
     signal.signal(signal.SIGHUP, on_signal)
     signal.signal(signal.SIGQUIT, on_signal)
     signal.signal(signal.SIGALRM, on_alarm)
-    if ns.lifetime_s is not None:
+    if ns["lifetime_s"] is not None:
         # A kernel timer, not a threading.Timer: an idle server holds no second thread (its
         # stack and malloc arena were about 1 MB of an idle sandbox).
-        signal.setitimer(signal.ITIMER_REAL, ns.lifetime_s)
+        signal.setitimer(signal.ITIMER_REAL, ns["lifetime_s"])
     try:
         return server.serve()
     except _Terminate as t:

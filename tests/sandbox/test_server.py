@@ -229,3 +229,16 @@ def test_server_survives_its_children_being_killed(server: ServerProc) -> None:
     assert r["data"]["signal"] == "SIGKILL"
     assert alive(server.pid)
     assert server.call("ping")["ok"]
+
+
+def test_a_tool_module_is_loaded_at_its_first_call_not_at_boot(tree: Path) -> None:
+    s = ServerProc(tree, "--tools", "read_file,search")
+    try:
+        assert s.call("ping")["data"]["tools_loaded"] == []
+        assert s.call("read_file", path="README.md")["ok"]
+        assert s.call("ping")["data"]["tools_loaded"] == ["read_file"]
+        refused = s.call("run_test", argv=["true"])  # not served here: refused, never loaded
+        assert not refused["ok"] and "this server runs: ping, read_file, search" in refused["output"]
+        assert s.call("ping")["data"]["tools_loaded"] == ["read_file"]
+    finally:
+        s.close()
