@@ -40,7 +40,7 @@ case "${1:-}" in
     ;;
   test)
     say "ruff: lint"
-    ruff check agent sandbox
+    ruff check agent sandbox tests bench
     say "mypy: types"
     mypy
     say "the sandbox image (built only if missing)"

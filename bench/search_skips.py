@@ -3,8 +3,9 @@
     python bench/search_skips.py [--n 15] [--files 2000] [--binaries 400] [--image codebox-sandbox:latest]
 
 Inside the sandbox container (its ripgrep), on a generated tree of text files and binary files
-(.pyc-like, 16 KiB with NUL bytes; the query is in 1 % of the text files), interleaved reps of: ripgrep with the flags search used before
-(binary files dropped at the first NUL, silently) and with today's (``--binary --debug
+(.pyc-like, 16 KiB with NUL bytes; the query is in 1 % of the text files), interleaved reps of:
+ripgrep with the flags search used before (binary files dropped at the first NUL, silently) and
+with today's (``--binary --debug
 --max-filesize``); and the whole ``search`` tool call through the sandbox. Printed: medians in
 ms and the ratio new / old.
 """

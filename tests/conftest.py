@@ -6,6 +6,7 @@ import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -93,6 +94,22 @@ def no_leaked_containers() -> Iterator[None]:
         time.sleep(0.5)
         left = _codebox_containers()
     assert not left, f"codebox containers leaked: {left}"
+
+
+@pytest.fixture(scope="session")
+def docker_client() -> Iterator[Any]:
+    """One Docker client for the docker tests; no daemon: a skip, or in CI a failure."""
+    import docker
+
+    try:
+        client = docker.from_env(timeout=15)
+        client.ping()
+    except Exception as exc:
+        if os.environ.get("CI"):
+            raise
+        pytest.skip(f"no Docker daemon answers ({exc})")
+    yield client
+    client.close()
 
 
 @pytest.fixture(scope="session")

@@ -14,10 +14,9 @@ import agent.batch as batch
 import agent.engines.local as local_engine
 from agent.budget import BatchBudget, Prices, TaskBudget
 from agent.cli import main
-from agent.loop import Limits
-from agent.model.scripted import ScriptedModel
 from agent.engines import TaskJob, TaskOutcome
 from agent.events import EventSink
+from agent.loop import Limits
 from agent.protocol import AgentEvent, Report, TaskSpec, Usage
 from tests.fakes import make_agent, task
 
@@ -143,7 +142,9 @@ def _report(t: TaskSpec, spent: Usage) -> Report:
 def _spending_job(replies: int, each: Usage) -> Any:
     """An execute_job that spends like a run: one `message` event with usage a reply, then its report."""
 
-    def execute(job: TaskJob, source: Path, cancel: Any, sink: EventSink | None = None, prepared: Any = None) -> TaskOutcome:
+    def execute(
+        job: TaskJob, source: Path, cancel: Any, sink: EventSink | None = None, prepared: Any = None
+    ) -> TaskOutcome:
         for seq in range(replies):
             if sink is not None:
                 sink.emit(AgentEvent(type="message", task_id=job.task.id, seq=seq + 1, step=seq + 1,
@@ -162,7 +163,9 @@ def test_a_spent_batch_budget_starts_no_more_tasks(tmp_path: Path, monkeypatch: 
     started: list[str] = []
     spend = _spending_job(3, usage(150, 50))
 
-    def execute(job: TaskJob, source: Path, cancel: Any, sink: EventSink | None = None, prepared: Any = None) -> TaskOutcome:
+    def execute(
+        job: TaskJob, source: Path, cancel: Any, sink: EventSink | None = None, prepared: Any = None
+    ) -> TaskOutcome:
         started.append(job.task.id)
         return spend(job, source, cancel, sink, prepared)
 

@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from agent.cli import main
 from tests.fake_openai_behaviour import (
     LLAMA_CPP_PYTHON,
     ServerBehaviour,
@@ -16,8 +18,6 @@ from tests.fake_openai_behaviour import (
     validation_message,
 )
 from tests.fake_openai_server import FakeOpenAIServer, chat_completion, chat_reply, error_reply, stream_reply
-
-from agent.cli import main
 
 pytestmark = pytest.mark.docker
 
@@ -126,8 +126,9 @@ def test_a_validation_500_ends_the_run_once_with_the_whole_message(
     shutil.copytree(DEMO_REPO, repo)
     roles = [problem("literal_error", ("messages", 2, f"ChatCompletionRequest{r}Message", "role"),
                      f"Input should be '{r.lower()}'", "assistant") for r in ("System", "User", "Tool", "Function")]
-    message = validation_message([*roles, problem("string_type", ("messages", 2, "ChatCompletionRequestAssistantMessage",
-                                                                  "content"), "Input should be a valid string")])
+    content = problem("string_type", ("messages", 2, "ChatCompletionRequestAssistantMessage", "content"),
+                      "Input should be a valid string")
+    message = validation_message([*roles, content])
     with FakeOpenAIServer([error_reply(500, message)]) as server:
         code, report, events = _run(server.url, repo, tmp_path)
         posts = len(server.posts)
@@ -178,7 +179,8 @@ def test_a_streamed_run_survives_a_cut_stream_and_keeps_deltas_out_of_the_file(
     assert all(b["stream"] is True for b in bodies) and len(bodies) == 3
     types = [e["type"] for e in events]
     assert "model.retry" in types and "message.delta" not in types
-    assert [e["data"]["text"] for e in events if e["type"] == "message"][0] == "Reading the file first."
+    first = next((e["data"]["text"] for e in events if e["type"] == "message"), None)
+    assert first == "Reading the file first."
     assert report["usage"]["total_tokens"] == 30  # the two whole replies, the cut one not at all
 
 

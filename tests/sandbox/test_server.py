@@ -13,9 +13,8 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tests.sandbox.server_support import SERVER_PYTHON, ServerProc, alive, make_tree, wait_dead
-
 from sandbox import wire
+from tests.sandbox.server_support import SERVER_PYTHON, ServerProc, alive, make_tree, wait_dead
 
 
 @pytest.fixture(scope="module")

@@ -12,44 +12,27 @@ from typing import Any
 
 import pytest
 
-docker = pytest.importorskip("docker")
+pytest.importorskip("docker")
 
-from agent.batch import run_batch  # noqa: E402
-from agent.console.batch_view import BatchView  # noqa: E402
-from agent.containers.leftovers import LABEL_POOL, LABEL_TASK  # noqa: E402
-from agent.containers.pool import PlannedTask, WarmPool  # noqa: E402
-from agent.containers.sandbox import SandboxConfig  # noqa: E402
-from agent.engines import TaskJob, execute_job  # noqa: E402
-from agent.engines.base import PreparedJob  # noqa: E402
-from agent.events import CallbackSink, EventSink  # noqa: E402
-from agent.loop import CancelToken  # noqa: E402
-from agent.protocol import AgentEvent, Report, TaskSpec  # noqa: E402
-from agent.workspace import create_workspace  # noqa: E402
-from tests.repos import sh  # noqa: E402
+from agent.batch import run_batch
+from agent.console.batch_view import BatchView
+from agent.containers.leftovers import LABEL_POOL, LABEL_TASK
+from agent.containers.pool import PlannedTask, WarmPool
+from agent.containers.sandbox import SandboxConfig
+from agent.engines import TaskJob, execute_job
+from agent.engines.base import PreparedJob
+from agent.events import CallbackSink, EventSink
+from agent.loop import CancelToken
+from agent.protocol import AgentEvent, Report, TaskSpec
+from agent.workspace import create_workspace
+from tests.repos import sh
 
 pytestmark = pytest.mark.docker
 
 PREFIX = f"pytest-warm-{os.getpid()}"
 
 
-@pytest.fixture(scope="module")
-def client() -> Iterator[Any]:
-    try:
-        c = docker.from_env(timeout=15)
-        c.ping()
-    except Exception as exc:
-        if os.environ.get("CI"):
-            raise
-        pytest.skip(f"no Docker daemon answers ({exc})")
-    yield c
-    c.close()
-
-
-@pytest.fixture(scope="module")
-def image(client: Any) -> str:
-    from agent.containers.image import ensure_sandbox_image
-
-    return ensure_sandbox_image(log=lambda _msg: None)
+# docker_client and sandbox_image: tests/conftest.py
 
 
 @pytest.fixture
@@ -138,7 +121,7 @@ class WatchingView(BatchView):
 
 
 def test_later_tasks_start_in_a_sandbox_started_before_they_began(
-    tmp_path: Path, repo: Path, image: str, client: Any, ws_root: Path
+    tmp_path: Path, repo: Path, sandbox_image: str, docker_client: Any, ws_root: Path
 ) -> None:
     ids = [f"{PREFIX}-a{i}" for i in range(4)]
     warm_ids: dict[str, str] = {}
@@ -147,11 +130,11 @@ def test_later_tasks_start_in_a_sandbox_started_before_they_began(
         # jobs=1: the next task starts only after this returns; its sandbox is already coming up.
         following = ids.index(report.task_id) + 1
         if following < len(ids):
-            warm_ids[ids[following]] = wait_for(lambda: warm_container(client, ids[following]))
+            warm_ids[ids[following]] = wait_for(lambda: warm_container(docker_client, ids[following]))
 
-    view = WatchingView(client, len(ids), after_finish=after_finish)
+    view = WatchingView(docker_client, len(ids), after_finish=after_finish)
     out = tmp_path / "out"
-    reports = run_batch(tasks_for(tmp_path, repo, ids), out, jobs=1, sandbox_config=SandboxConfig(image=image),
+    reports = run_batch(tasks_for(tmp_path, repo, ids), out, jobs=1, sandbox_config=SandboxConfig(image=sandbox_image),
                         view=view)
     assert [r.status for r in reports] == ["completed"] * 4, [r.render() for r in reports]
     assert view.at_start[ids[0]] == [] and LABEL_POOL not in view.at_first_result[ids[0]][0]["Labels"]
@@ -165,12 +148,12 @@ def test_later_tasks_start_in_a_sandbox_started_before_they_began(
         patch = (out / task_id / "patch.diff").read_text()
         assert f"+++ b/{task_id}.txt" in patch and patch.count("+++ b/") == 1
     assert not (repo / f"{ids[1]}.txt").exists()
-    assert all(wait_for(lambda t=t: not containers(client, t), 15) for t in ids)
+    assert all(wait_for(lambda t=t: not containers(docker_client, t), 15) for t in ids)
     assert list(ws_root.iterdir()) == []
 
 
 def test_preparation_errors_leave_tasks_to_run_the_normal_way(
-    tmp_path: Path, repo: Path, image: str, client: Any, ws_root: Path
+    tmp_path: Path, repo: Path, sandbox_image: str, docker_client: Any, ws_root: Path
 ) -> None:
     """jobs=2: tasks 2.. are prepared; a bad base commit or env fails in preparation and again, the
     same way, in the task itself; the others are served by warm sandboxes."""
@@ -178,10 +161,10 @@ def test_preparation_errors_leave_tasks_to_run_the_normal_way(
     tasks = tasks_for(tmp_path, repo, ids)
     tasks[3] = tasks[3].model_copy(update={"base_commit": "0" * 40})
     tasks[4] = tasks[4].model_copy(update={"env": "codebox-no-such-env:none"})
-    config = SandboxConfig(image=image)
+    config = SandboxConfig(image=sandbox_image)
     results: dict[bool, list[tuple[str, str, str | None]]] = {}
     for warm in (False, True):
-        view = WatchingView(client, len(ids))
+        view = WatchingView(docker_client, len(ids))
         out = tmp_path / f"out-{warm}"
         reports = run_batch(tasks, out, jobs=2, sandbox_config=config, view=view, warm=warm)
         results[warm] = [(r.task_id, r.stop_reason, r.error) for r in reports]
@@ -190,12 +173,12 @@ def test_preparation_errors_leave_tasks_to_run_the_normal_way(
     statuses = [reason for _, reason, _ in results[True]]
     assert statuses == ["final_message"] * 3 + ["invalid_task", "sandbox_error", "final_message"], results[True]
     assert results[True] == results[False]
-    assert all(wait_for(lambda t=t: not containers(client, t), 15) for t in ids)
+    assert all(wait_for(lambda t=t: not containers(docker_client, t), 15) for t in ids)
     assert list(ws_root.iterdir()) == []
 
 
 def test_cancel_mid_batch_leaves_no_container_and_no_workspace(
-    tmp_path: Path, repo: Path, image: str, client: Any, ws_root: Path
+    tmp_path: Path, repo: Path, sandbox_image: str, docker_client: Any, ws_root: Path
 ) -> None:
     ids = [f"{PREFIX}-c{i}" for i in range(4)]
     cancel = CancelToken()
@@ -203,48 +186,49 @@ def test_cancel_mid_batch_leaves_no_container_and_no_workspace(
 
     def on_tool(task_id: str) -> None:
         if task_id == ids[1]:  # task 2's sandbox is up, its workspace made: cancel now
-            seen_warm.append(wait_for(lambda: warm_container(client, ids[2])))
+            seen_warm.append(wait_for(lambda: warm_container(docker_client, ids[2])))
             cancel.cancel("test cancel")
 
-    view = WatchingView(client, len(ids), on_tool=on_tool)
+    view = WatchingView(docker_client, len(ids), on_tool=on_tool)
     out = tmp_path / "out"
-    reports = run_batch(tasks_for(tmp_path, repo, ids), out, jobs=1, sandbox_config=SandboxConfig(image=image),
+    reports = run_batch(tasks_for(tmp_path, repo, ids), out, jobs=1, sandbox_config=SandboxConfig(image=sandbox_image),
                         view=view, cancel=cancel)
     assert seen_warm and seen_warm[0], "task 2's sandbox never came up"
     assert [r.task_id for r in reports] == ids[:2] and reports[1].status == "cancelled", [r.render() for r in reports]
     assert not (out / ids[2] / "report.json").exists()
-    assert all(wait_for(lambda t=t: not containers(client, t), 15) for t in ids), "a container outlived the cancel"
+    gone = all(wait_for(lambda t=t: not containers(docker_client, t), 15) for t in ids)
+    assert gone, "a container outlived the cancel"
     assert list(ws_root.iterdir()) == [], "a prepared workspace outlived the cancel"
 
 
 @pytest.fixture
-def other_image(client: Any, image: str) -> Iterator[str]:
+def other_image(docker_client: Any, sandbox_image: str) -> Iterator[str]:
     """The sandbox image under a tag of this test's own (removing it removes only the tag)."""
     repository, tag = "codebox-pooltest", str(os.getpid())
-    client.images.get(image).tag(repository, tag=tag)
+    docker_client.images.get(sandbox_image).tag(repository, tag=tag)
     yield f"{repository}:{tag}"
-    client.images.remove(f"{repository}:{tag}")
+    docker_client.images.remove(f"{repository}:{tag}")
 
 
 def test_a_task_whose_env_image_differs_starts_its_own_and_the_warm_one_goes(
-    tmp_path: Path, repo: Path, image: str, other_image: str, client: Any, ws_root: Path
+    tmp_path: Path, repo: Path, sandbox_image: str, other_image: str, docker_client: Any, ws_root: Path
 ) -> None:
     task_id = f"{PREFIX}-env"
     [task] = tasks_for(tmp_path, repo, [task_id], env=other_image)
-    job = TaskJob(task=task, model=task.model or "", sandbox=SandboxConfig(image=image))
+    job = TaskJob(task=task, model=task.model or "", sandbox=SandboxConfig(image=sandbox_image))
     workspace = create_workspace(repo)
     pool = WarmPool(1)
     # Prepared on the base image, but the task's environment is another image.
-    pool.prestart(PlannedTask(task_id, workspace.path.resolve(), SandboxConfig(image=image)))
+    pool.prestart(PlannedTask(task_id, workspace.path.resolve(), SandboxConfig(image=sandbox_image)))
     try:
         assert pool.wait_started(task_id, 60)
-        warm_id = warm_container(client, task_id)
+        warm_id = warm_container(docker_client, task_id)
         assert warm_id
         first: list[list[dict[str, Any]]] = []
 
         def on_event(event: AgentEvent) -> None:
             if event.type == "tool.end" and not first:
-                first.append(containers(client, task_id))
+                first.append(containers(docker_client, task_id))
 
         sink: EventSink = CallbackSink(on_event)
         outcome = execute_job(job, repo, CancelToken(), sink, PreparedJob(workspace, None, pool))
@@ -253,8 +237,8 @@ def test_a_task_whose_env_image_differs_starts_its_own_and_the_warm_one_goes(
         served = [c for c in first[0] if c["Id"] != warm_id]
         assert [(c["Image"], LABEL_POOL in c["Labels"]) for c in served] == [(other_image, False)]
         # Discarded at the claim, not at the pool's close.
-        assert wait_for(lambda: all(c["Id"] != warm_id for c in containers(client, task_id)), 15)
+        assert wait_for(lambda: all(c["Id"] != warm_id for c in containers(docker_client, task_id)), 15)
     finally:
         pool.close()
-    assert wait_for(lambda: not containers(client, task_id), 15)
+    assert wait_for(lambda: not containers(docker_client, task_id), 15)
     assert not workspace.path.exists()

@@ -151,7 +151,8 @@ def test_a_streamed_reply_with_awkward_splits_through_the_sdk(server: FakeOpenAI
     a = _split_awkwardly(ARGS_A)
     chunks: list[dict[str, Any] | str] = [delta({"role": "assistant", "content": "Look"}), delta({"content": "ing."}),
                                           call_delta(0, "call_a", "search", ""), call_delta(1, "call_b", "read_file")]
-    chunks += [call_delta(0, args=p) for p in a[:2]] + [call_delta(1, args=ARGS_B)] + [call_delta(0, args=p) for p in a[2:]]
+    chunks += [call_delta(0, args=p) for p in a[:2]] + [call_delta(1, args=ARGS_B)]
+    chunks += [call_delta(0, args=p) for p in a[2:]]
     chunks += [delta({}, "tool_calls"), {"object": "chat.completion.chunk", "choices": [],
                                          "usage": {"prompt_tokens": 11, "completion_tokens": 4, "total_tokens": 15}}]
     server.add(stream_reply(chunks))

@@ -9,11 +9,10 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tests.sandbox.server_support import make_tree
-
 from sandbox.tools import ToolError
 from sandbox.tools.output import HeadTail, cap_text
 from sandbox.tools.paths import resolve
+from tests.sandbox.server_support import make_tree
 
 
 @pytest.fixture(scope="module")

@@ -17,9 +17,8 @@ from typing import Any
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tests.sandbox.server_support import REPO, SERVER_PYTHON, ServerProc, alive, make_tree, vm_hwm_kb, wait_dead
-
 from sandbox.tools.processes import oom_kill_count, scan
+from tests.sandbox.server_support import REPO, SERVER_PYTHON, ServerProc, alive, make_tree, vm_hwm_kb, wait_dead
 
 PY = sys.executable
 

@@ -12,9 +12,8 @@ from typing import Any
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tests.sandbox.server_support import ServerProc, make_tree
-
 from sandbox.tools.search import Glob
+from tests.sandbox.server_support import ServerProc, make_tree
 
 HAVE_RG = shutil.which("rg") is not None
 if not HAVE_RG and os.environ.get("CI"):
