@@ -3,29 +3,40 @@ pyproject.toml of the current folder, CODEBOX_* environment variables; command-l
 
 Precedence, highest first: flags, environment (CODEBOX_MODEL ...), ./pyproject.toml
 [tool.codebox], $XDG_CONFIG_HOME/codebox/codebox.toml (~/.config/codebox/codebox.toml).
+
+Every command reads these before it parses its flags, so this module imports no pydantic: the
+sources are merged here, and only values that some source actually sets are validated (by a
+pydantic model built on first use). With no file and no variable, the built-in defaults of
+agent.defaults are the settings as they are.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+import json
 import os
 import tomllib
+import typing
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import Field, ValidationError
-from pydantic_settings import (
-    BaseSettings,
-    PydanticBaseSettingsSource,
-    PyprojectTomlConfigSettingsSource,
-    SettingsConfigDict,
-    TomlConfigSettingsSource,
-)
-
-from agent.checks import error_message
 from agent.console.escape import one_line
-from agent.containers.spec import SandboxConfig
+from agent.defaults import (
+    DEFAULT_CPUS,
+    DEFAULT_JOBS,
+    DEFAULT_MAX_STEPS,
+    DEFAULT_MEMORY,
+    DEFAULT_PIDS,
+    DEFAULT_POLICY,
+    DEFAULT_TIMEOUT_S,
+    PolicyName,
+)
 from agent.errors import CodeboxError
-from agent.protocol import PolicyName, TaskSpec
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 
 class ConfigError(CodeboxError):
@@ -41,14 +52,12 @@ def project_config_file() -> Path:
     return Path.cwd() / "pyproject.toml"
 
 
-class CodeboxSettings(BaseSettings):
-    """Every default a user may set once instead of on every command line."""
+ENV_PREFIX = "CODEBOX_"
 
-    model_config = SettingsConfigDict(
-        env_prefix="CODEBOX_",
-        extra="forbid",
-        pyproject_toml_table_header=("tool", "codebox"),
-    )
+
+@dataclass(frozen=True)
+class CodeboxSettings:
+    """Every default a user may set once instead of on every command line."""
 
     model: str | None = None
     """Model name for an OpenAI-compatible API, or scripted:FILE."""
@@ -58,48 +67,47 @@ class CodeboxSettings(BaseSettings):
     """The variable that holds the API key (default OPENAI_API_KEY)."""
     api: Literal["chat", "responses"] | None = None
     """Chat Completions (default) or Responses."""
-    request_timeout: float | None = Field(default=None, gt=0)
+    request_timeout: float | None = None
     """Seconds per model request."""
-    temperature: float | None = Field(default=None, ge=0, le=2)
+    temperature: float | None = None
     """Sampling temperature."""
-    policy: PolicyName = TaskSpec.model_fields["policy"].default
+    policy: PolicyName = DEFAULT_POLICY
     """read-only, workspace-write or ask."""
-    allow: list[str] = Field(default_factory=list)
+    allow: list[str] = field(default_factory=list)
     """Writable paths (globs) under workspace-write / ask."""
-    deny: list[str] = Field(default_factory=list)
+    deny: list[str] = field(default_factory=list)
     """Paths never written (globs)."""
     test_cmd: str | None = None
     """The test command run_test runs, e.g. "python3 -m pytest -q"."""
-    max_steps: int = Field(default=TaskSpec.model_fields["max_steps"].default, ge=1)
+    max_steps: int = DEFAULT_MAX_STEPS
     """Model steps before a run stops."""
-    timeout: float = Field(default=TaskSpec.model_fields["timeout_s"].default, gt=0)
+    timeout: float = DEFAULT_TIMEOUT_S
     """Wall-clock budget per task, seconds."""
     image: str | None = None
     """Sandbox image (default codebox-sandbox:latest)."""
-    memory: str = SandboxConfig.model_fields["memory"].default
+    memory: str = DEFAULT_MEMORY
     """Container memory limit, e.g. 1g."""
-    pids: int = Field(default=SandboxConfig.model_fields["pids_limit"].default, ge=16)
+    pids: int = DEFAULT_PIDS
     """Container process limit."""
-    cpus: float = Field(default=SandboxConfig.model_fields["cpus"].default, gt=0)
+    cpus: float = DEFAULT_CPUS
     """Container CPU limit."""
-    jobs: int = Field(default=2, ge=1)
+    jobs: int = DEFAULT_JOBS
     """Batch tasks at once."""
 
-    @classmethod
-    def settings_customise_sources(
-        cls,
-        settings_cls: type[BaseSettings],
-        init_settings: PydanticBaseSettingsSource,
-        env_settings: PydanticBaseSettingsSource,
-        dotenv_settings: PydanticBaseSettingsSource,
-        file_secret_settings: PydanticBaseSettingsSource,
-    ) -> tuple[PydanticBaseSettingsSource, ...]:
-        return (
-            init_settings,
-            env_settings,
-            PyprojectTomlConfigSettingsSource(settings_cls, project_config_file()),
-            TomlConfigSettingsSource(settings_cls, user_config_file()),
-        )
+
+# The bounds a set value must keep (pydantic Field constraints), by field.
+_BOUNDS: dict[str, dict[str, Any]] = {
+    "request_timeout": {"gt": 0},
+    "temperature": {"ge": 0, "le": 2},
+    "max_steps": {"ge": 1},
+    "timeout": {"gt": 0},
+    "pids": {"ge": 16},
+    "cpus": {"gt": 0},
+    "jobs": {"ge": 1},
+}
+KNOWN_KEYS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(CodeboxSettings))
+# Written as JSON in an environment variable: CODEBOX_DENY='["*.pem", "*.key"]'.
+_LIST_KEYS = frozenset(f.name for f in dataclasses.fields(CodeboxSettings) if str(f.type).startswith("list"))
 
 
 def _read_toml(path: Path, table: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -115,22 +123,80 @@ def _read_toml(path: Path, table: tuple[str, ...] = ()) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
+def _read_environment() -> tuple[dict[str, Any], dict[str, str]]:
+    """The CODEBOX_<KEY> variables of known keys (any letter case), and the variable each came from.
+
+    A list is written as JSON (``CODEBOX_ALLOW='["src/**"]'``); JSON null leaves the key unset.
+    """
+    wanted = {ENV_PREFIX + key.upper(): key for key in KNOWN_KEYS}
+    values: dict[str, Any] = {}
+    names: dict[str, str] = {}
+    for name, text in os.environ.items():
+        key = wanted.get(name.upper())
+        if key is None:
+            continue
+        value: Any = text
+        if key in _LIST_KEYS:
+            try:
+                value = json.loads(text)
+            except ValueError:
+                raise ConfigError(
+                    f"the environment variable {one_line(name, 60)}: {key}: a list is written as JSON, "
+                    f"e.g. {name}='[\"src/**\"]' (got {one_line(text, 60)!r})"
+                ) from None
+            if value is None:
+                continue
+        values[key], names[key] = value, name
+    return values, names
+
+
 def load_settings() -> CodeboxSettings:
     """The user's defaults; ConfigError with the file and key when one is wrong."""
-    sources = {
-        f"{project_config_file()} [tool.codebox]": _read_toml(project_config_file(), ("tool", "codebox")),
-        str(user_config_file()): _read_toml(user_config_file()),
-    }
-    try:
+    env, env_names = _read_environment()
+    # Lowest first: each later source overrides the keys it sets.
+    sources = [
+        (str(user_config_file()), _read_toml(user_config_file())),
+        (f"{project_config_file()} [tool.codebox]", _read_toml(project_config_file(), ("tool", "codebox"))),
+        ("the environment", env),
+    ]
+    merged: dict[str, Any] = {}
+    for _, data in sources:
+        merged.update(data)
+    if not merged:
         return CodeboxSettings()
+
+    def origin(key: str) -> str:
+        if key in env:
+            return f"the environment variable {env_names[key]}"
+        return next((name for name, data in reversed(sources[:2]) if key in data), "the configuration")
+
+    unknown = [key for key in merged if key not in KNOWN_KEYS]
+    if unknown:
+        key = unknown[0]
+        raise ConfigError(one_line(f"{origin(key)}: {key}: unknown key (known: {', '.join(KNOWN_KEYS)})", 400))
+    return _validated(merged, origin)
+
+
+def _validated(merged: dict[str, Any], origin: typing.Callable[[str], str]) -> CodeboxSettings:
+    from pydantic import ValidationError
+
+    from agent.checks import error_message
+
+    try:
+        checked = _schema().model_validate(merged)
     except ValidationError as exc:
         error = exc.errors(include_url=False)[0]
         key = str(error["loc"][0]) if error["loc"] else ""
-        where = [name for name, data in sources.items() if key in data]
-        if os.environ.get(f"CODEBOX_{key.upper()}") is not None:
-            where.insert(0, f"the environment variable CODEBOX_{key.upper()}")
-        message = error_message(error, {})
-        if error["type"] == "extra_forbidden":
-            message = f"{key}: unknown key (known: " + ", ".join(CodeboxSettings.model_fields) + ")"
-        origin = where[0] if where else "the configuration"
-        raise ConfigError(one_line(f"{origin}: {message}", 400)) from exc
+        raise ConfigError(one_line(f"{origin(key)}: {error_message(error, {})}", 400)) from exc
+    return dataclasses.replace(CodeboxSettings(), **{key: getattr(checked, key) for key in merged})
+
+
+@functools.cache
+def _schema() -> type[BaseModel]:
+    """CodeboxSettings as a pydantic model (its types and _BOUNDS), for the values a source sets."""
+    from pydantic import ConfigDict, Field, create_model
+
+    hints = typing.get_type_hints(CodeboxSettings)
+    fields: dict[str, Any] = {key: (hints[key], Field(None, **_BOUNDS.get(key, {}))) for key in KNOWN_KEYS}
+    model: type[BaseModel] = create_model("CodeboxSettings", __config__=ConfigDict(extra="forbid"), **fields)
+    return model

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, TextIO
 
-from rich.text import Text
-
 from agent.console.escape import printable
-from agent.console.terminal import Writer, safe
+from agent.console.terminal import Styled as Text
+from agent.console.terminal import Writer
+from agent.console.terminal import safe_styled as safe
 
 if TYPE_CHECKING:  # protocol imports this module (Report.render): no import back at run time
     from agent.protocol import AgentEvent, Report

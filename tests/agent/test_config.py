@@ -65,9 +65,9 @@ def test_a_flag_replaces_the_configured_list(
         seen["allow"] = args.allow  # type: ignore[attr-defined]
         return 0
 
-    import agent.cli as cli
+    import agent.commands.run as run_command
 
-    monkeypatch.setattr(cli, "cmd_run", fake_cmd_run)  # the parser binds cmd_run when it is built
+    monkeypatch.setattr(run_command, "cmd_run", fake_cmd_run)  # main() looks the command up after parsing
     assert main(["run", "--repo", ".", "g"]) == 0 and seen["allow"] == ["src/**"]
     assert main(["run", "--repo", ".", "--allow", "docs/**", "g"]) == 0 and seen["allow"] == ["docs/**"]
 
