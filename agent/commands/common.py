@@ -42,7 +42,7 @@ def model_spec(args: argparse.Namespace, task: TaskSpec | None = None) -> str | 
 
 def sandbox_config_from_flags(args: argparse.Namespace) -> Any:
     """SandboxConfig from the flags; ValidationError on a bad value (--memory lots, --pids 5)."""
-    from agent.containers.sandbox import SandboxConfig
+    from agent.containers.spec import SandboxConfig
 
     options: dict[str, Any] = {"memory": args.memory, "pids_limit": args.pids, "cpus": args.cpus}
     if args.image:

@@ -3,6 +3,7 @@ CODEBOX_* variables; flags win; a bad file is a one-line usage error naming the 
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -18,8 +19,9 @@ def places(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]
     project = tmp_path / "project"
     project.mkdir()
     monkeypatch.chdir(project)
-    for name in ("CODEBOX_MODEL", "CODEBOX_JOBS", "CODEBOX_MAX_STEPS", "CODEBOX_POLICY"):
-        monkeypatch.delenv(name, raising=False)
+    for name in list(os.environ):
+        if name.upper().startswith("CODEBOX_"):
+            monkeypatch.delenv(name)
     user = tmp_path / "config" / "codebox" / "codebox.toml"
     user.parent.mkdir(parents=True)
     return user, project / "pyproject.toml"
@@ -93,3 +95,44 @@ def test_a_bad_config_is_a_usage_error_naming_file_and_key(
     err = capsys.readouterr().err
     assert err.startswith("codebox: " + message.format(user=user, project=project)), err
     assert err.count("\n") == 1
+
+
+def test_environment_lists_are_json_and_names_any_case(
+    places: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    user, _ = places
+    user.write_text('deny = ["*.pem"]\npolicy = "workspace-write"\n')
+    monkeypatch.setenv("CODEBOX_DENY", '["*.key", "secrets/**"]')
+    monkeypatch.setenv("codebox_max_steps", "9")
+    settings = load_settings()
+    assert settings.deny == ["*.key", "secrets/**"] and settings.max_steps == 9 and settings.policy == "workspace-write"
+    monkeypatch.setenv("CODEBOX_DENY", "null")  # JSON null: as if the variable were not set
+    assert load_settings().deny == ["*.pem"]
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "message"),
+    [
+        ("CODEBOX_ALLOW", "src/**", "the environment variable CODEBOX_ALLOW: allow: a list is written as JSON, e.g."),
+        ("CODEBOX_DENY", '"*.pem"', "the environment variable CODEBOX_DENY: deny: must be a valid list"),
+        ("CODEBOX_JOBS", "0", "the environment variable CODEBOX_JOBS: jobs: must be at least 1 (got \"0\")"),
+        ("CODEBOX_TEMPERATURE", "3", "the environment variable CODEBOX_TEMPERATURE: temperature: must be at most 2"),
+    ],
+)
+def test_a_bad_environment_variable_is_a_usage_error_naming_it(
+    places: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+    name: str, value: str, message: str,
+) -> None:
+    monkeypatch.setenv(name, value)
+    assert main(["run", "--repo", ".", "g"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("codebox: " + message), err
+    assert err.count("\n") == 1
+
+
+def test_the_environment_wins_over_a_bad_file_value(places: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    user, project = places
+    user.write_text("jobs = 0\n")
+    project.write_text("[tool.codebox]\njobs = 'many'\n")
+    monkeypatch.setenv("CODEBOX_JOBS", "4")
+    assert load_settings().jobs == 4  # the merged value is checked, not each file's
