@@ -12,13 +12,9 @@ agent.defaults are the settings as they are.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
-import json
 import os
-import tomllib
 import typing
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -55,9 +51,12 @@ def project_config_file() -> Path:
 ENV_PREFIX = "CODEBOX_"
 
 
-@dataclass(frozen=True)
 class CodeboxSettings:
-    """Every default a user may set once instead of on every command line."""
+    """Every default a user may set once instead of on every command line.
+
+    A plain class, not a dataclass (whose import costs `--help` more than the rest of this
+    module): the annotations are the keys, the class attributes their built-in defaults.
+    """
 
     model: str | None = None
     """Model name for an OpenAI-compatible API, or scripted:FILE."""
@@ -73,9 +72,9 @@ class CodeboxSettings:
     """Sampling temperature."""
     policy: PolicyName = DEFAULT_POLICY
     """read-only, workspace-write or ask."""
-    allow: list[str] = field(default_factory=list)
+    allow: list[str] = []
     """Writable paths (globs) under workspace-write / ask."""
-    deny: list[str] = field(default_factory=list)
+    deny: list[str] = []
     """Paths never written (globs)."""
     test_cmd: str | None = None
     """The test command run_test runs, e.g. "python3 -m pytest -q"."""
@@ -94,6 +93,15 @@ class CodeboxSettings:
     jobs: int = DEFAULT_JOBS
     """Batch tasks at once."""
 
+    def __init__(self, **values: Any) -> None:
+        """The built-in defaults, replaced by ``values`` (checked already: see load_settings)."""
+        for key in KNOWN_KEYS:
+            value = values[key] if key in values else getattr(CodeboxSettings, key)
+            setattr(self, key, list(value) if isinstance(value, list) else value)
+
+    def __repr__(self) -> str:
+        return "CodeboxSettings(" + ", ".join(f"{key}={getattr(self, key)!r}" for key in KNOWN_KEYS) + ")"
+
 
 # The bounds a set value must keep (pydantic Field constraints), by field.
 _BOUNDS: dict[str, dict[str, Any]] = {
@@ -105,18 +113,24 @@ _BOUNDS: dict[str, dict[str, Any]] = {
     "cpus": {"gt": 0},
     "jobs": {"ge": 1},
 }
-KNOWN_KEYS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(CodeboxSettings))
+KNOWN_KEYS: tuple[str, ...] = tuple(CodeboxSettings.__annotations__)
 # Written as JSON in an environment variable: CODEBOX_DENY='["*.pem", "*.key"]'.
-_LIST_KEYS = frozenset(f.name for f in dataclasses.fields(CodeboxSettings) if str(f.type).startswith("list"))
+_LIST_KEYS = frozenset(k for k, kind in CodeboxSettings.__annotations__.items() if str(kind).startswith("list"))
 
 
 def _read_toml(path: Path, table: tuple[str, ...] = ()) -> dict[str, Any]:
     """The file's table, {} when the file is absent; ConfigError when it is not valid TOML."""
     try:
-        data: Any = tomllib.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         return {}
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(one_line(f"{path}: cannot read it as TOML: {exc}", 300)) from exc
+    import tomllib  # here: with no file, `codebox --help` does without it
+
+    try:
+        data: Any = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
         raise ConfigError(one_line(f"{path}: cannot read it as TOML: {exc}", 300)) from exc
     for key in table:
         data = data.get(key, {}) if isinstance(data, dict) else {}
@@ -137,6 +151,8 @@ def _read_environment() -> tuple[dict[str, Any], dict[str, str]]:
             continue
         value: Any = text
         if key in _LIST_KEYS:
+            import json
+
             try:
                 value = json.loads(text)
             except ValueError:
@@ -188,7 +204,7 @@ def _validated(merged: dict[str, Any], origin: typing.Callable[[str], str]) -> C
         error = exc.errors(include_url=False)[0]
         key = str(error["loc"][0]) if error["loc"] else ""
         raise ConfigError(one_line(f"{origin(key)}: {error_message(error, {})}", 400)) from exc
-    return dataclasses.replace(CodeboxSettings(), **{key: getattr(checked, key) for key in merged})
+    return CodeboxSettings(**{key: getattr(checked, key) for key in merged})
 
 
 @functools.cache

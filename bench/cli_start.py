@@ -52,7 +52,7 @@ class Events:
         assert self.proc.stdout is not None
         for line in self.proc.stdout:
             parts = line.split()
-            if len(parts) >= 3:
+            if len(parts) >= 3 and parts[0].isdigit():
                 with self.lock:
                     self.seen.append((int(parts[0]), parts[1].split(":")[0], parts[2]))
 
