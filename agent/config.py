@@ -4,19 +4,19 @@ pyproject.toml of the current folder, CODEBOX_* environment variables; command-l
 Precedence, highest first: flags, environment (CODEBOX_MODEL ...), ./pyproject.toml
 [tool.codebox], $XDG_CONFIG_HOME/codebox/codebox.toml (~/.config/codebox/codebox.toml).
 
-Every command reads these before it parses its flags, so this module imports no pydantic: the
-sources are merged here, and only values that some source actually sets are validated (by a
-pydantic model built on first use). With no file and no variable, the built-in defaults of
-agent.defaults are the settings as they are.
+Every command reads these before it parses its flags, so this module imports no pydantic (and
+codebox needs no pydantic-settings): the sources are merged here and the values they set are
+checked here, with the same words as the flags' checks ("max_steps: must be at least 1 (got 0)").
+The built-in defaults come from agent.defaults.
 """
 
 from __future__ import annotations
 
-import functools
+import math
 import os
-import typing
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from agent.console.escape import one_line
 from agent.defaults import (
@@ -27,12 +27,10 @@ from agent.defaults import (
     DEFAULT_PIDS,
     DEFAULT_POLICY,
     DEFAULT_TIMEOUT_S,
+    POLICY_NAMES,
     PolicyName,
 )
 from agent.errors import CodeboxError
-
-if TYPE_CHECKING:
-    from pydantic import BaseModel
 
 
 class ConfigError(CodeboxError):
@@ -103,19 +101,26 @@ class CodeboxSettings:
         return "CodeboxSettings(" + ", ".join(f"{key}={getattr(self, key)!r}" for key in KNOWN_KEYS) + ")"
 
 
-# The bounds a set value must keep (pydantic Field constraints), by field.
-_BOUNDS: dict[str, dict[str, Any]] = {
-    "request_timeout": {"gt": 0},
-    "temperature": {"ge": 0, "le": 2},
-    "max_steps": {"ge": 1},
-    "timeout": {"gt": 0},
-    "pids": {"ge": 16},
-    "cpus": {"gt": 0},
-    "jobs": {"ge": 1},
-}
 KNOWN_KEYS: tuple[str, ...] = tuple(CodeboxSettings.__annotations__)
+
+# What each key holds. Values come typed from TOML and as text from the environment; a number
+# given as text is read as one (CODEBOX_JOBS=4).
+_TEXT = frozenset({"model", "base_url", "api_key_env", "test_cmd", "image", "memory"})
+_CHOICES: dict[str, tuple[str, ...]] = {"api": ("chat", "responses"), "policy": POLICY_NAMES}
+_INTEGERS = frozenset({"max_steps", "pids", "jobs"})
+_NUMBERS = frozenset({"request_timeout", "temperature", "timeout", "cpus"})
 # Written as JSON in an environment variable: CODEBOX_DENY='["*.pem", "*.key"]'.
-_LIST_KEYS = frozenset(k for k, kind in CodeboxSettings.__annotations__.items() if str(kind).startswith("list"))
+_LISTS = frozenset({"allow", "deny"})
+# The bounds of the numbers: (at least, more than, at most).
+_BOUNDS: dict[str, tuple[float | None, float | None, float | None]] = {
+    "request_timeout": (None, 0, None),
+    "temperature": (0, None, 2),
+    "max_steps": (1, None, None),
+    "timeout": (None, 0, None),
+    "pids": (16, None, None),
+    "cpus": (None, 0, None),
+    "jobs": (1, None, None),
+}
 
 
 def _read_toml(path: Path, table: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -150,7 +155,7 @@ def _read_environment() -> tuple[dict[str, Any], dict[str, str]]:
         if key is None:
             continue
         value: Any = text
-        if key in _LIST_KEYS:
+        if key in _LISTS:
             import json
 
             try:
@@ -193,26 +198,72 @@ def load_settings() -> CodeboxSettings:
     return _validated(merged, origin)
 
 
-def _validated(merged: dict[str, Any], origin: typing.Callable[[str], str]) -> CodeboxSettings:
-    from pydantic import ValidationError
-
-    from agent.checks import error_message
-
-    try:
-        checked = _schema().model_validate(merged)
-    except ValidationError as exc:
-        error = exc.errors(include_url=False)[0]
-        key = str(error["loc"][0]) if error["loc"] else ""
-        raise ConfigError(one_line(f"{origin(key)}: {error_message(error, {})}", 400)) from exc
-    return CodeboxSettings(**{key: getattr(checked, key) for key in merged})
+def _validated(merged: dict[str, Any], origin: Callable[[str], str]) -> CodeboxSettings:
+    checked: dict[str, Any] = {}
+    for key, value in merged.items():
+        try:
+            checked[key] = _check(key, value)
+        except ValueError as exc:
+            scalar = isinstance(value, str | int | float) and not isinstance(value, bool)
+            got = f" (got {_shown(value)})" if scalar else ""
+            raise ConfigError(one_line(f"{origin(key)}: {key}: {exc}{got}", 400)) from None
+    return CodeboxSettings(**checked)
 
 
-@functools.cache
-def _schema() -> type[BaseModel]:
-    """CodeboxSettings as a pydantic model (its types and _BOUNDS), for the values a source sets."""
-    from pydantic import ConfigDict, Field, create_model
+def _shown(value: str | float) -> str:
+    import json
 
-    hints = typing.get_type_hints(CodeboxSettings)
-    fields: dict[str, Any] = {key: (hints[key], Field(None, **_BOUNDS.get(key, {}))) for key in KNOWN_KEYS}
-    model: type[BaseModel] = create_model("CodeboxSettings", __config__=ConfigDict(extra="forbid"), **fields)
-    return model
+    return json.dumps(value) if isinstance(value, str) else format(value, "g")
+
+
+def _check(key: str, value: Any) -> Any:
+    """The value as the setting holds it; ValueError saying what is wrong with it."""
+    if key in _TEXT:
+        if not isinstance(value, str):
+            raise ValueError("must be a string")
+        return value
+    if key in _CHOICES:
+        choices = _CHOICES[key]
+        if value not in choices:
+            quoted = [f"'{c}'" for c in choices]
+            raise ValueError("must be " + (", ".join(quoted[:-1]) + " or " + quoted[-1]))
+        return value
+    if key in _LISTS:
+        if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+            raise ValueError("must be a list of strings")
+        return list(value)
+    number = _integer(value) if key in _INTEGERS else _number(value)
+    at_least, more_than, at_most = _BOUNDS.get(key, (None, None, None))
+    if at_least is not None and number < at_least:
+        raise ValueError(f"must be at least {at_least:g}")
+    if more_than is not None and number <= more_than:
+        raise ValueError(f"must be more than {more_than:g}")
+    if at_most is not None and number > at_most:
+        raise ValueError(f"must be at most {at_most:g}")
+    return number
+
+
+def _integer(value: Any) -> int:
+    if isinstance(value, str):
+        try:
+            return int(value.strip())
+        except ValueError:
+            raise ValueError("must be a whole number") from None
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise ValueError("must be a whole number")
+    return value
+
+
+def _number(value: Any) -> float:
+    if isinstance(value, str):
+        try:
+            value = float(value.strip())
+        except ValueError:
+            raise ValueError("must be a number") from None
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        raise ValueError("must be a number")
+    if not math.isfinite(value):
+        raise ValueError("must be a finite number")
+    return float(value)

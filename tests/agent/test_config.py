@@ -82,6 +82,16 @@ def test_a_flag_replaces_the_configured_list(
         ("user", "max_steps = [\n", "{user}: cannot read it as TOML:"),
         ("project", "[tool.codebox]\npolicy = 'yolo'\n",
          "{project} [tool.codebox]: policy: must be 'read-only', 'workspace-write' or 'ask' (got \"yolo\")"),
+        ("user", "api = 'rest'\n", "{user}: api: must be 'chat' or 'responses' (got \"rest\")"),
+        ("user", "model = 5\n", "{user}: model: must be a string (got 5)"),
+        ("user", "jobs = 'many'\n", "{user}: jobs: must be a whole number (got \"many\")"),
+        ("user", "jobs = 2.5\n", "{user}: jobs: must be a whole number (got 2.5)"),
+        ("user", "cpus = true\n", "{user}: cpus: must be a number\n"),
+        ("user", "timeout = inf\n", "{user}: timeout: must be a finite number (got inf)"),
+        ("user", "timeout = 0\n", "{user}: timeout: must be more than 0 (got 0)"),
+        ("user", "pids = 8\n", "{user}: pids: must be at least 16 (got 8)"),
+        ("user", "allow = 'src/**'\n", "{user}: allow: must be a list of strings (got \"src/**\")"),
+        ("project", "[tool.codebox]\ndeny = ['a', 1]\n", "{project} [tool.codebox]: deny: must be a list of strings"),
     ],
 )
 def test_a_bad_config_is_a_usage_error_naming_file_and_key(
@@ -114,7 +124,7 @@ def test_environment_lists_are_json_and_names_any_case(
     ("name", "value", "message"),
     [
         ("CODEBOX_ALLOW", "src/**", "the environment variable CODEBOX_ALLOW: allow: a list is written as JSON, e.g."),
-        ("CODEBOX_DENY", '"*.pem"', "the environment variable CODEBOX_DENY: deny: must be a valid list"),
+        ("CODEBOX_DENY", '"*.pem"', "the environment variable CODEBOX_DENY: deny: must be a list of strings"),
         ("CODEBOX_JOBS", "0", "the environment variable CODEBOX_JOBS: jobs: must be at least 1 (got \"0\")"),
         ("CODEBOX_TEMPERATURE", "3", "the environment variable CODEBOX_TEMPERATURE: temperature: must be at most 2"),
     ],
@@ -136,3 +146,19 @@ def test_the_environment_wins_over_a_bad_file_value(places: tuple[Path, Path], m
     project.write_text("[tool.codebox]\njobs = 'many'\n")
     monkeypatch.setenv("CODEBOX_JOBS", "4")
     assert load_settings().jobs == 4  # the merged value is checked, not each file's
+
+
+def test_typed_values_are_read_as_the_setting_holds_them(places: tuple[Path, Path]) -> None:
+    user, _ = places
+    user.write_text("max_steps = 12.0\ntimeout = 60\ncpus = 2\ntemperature = 0\n")
+    settings = load_settings()
+    assert (settings.max_steps, settings.timeout, settings.cpus, settings.temperature) == (12, 60.0, 2.0, 0.0)
+    assert isinstance(settings.max_steps, int) and isinstance(settings.timeout, float)
+
+
+def test_every_key_has_one_kind() -> None:
+    from agent import config
+
+    kinds = [config._TEXT, set(config._CHOICES), config._INTEGERS, config._NUMBERS, config._LISTS]
+    assert sorted(k for kind in kinds for k in kind) == sorted(config.KNOWN_KEYS)
+    assert set(config._BOUNDS) <= config._INTEGERS | config._NUMBERS

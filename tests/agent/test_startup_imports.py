@@ -54,6 +54,26 @@ def test_help_imports_no_pydantic_docker_console_or_loop(tmp_path: Path, argv: l
     assert found == {"help": True, "loaded": []}
 
 
+def test_help_with_config_files_imports_no_pydantic_either(tmp_path: Path) -> None:
+    user = tmp_path / "no-config" / "codebox" / "codebox.toml"
+    user.parent.mkdir(parents=True)
+    user.write_text('max_steps = 44\ndeny = ["*.pem"]\n')
+    (tmp_path / "pyproject.toml").write_text('[tool.codebox]\npolicy = "workspace-write"\n')
+    found = _modules_after(
+        f"""
+        import contextlib, io, json, sys
+        from agent.cli import main
+        with contextlib.redirect_stdout(io.StringIO()) as text, contextlib.suppress(SystemExit):
+            main(["run", "--help"])
+        help = " ".join(text.getvalue().split())
+        print(json.dumps({{"defaults": "(default: 44)" in help and "(default: workspace-write)" in help,
+                          "loaded": [m for m in {HEAVY!r} if m in sys.modules]}}))
+        """,
+        tmp_path,
+    )
+    assert found == {"defaults": True, "loaded": []}
+
+
 def test_help_shows_the_built_in_defaults(tmp_path: Path) -> None:
     found = _modules_after(
         """
