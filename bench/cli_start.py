@@ -1,11 +1,12 @@
 """The host command's own start: `codebox --help`, a scripted `codebox run --quiet`, and when
 the run's container reaches the Docker daemon.
 
-    python bench/cli_start.py [--reps 7] [--codebox PATH] [--image codebox-sandbox:latest]
+    python bench/cli_start.py [--reps 7] [--codebox PATH [--codebox PATH]] [--image codebox-sandbox:latest]
 
 ``--codebox`` is the command to measure (an installed ``codebox`` script, e.g. another
-checkout's .venv/bin/codebox); by default this checkout's ``python -m agent.cli``. Each rep runs,
-in turn: ``codebox --help``, ``codebox run --help``, a scripted run (2 tool calls: read_file,
+checkout's .venv/bin/codebox); by default this checkout's ``python -m agent.cli``. Given twice,
+both are measured in the same reps, interleaved (load on the machine hits them alike). Each rep
+runs, for each command in turn: ``codebox --help``, ``codebox run --help``, a scripted run (2 tool calls: read_file,
 search) and ``docker run --rm --network none <image> true``; the wall time and the peak RSS of
 each child come from wait4. While the runs go, ``docker events`` records the run's container
 (by its owner label, the child's pid): ``create``, ``start`` and ``die`` after the process began.
@@ -86,51 +87,62 @@ def run_child(argv: list[str], env: dict[str, str]) -> tuple[float, float, int, 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--reps", type=int, default=7)
-    parser.add_argument("--codebox", help="the codebox command to measure (default: this checkout)")
+    parser.add_argument("--codebox", action="append", default=[],
+                        help="a codebox command to measure (default: this checkout); give two to compare, "
+                             "their runs interleaved")
     parser.add_argument("--image", default="codebox-sandbox:latest")
     args = parser.parse_args(argv)
-    codebox = [args.codebox] if args.codebox else [sys.executable, "-m", "agent.cli"]
-    env = {**os.environ, "PYTHONPATH": str(ROOT)} if not args.codebox else dict(os.environ)
+    commands = [[c] for c in args.codebox] or [[sys.executable, "-m", "agent.cli"]]
+    env = dict(os.environ) if args.codebox else {**os.environ, "PYTHONPATH": str(ROOT)}
     work = Path(tempfile.mkdtemp(prefix="codebox-bench-cli-"))
     (work / "repo").mkdir()
     (work / "repo" / "README.md").write_text("hello\n")
     (work / "script.json").write_text(json.dumps(SCRIPT))
-    run = [*codebox, "run", "--quiet", "--repo", str(work / "repo"), "--model", f"scripted:{work / 'script.json'}",
-           "--image", args.image, "read it"]
-    paths = {
-        "codebox --help": [*codebox, "--help"],
-        "codebox run --help": [*codebox, "run", "--help"],
-        "codebox run (scripted, 2 calls)": run,
-        "docker run --rm true": ["docker", "run", "--rm", "--network", "none", args.image, "true"],
-    }
+    docker_true = ["docker", "run", "--rm", "--network", "none", args.image, "true"]
+    rows: dict[tuple[str, str], list[tuple[float, float]]] = {}
+    timeline: dict[tuple[str, str], list[float]] = {}
     events = Events()
-    rows: dict[str, list[tuple[float, float]]] = {name: [] for name in paths}
-    timeline: dict[str, list[float]] = {}
     try:
         for rep in range(args.reps + 1):  # the first rep warms the page cache and is not counted
-            for name, command in paths.items():
-                wall, rss, pid, start_ns = run_child(command, env)
-                if rep == 0:
-                    continue
-                rows[name].append((wall, rss))
-                if name.startswith("codebox run ("):
-                    time.sleep(0.3)  # the die event may arrive after the process is gone
-                    for action, ms in events.of(pid, start_ns).items():
-                        timeline.setdefault(action, []).append(ms)
+            for codebox in commands if rep % 2 == 0 else reversed(commands):
+                who = " ".join(codebox)
+                paths = {
+                    "codebox --help": [*codebox, "--help"],
+                    "codebox run --help": [*codebox, "run", "--help"],
+                    "codebox run (scripted, 2 calls)": [
+                        *codebox, "run", "--quiet", "--repo", str(work / "repo"),
+                        "--model", f"scripted:{work / 'script.json'}", "--image", args.image, "read it"],
+                    "docker run --rm true": docker_true,
+                }
+                for name, command in paths.items():
+                    wall, rss, pid, start_ns = run_child(command, env)
+                    if rep == 0:
+                        continue
+                    rows.setdefault((who, name), []).append((wall, rss))
+                    if name.startswith("codebox run ("):
+                        time.sleep(0.3)  # the die event may arrive after the process is gone
+                        for action, ms in events.of(pid, start_ns).items():
+                            timeline.setdefault((who, action), []).append(ms)
     finally:
         events.close()
-    print(f"medians of {args.reps} reps; {' '.join(codebox)}; {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}")
-    for name, values in rows.items():
-        walls, rsss = [w for w, _ in values], [r for _, r in values]
-        print(f"  {name:<34} {statistics.median(walls) * 1000:7.0f} ms (min {min(walls) * 1000:.0f})"
-              f"  {statistics.median(rsss):6.1f} MB peak RSS")
-    ratio = statistics.median(w for w, _ in rows["codebox run (scripted, 2 calls)"]) / statistics.median(
-        w for w, _ in rows["docker run --rm true"])
-    print(f"  run / docker run --rm true: {ratio:.2f}x (goal <= 1.5x)")
-    print("the run's container, ms after the process began (docker events, median):")
-    for action in ("create", "start", "die", "destroy"):
-        if action in timeline:
-            print(f"  {action:<8} {statistics.median(timeline[action]):7.0f} ms  (min {min(timeline[action]):.0f})")
+    print(f"medians of {args.reps} reps; {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}")
+    for codebox in commands:
+        who = " ".join(codebox)
+        print(who)
+        for (row_who, name), values in rows.items():
+            if row_who != who:
+                continue
+            walls, rsss = [w for w, _ in values], [r for _, r in values]
+            print(f"  {name:<34} {statistics.median(walls) * 1000:7.0f} ms (min {min(walls) * 1000:.0f})"
+                  f"  {statistics.median(rsss):6.1f} MB peak RSS")
+        run_wall = statistics.median(w for w, _ in rows[(who, "codebox run (scripted, 2 calls)")])
+        true_wall = statistics.median(w for w, _ in rows[(who, "docker run --rm true")])
+        print(f"  run / docker run --rm true: {run_wall / true_wall:.2f}x (goal <= 1.5x)")
+        print("  the run's container, ms after the process began (docker events, median):")
+        for action in ("create", "start", "die", "destroy"):
+            if (who, action) in timeline:
+                times = timeline[(who, action)]
+                print(f"    {action:<8} {statistics.median(times):7.0f} ms  (min {min(times):.0f})")
     return 0
 
 

@@ -92,7 +92,8 @@ def test_help_shows_the_built_in_defaults(tmp_path: Path) -> None:
 
 
 @pytest.mark.docker
-def test_a_scripted_quiet_run_imports_no_model_sdk_no_console_and_no_globs(tmp_path: Path) -> None:
+@pytest.mark.parametrize("flags", [["--quiet"], ["--quiet", "--json"]])
+def test_a_scripted_quiet_run_imports_no_model_sdk_no_console_and_no_globs(tmp_path: Path, flags: list[str]) -> None:
     repo = tmp_path / "repo"
     repo.mkdir()
     (repo / "README.md").write_text("hello\n")
@@ -107,7 +108,7 @@ def test_a_scripted_quiet_run_imports_no_model_sdk_no_console_and_no_globs(tmp_p
         import contextlib, io, json, sys
         from agent.cli import main
         with contextlib.redirect_stdout(io.StringIO()):
-            code = main(["run", "--quiet", "--repo", {str(repo)!r}, "--model", "scripted:{script}", "read it"])
+            code = main(["run", *{flags!r}, "--repo", {str(repo)!r}, "--model", "scripted:{script}", "read it"])
         print(json.dumps({{"code": code, "loaded": [m for m in {NOT_IN_A_QUIET_RUN!r} if m in sys.modules]}}))
         """,
         tmp_path,
