@@ -1,7 +1,7 @@
 """Whether a stream gets colours and a live status line, and the rich Console that writes to it.
 
 rich is imported only when a terminal is written to: a run whose output goes to a file or a
-pipe (or --quiet) prints its summary as plain text and never loads it.
+pipe prints its summary as plain text, and with --quiet draws no live console: it never loads rich.
 """
 
 from __future__ import annotations
