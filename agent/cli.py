@@ -5,21 +5,27 @@ from __future__ import annotations
 import argparse
 import atexit
 import contextlib
+import importlib
 import os
 import sys
-from typing import TYPE_CHECKING, Any, get_args
+from collections.abc import Callable
+from typing import Any
 
-from agent.config import CodeboxSettings, ConfigError, load_settings, user_config_file
-from agent.host_run import HOST_RUN_HELP
-from agent.protocol import PolicyName
-
-if TYPE_CHECKING:
-    pass
-from agent.commands.batch import cmd_batch, cmd_eval
 from agent.commands.common import usage_error
-from agent.commands.env import cmd_env_build, cmd_env_ls, cmd_env_rm
-from agent.commands.maintenance import cmd_demo, cmd_gc, cmd_image, cmd_view
-from agent.commands.run import cmd_run
+from agent.config import CodeboxSettings, ConfigError, load_settings, user_config_file
+from agent.defaults import POLICY_NAMES
+from agent.host_run import HOST_RUN_HELP
+
+# The parser names each command's function as "module:function"; main() imports only the chosen
+# one, so `codebox --help` or `codebox view` never pays for what `codebox run` imports.
+Command = Callable[[argparse.Namespace], int]
+
+
+def command_function(target: str) -> Command:
+    """The function a "module:function" target names, imported now."""
+    module, _, name = target.partition(":")
+    function: Command = getattr(importlib.import_module(module), name)
+    return function
 
 
 def _add_env_parser(sub: Any) -> None:
@@ -36,13 +42,13 @@ def _add_env_parser(sub: Any) -> None:
     build.add_argument("--image", help="the base image (default codebox-sandbox:latest)")
     build.add_argument("--find-links", action="append", default=[], metavar="DIR", help="a local folder of wheels")
     build.add_argument("--no-index", action="store_true", help="only --find-links folders, no package index")
-    build.set_defaults(func=cmd_env_build)
+    build.set_defaults(func="agent.commands.env:cmd_env_build")
     ls = env_sub.add_parser("ls", help="list environment images")
-    ls.set_defaults(func=cmd_env_ls)
+    ls.set_defaults(func="agent.commands.env:cmd_env_ls")
     rm = env_sub.add_parser("rm", help="remove environment images")
     rm.add_argument("images", nargs="*", help="images to remove (codebox-env:... only)")
     rm.add_argument("--all", action="store_true", help="remove every environment image")
-    rm.set_defaults(func=cmd_env_rm)
+    rm.set_defaults(func="agent.commands.env:cmd_env_rm")
 
 
 # --- parser --------------------------------------------------------------------------------------
@@ -134,7 +140,7 @@ CONFIG_EPILOG = (
 
 def build_parser(settings: CodeboxSettings | None = None) -> argparse.ArgumentParser:
     """The parser; its defaults are ``settings`` (the config files), built-in ones when None."""
-    c = settings or CodeboxSettings.model_construct()
+    c = settings or CodeboxSettings()
     epilog = CONFIG_EPILOG.format(user=user_config_file())
     parser = argparse.ArgumentParser(
         prog="codebox",
@@ -148,7 +154,7 @@ def build_parser(settings: CodeboxSettings | None = None) -> argparse.ArgumentPa
     run.add_argument("goal", help="what the agent should do")
     run.add_argument("--repo", required=True,
                      help="the repository (mounted read-only unless the policy allows writes)")
-    run.add_argument("--policy", choices=list(get_args(PolicyName)), default=c.policy,
+    run.add_argument("--policy", choices=list(POLICY_NAMES), default=c.policy,
                      help="what the model may write: nothing, the --allow paths, or what you approve")
     run.add_argument("--allow", action="append", default=None, metavar="GLOB",
                      help=f"writable paths, gitignore-style globs (default: {' '.join(c.allow) or '**'}). "
@@ -178,7 +184,7 @@ def build_parser(settings: CodeboxSettings | None = None) -> argparse.ArgumentPa
     _add_limits(run, c.max_steps, c.timeout, "")
     _add_model_options(run, c)
     _add_sandbox_options(run, c)
-    run.set_defaults(func=cmd_run, _allow=c.allow, _deny=c.deny)
+    run.set_defaults(func="agent.commands.run:cmd_run", _allow=c.allow, _deny=c.deny)
 
     batch = sub.add_parser("batch", help="run a JSONL file of tasks, N at a time", formatter_class=_HelpFormatter,
                            epilog=epilog)
@@ -202,7 +208,7 @@ def build_parser(settings: CodeboxSettings | None = None) -> argparse.ArgumentPa
     _add_limits(batch, None, None, " (caps every task's own value; default: the task's)")
     _add_model_options(batch, c)
     _add_sandbox_options(batch, c)
-    batch.set_defaults(func=cmd_batch)
+    batch.set_defaults(func="agent.commands.batch:cmd_batch")
 
     ev = sub.add_parser("eval", help="SWE-bench-style evaluation: apply each prediction, run the named tests offline")
     ev.add_argument("--tasks", required=True, help="JSONL task file (SWE-bench lines: base_commit, FAIL_TO_PASS, ...)")
@@ -211,19 +217,19 @@ def build_parser(settings: CodeboxSettings | None = None) -> argparse.ArgumentPa
     ev.add_argument("--jobs", type=int, default=2, help="instances at once")
     ev.add_argument("--timeout", type=float, default=1800.0, help="seconds for one instance's test run")
     _add_sandbox_options(ev, c)
-    ev.set_defaults(func=cmd_eval)
+    ev.set_defaults(func="agent.commands.batch:cmd_eval")
 
     demo = sub.add_parser("demo", help="the whole pipeline on a bundled buggy repo, with a scripted model")
     demo.add_argument("--keep", action="store_true", help="keep the demo's temporary repository")
     demo.add_argument("--image", help="sandbox image to use")
-    demo.set_defaults(func=cmd_demo)
+    demo.set_defaults(func="agent.commands.maintenance:cmd_demo")
 
     image = sub.add_parser("image", help="sandbox image")
     image_sub = image.add_subparsers(dest="image_command", required=True)
     build = image_sub.add_parser("build", help="build the sandbox image (offline: debootstrap base if needed)")
     build.add_argument("--force", action="store_true", help="rebuild even if it exists")
     build.add_argument("--pull", action="store_true", help="build on the registry base (pulled) instead of offline")
-    build.set_defaults(func=cmd_image)
+    build.set_defaults(func="agent.commands.maintenance:cmd_image")
 
     _add_env_parser(sub)
 
@@ -232,10 +238,10 @@ def build_parser(settings: CodeboxSettings | None = None) -> argparse.ArgumentPa
     view.add_argument("--out", help="the HTML file to write (default: PATH/view.html, or FILE.html next to a file)")
     view.add_argument("--serve", action="store_true", help="serve the page on 127.0.0.1 (re-read at each reload)")
     view.add_argument("--port", type=int, default=8765, help="port for --serve (0: any free port)")
-    view.set_defaults(func=cmd_view)
+    view.set_defaults(func="agent.commands.maintenance:cmd_view")
 
     gc = sub.add_parser("gc", help="remove leftover codebox containers of dead runs")
-    gc.set_defaults(func=cmd_gc)
+    gc.set_defaults(func="agent.commands.maintenance:cmd_gc")
     return parser
 
 
@@ -248,8 +254,7 @@ def main(argv: list[str] | None = None) -> int:
     if getattr(args, "_allow", None) is not None:  # `run`: a flag replaces the config's list
         args.allow = args._allow if args.allow is None else args.allow
         args.deny = args._deny if args.deny is None else args.deny
-    code: int = args.func(args)
-    return code
+    return command_function(args.func)(args)
 
 
 def entry() -> None:

@@ -16,8 +16,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
-import pathspec
+if TYPE_CHECKING:
+    import pathspec
 
 MAX_EXPANSIONS = 256  # a pattern with nested braces cannot grow without bound
 
@@ -101,6 +103,8 @@ class GlobRules:
 
 @lru_cache(maxsize=256)
 def _compile(patterns: tuple[str, ...]) -> pathspec.GitIgnoreSpec:
+    import pathspec  # here, not at the top: a read-only run matches no glob and never loads it
+
     lines = [expanded for pattern in patterns for expanded in expand_braces(pattern.strip())]
     return pathspec.GitIgnoreSpec.from_lines(line for line in lines if line)
 

@@ -12,6 +12,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
+from agent.defaults import DEFAULT_MAX_STEPS, DEFAULT_POLICY, DEFAULT_TIMEOUT_S, PolicyName
+
 
 def new_id(prefix: str) -> str:
     return f"{prefix}_{uuid.uuid4().hex[:12]}"
@@ -135,7 +137,7 @@ class AgentEvent(BaseModel):
 
 # --- tasks and reports ---------------------------------------------------------------------------
 
-PolicyName = Literal["read-only", "workspace-write", "ask"]
+# PolicyName (read-only, workspace-write, ask) lives in agent.defaults: the parser needs it without pydantic.
 
 
 class TaskSpec(BaseModel):
@@ -146,7 +148,7 @@ class TaskSpec(BaseModel):
     id: str = Field(default_factory=lambda: new_id("task"))
     repo: str
     goal: str = Field(min_length=1)
-    policy: PolicyName = "read-only"
+    policy: PolicyName = DEFAULT_POLICY
     allow: list[str] = Field(default_factory=list)
     deny: list[str] = Field(default_factory=list)
     test_cmd: list[str] = Field(default_factory=list)
@@ -157,8 +159,8 @@ class TaskSpec(BaseModel):
     # The dependency environment: "auto" (build or reuse one from what the repo declares),
     # "none" (the image as it is), or an image name (an environment made before).
     env: str = Field(default="auto", min_length=1)
-    max_steps: int = Field(default=30, ge=1)
-    timeout_s: float = Field(default=900.0, gt=0)
+    max_steps: int = Field(default=DEFAULT_MAX_STEPS, ge=1)
+    timeout_s: float = Field(default=DEFAULT_TIMEOUT_S, gt=0)
     model: str | None = None
     # The commit the task starts from (batch and eval run in a workspace made at it); default:
     # the repo's HEAD plus its uncommitted changes, so the task sees what the user sees.

@@ -7,20 +7,11 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import ValidationError
 
 from agent import checks
-from agent.console.escape import printable
-from agent.loop import CancelToken
-from agent.signals import cancel_on_signals
-
-if TYPE_CHECKING:
-    pass
-
-# 0: the task completed; 1: it did not (stopped, error; or --require-tests and the last test
-# failed or never ran); 2: a usage error, found before anything ran; 130: cancelled.
 from agent.commands.common import (
     EXIT_CANCELLED,
     EXIT_OK,
@@ -31,7 +22,10 @@ from agent.commands.common import (
     sandbox_config_from_flags,
     usage_error,
 )
+from agent.console.escape import printable
 from agent.errors import CodeboxError
+from agent.loop import CancelToken
+from agent.signals import cancel_on_signals
 
 
 def _batch_budget(args: argparse.Namespace, prices: Any) -> Any:

@@ -1,4 +1,8 @@
-"""What every `codebox` command shares: exit codes, the model and sandbox flags, one-line errors."""
+"""What every `codebox` command shares: exit codes, the model and sandbox flags, one-line errors.
+
+Imported before any command runs (agent.cli reports its usage errors with it): nothing heavy at
+module level (no pydantic, no Docker client); what a helper needs, it imports when called.
+"""
 
 from __future__ import annotations
 
@@ -9,13 +13,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agent.console.escape import printable
-from agent.protocol import TaskSpec
 
 if TYPE_CHECKING:
-    pass
-
-# 0: the task completed; 1: it did not (stopped, error; or --require-tests and the last test
-# failed or never ran); 2: a usage error, found before anything ran; 130: cancelled.
+    from agent.protocol import TaskSpec
 
 # 0: the task completed; 1: it did not (stopped, error; or --require-tests and the last test
 # failed or never ran); 2: a usage error, found before anything ran; 130: cancelled.
@@ -42,7 +42,7 @@ def model_spec(args: argparse.Namespace, task: TaskSpec | None = None) -> str | 
 
 def sandbox_config_from_flags(args: argparse.Namespace) -> Any:
     """SandboxConfig from the flags; ValidationError on a bad value (--memory lots, --pids 5)."""
-    from agent.containers.sandbox import SandboxConfig
+    from agent.containers.spec import SandboxConfig
 
     options: dict[str, Any] = {"memory": args.memory, "pids_limit": args.pids, "cpus": args.cpus}
     if args.image:

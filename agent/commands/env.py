@@ -5,13 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    pass
-
-# 0: the task completed; 1: it did not (stopped, error; or --require-tests and the last test
-# failed or never ran); 2: a usage error, found before anything ran; 130: cancelled.
 from agent.commands.common import (
     EXIT_OK,
     env_progress,

@@ -6,20 +6,13 @@ import argparse
 import contextlib
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from agent.console.escape import printable
-
-if TYPE_CHECKING:
-    pass
-
-# 0: the task completed; 1: it did not (stopped, error; or --require-tests and the last test
-# failed or never ran); 2: a usage error, found before anything ran; 130: cancelled.
 from agent.commands.common import (
     EXIT_OK,
     EXIT_STOPPED,
     usage_error,
 )
+from agent.console.escape import printable
 
 
 def cmd_demo(args: argparse.Namespace) -> int:

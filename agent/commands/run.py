@@ -10,24 +10,6 @@ import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from pydantic import ValidationError
-
-from agent import checks
-from agent.console.escape import one_line, printable
-from agent.console.live import RunConsole
-from agent.console.render import ChangeLog, print_summary
-from agent.events import EventSink, FanoutSink, JsonlSink
-from agent.loop import CancelToken, Limits
-from agent.policy import Answer, AskFn
-from agent.protocol import Report, TaskSpec
-from agent.signals import cancel_on_signals
-from agent.tools import PreparedCall
-
-if TYPE_CHECKING:
-    from agent.containers.pool import WarmPool
-
-# 0: the task completed; 1: it did not (stopped, error; or --require-tests and the last test
-# failed or never ran); 2: a usage error, found before anything ran; 130: cancelled.
 from agent.commands.common import (
     EXIT_CANCELLED,
     EXIT_OK,
@@ -42,6 +24,20 @@ from agent.commands.common import (
     usage_error,
     write_out,
 )
+from agent.console.escape import one_line, printable
+
+if TYPE_CHECKING:
+    from agent.console.live import RunConsole
+    from agent.console.render import ChangeLog
+    from agent.containers.pool import WarmPool
+    from agent.events import EventSink
+    from agent.policy import Answer, AskFn
+    from agent.protocol import Report, TaskSpec
+    from agent.tools import PreparedCall
+
+# cmd_run starts the task's container first (_early_sandbox), then imports the loop, the
+# policy, the tools, the console and the runner: the daemon creates and boots the container
+# while they import. Keep this module's own imports light for that reason.
 
 
 def terminal_ask(call: PreparedCall) -> Answer:
@@ -115,6 +111,11 @@ def _tests_note(report: Report) -> str | None:
 
 def _run_task_spec(args: argparse.Namespace, task_id: str) -> tuple[TaskSpec | None, Any, str | None]:
     """The task and the sandbox config from the flags, or the first user mistake in one line."""
+    from pydantic import ValidationError
+
+    from agent import checks
+    from agent.protocol import TaskSpec
+
     problem = checks.model_option_problems(args.base_url, args.request_timeout, args.temperature)
     test_cmd, split_problem = checks.split_test_command(args.test_cmd)
     if problem or split_problem:
@@ -174,7 +175,12 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_run(args: argparse.Namespace, task_id: str, warm: WarmPool | None) -> int:
+    from agent import checks
+    from agent.console.render import ChangeLog
+    from agent.events import FanoutSink, JsonlSink
+    from agent.loop import CancelToken, Limits
     from agent.runner import run_task_isolated
+    from agent.signals import cancel_on_signals
 
     task, sandbox_config, problem = _run_task_spec(args, task_id)
     if problem or task is None:
@@ -193,7 +199,7 @@ def _cmd_run(args: argparse.Namespace, task_id: str, warm: WarmPool | None) -> i
     if problem:
         return usage_error(problem)
     console_stream = sys.stderr if args.json else sys.stdout
-    console = None if args.quiet else RunConsole(console_stream)
+    console = None if args.quiet else _live_console(console_stream)
     changes = ChangeLog()
     sinks: list[EventSink] = [changes]
     if console is not None:
@@ -237,6 +243,12 @@ def _cmd_run(args: argparse.Namespace, task_id: str, warm: WarmPool | None) -> i
     return exit_code(report, args.require_tests)
 
 
+def _live_console(stream: TextIO) -> RunConsole:
+    from agent.console.live import RunConsole  # rich: only when a console is drawn
+
+    return RunConsole(stream)
+
+
 def _prepare_env(task: TaskSpec, base_image: str) -> Any:
     """The task's environment, chosen before the run (EnvInfo or None), or the exit code of a failure."""
     from agent.env.choose import choose_env
@@ -278,6 +290,8 @@ def _write_patch(patch: str, path: str, repo: str, stream: TextIO) -> None:
 
 
 def _finish_report(report: Report, args: argparse.Namespace, stream: TextIO, changes: ChangeLog | None) -> None:
+    from agent.console.render import print_summary
+
     write_out(args.report, report.model_dump_json(indent=2), "--report")
     # A file, not the terminal: the message as the model wrote it ("" when there was none).
     write_out(args.output_last_message, report.final_message or "", "--output-last-message")

@@ -1,14 +1,17 @@
 """The end of a run on the console: the summary (status, files, last test with the failing tests
-by name, totals, the final message once) and the diff of what the run changed."""
+by name, totals, the final message once) and the diff of what the run changed.
+
+Its lines are Styled (agent.console.terminal), not rich Text: rich is loaded only when they are
+shown on a terminal, never for a summary written to a file or a pipe.
+"""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, TextIO
 
-from rich.text import Text
-
 from agent.console.escape import printable
-from agent.console.terminal import Writer, safe
+from agent.console.terminal import Styled, Writer
+from agent.console.terminal import safe_styled as safe
 
 if TYPE_CHECKING:  # protocol imports this module (Report.render): no import back at run time
     from agent.protocol import AgentEvent, Report
@@ -44,52 +47,52 @@ class ChangeLog:
         pass
 
 
-def summary_lines(report: Report) -> list[Text]:
+def summary_lines(report: Report) -> list[Styled]:
     """The summary as styled lines; every value that came from outside is escaped."""
     r = report
-    status = Text(f"■ {r.status} ({r.stop_reason})", style=STATUS_STYLE.get(r.status, "bold"))
+    status = Styled(f"■ {r.status} ({r.stop_reason})", style=STATUS_STYLE.get(r.status, "bold"))
     status.append(
         f" task {printable(r.task_id)} · {r.steps} steps · {len(r.tool_calls)} tool calls · {r.duration_s:.1f}s",
         style="",
     )
     lines = [status]
     if r.error:
-        lines.append(Text("error: ", style="bold red") + safe(r.error, "red"))
+        lines.append(Styled("error: ", style="bold red") + safe(r.error, "red"))
     if r.files_changed:
-        lines.append(Text("files changed: ", style="bold") + safe(", ".join(r.files_changed)))
+        lines.append(Styled("files changed: ", style="bold") + safe(", ".join(r.files_changed)))
     if r.last_test:
         lines.extend(_test_lines(r))
     if r.env and r.env.image != r.env.base_image:
         how = "built" if r.env.built else "reused"
-        lines.append(Text("env: ", style="bold") + safe(f"{r.env.image} ({len(r.env.installed)} packages, {how})"))
+        lines.append(Styled("env: ", style="bold") + safe(f"{r.env.image} ({len(r.env.installed)} packages, {how})"))
     if r.patch is not None:
-        lines.append(Text(f"patch: {len(r.patch.files)} files, +{r.patch.added} -{r.patch.removed}", style="dim"))
+        lines.append(Styled(f"patch: {len(r.patch.files)} files, +{r.patch.added} -{r.patch.removed}", style="dim"))
     if r.usage:
-        lines.append(Text(f"tokens: {r.usage.input_tokens} in, {r.usage.output_tokens} out", style="dim"))
+        lines.append(Styled(f"tokens: {r.usage.input_tokens} in, {r.usage.output_tokens} out", style="dim"))
     if r.cost is not None:
-        lines.append(Text(f"cost: {r.cost:.4f}", style="dim"))
+        lines.append(Styled(f"cost: {r.cost:.4f}", style="dim"))
     denied = sum(1 for c in r.tool_calls if c.decision == "deny")
     failed = sum(1 for c in r.tool_calls if not c.ok)
     if failed:
-        lines.append(Text(f"failed calls: {failed} (denied by policy: {denied})", style="yellow"))
+        lines.append(Styled(f"failed calls: {failed} (denied by policy: {denied})", style="yellow"))
     if r.final_message:
-        lines.append(Text("final message:", style="bold"))
+        lines.append(Styled("final message:", style="bold"))
         lines.extend(safe("  " + line) for line in printable(r.final_message, multiline=True).split("\n"))
     return lines
 
 
-def _test_lines(report: Report) -> list[Text]:
+def _test_lines(report: Report) -> list[Styled]:
     t = report.last_test
     assert t is not None
-    line = Text("last test: ", style="bold") + safe(" ".join(t.command)) + Text(" -> ")
+    line = Styled("last test: ", style="bold") + safe(" ".join(t.command)) + Styled(" -> ")
     line.append(printable(t.outcome), style=OUTCOME_STYLE.get(t.outcome, "yellow"))
     line.append(f" (exit {t.exit_code})")
     lines = [line]
     if t.failed_tests:
-        lines.append(Text(f"failing tests ({len(t.failed_tests)}):", style="red"))
+        lines.append(Styled(f"failing tests ({len(t.failed_tests)}):", style="red"))
         lines.extend(safe(f"  {name}", "red") for name in t.failed_tests[:MAX_FAILED_SHOWN])
         if len(t.failed_tests) > MAX_FAILED_SHOWN:
-            lines.append(Text(f"  … and {len(t.failed_tests) - MAX_FAILED_SHOWN} more", style="red"))
+            lines.append(Styled(f"  … and {len(t.failed_tests) - MAX_FAILED_SHOWN} more", style="red"))
     return lines
 
 
@@ -98,16 +101,16 @@ def summary_text(report: Report) -> str:
     return "\n".join(line.plain for line in summary_lines(report))
 
 
-def diff_lines(changes: ChangeLog) -> list[Text]:
+def diff_lines(changes: ChangeLog) -> list[Styled]:
     """The run's diff, escaped, coloured line by line (+ green, - red, @@ cyan, headers bold)."""
     if not changes.diffs:
-        return [Text("diff: no file changed", style="dim")]
-    lines = [Text("diff of what the run changed:", style="bold")]
+        return [Styled("diff: no file changed", style="dim")]
+    lines = [Styled("diff of what the run changed:", style="bold")]
     for diff in changes.diffs:
         for raw in printable(diff.rstrip("\n"), multiline=True).split("\n"):
-            lines.append(Text(raw, style=_diff_style(raw)))
+            lines.append(Styled(raw, style=_diff_style(raw)))
     if changes.truncated:
-        lines.append(Text("(the diff of at least one patch was cut: see the files themselves)", style="yellow"))
+        lines.append(Styled("(the diff of at least one patch was cut: see the files themselves)", style="yellow"))
     return lines
 
 
@@ -126,10 +129,10 @@ def _diff_style(line: str) -> str:
 def print_summary(report: Report, stream: TextIO, changes: ChangeLog | None = None, styled: bool | None = None) -> None:
     """The summary, then (when ``changes`` is given) the diff, on ``stream``."""
     writer = Writer(stream, styled)
-    writer.line(Text(""))
+    writer.line(Styled(""))
     for line in summary_lines(report):
         writer.line(line)
     if changes is not None:
-        writer.line(Text(""))
+        writer.line(Styled(""))
         for line in diff_lines(changes):
             writer.line(line)

@@ -3,6 +3,7 @@ CODEBOX_* variables; flags win; a bad file is a one-line usage error naming the 
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -18,8 +19,9 @@ def places(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]
     project = tmp_path / "project"
     project.mkdir()
     monkeypatch.chdir(project)
-    for name in ("CODEBOX_MODEL", "CODEBOX_JOBS", "CODEBOX_MAX_STEPS", "CODEBOX_POLICY"):
-        monkeypatch.delenv(name, raising=False)
+    for name in list(os.environ):
+        if name.upper().startswith("CODEBOX_"):
+            monkeypatch.delenv(name)
     user = tmp_path / "config" / "codebox" / "codebox.toml"
     user.parent.mkdir(parents=True)
     return user, project / "pyproject.toml"
@@ -65,9 +67,9 @@ def test_a_flag_replaces_the_configured_list(
         seen["allow"] = args.allow  # type: ignore[attr-defined]
         return 0
 
-    import agent.cli as cli
+    import agent.commands.run as run_command
 
-    monkeypatch.setattr(cli, "cmd_run", fake_cmd_run)  # the parser binds cmd_run when it is built
+    monkeypatch.setattr(run_command, "cmd_run", fake_cmd_run)  # main() looks the command up after parsing
     assert main(["run", "--repo", ".", "g"]) == 0 and seen["allow"] == ["src/**"]
     assert main(["run", "--repo", ".", "--allow", "docs/**", "g"]) == 0 and seen["allow"] == ["docs/**"]
 
@@ -80,6 +82,16 @@ def test_a_flag_replaces_the_configured_list(
         ("user", "max_steps = [\n", "{user}: cannot read it as TOML:"),
         ("project", "[tool.codebox]\npolicy = 'yolo'\n",
          "{project} [tool.codebox]: policy: must be 'read-only', 'workspace-write' or 'ask' (got \"yolo\")"),
+        ("user", "api = 'rest'\n", "{user}: api: must be 'chat' or 'responses' (got \"rest\")"),
+        ("user", "model = 5\n", "{user}: model: must be a string (got 5)"),
+        ("user", "jobs = 'many'\n", "{user}: jobs: must be a whole number (got \"many\")"),
+        ("user", "jobs = 2.5\n", "{user}: jobs: must be a whole number (got 2.5)"),
+        ("user", "cpus = true\n", "{user}: cpus: must be a number\n"),
+        ("user", "timeout = inf\n", "{user}: timeout: must be a finite number (got inf)"),
+        ("user", "timeout = 0\n", "{user}: timeout: must be more than 0 (got 0)"),
+        ("user", "pids = 8\n", "{user}: pids: must be at least 16 (got 8)"),
+        ("user", "allow = 'src/**'\n", "{user}: allow: must be a list of strings (got \"src/**\")"),
+        ("project", "[tool.codebox]\ndeny = ['a', 1]\n", "{project} [tool.codebox]: deny: must be a list of strings"),
     ],
 )
 def test_a_bad_config_is_a_usage_error_naming_file_and_key(
@@ -93,3 +105,60 @@ def test_a_bad_config_is_a_usage_error_naming_file_and_key(
     err = capsys.readouterr().err
     assert err.startswith("codebox: " + message.format(user=user, project=project)), err
     assert err.count("\n") == 1
+
+
+def test_environment_lists_are_json_and_names_any_case(
+    places: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    user, _ = places
+    user.write_text('deny = ["*.pem"]\npolicy = "workspace-write"\n')
+    monkeypatch.setenv("CODEBOX_DENY", '["*.key", "secrets/**"]')
+    monkeypatch.setenv("codebox_max_steps", "9")
+    settings = load_settings()
+    assert settings.deny == ["*.key", "secrets/**"] and settings.max_steps == 9 and settings.policy == "workspace-write"
+    monkeypatch.setenv("CODEBOX_DENY", "null")  # JSON null: as if the variable were not set
+    assert load_settings().deny == ["*.pem"]
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "message"),
+    [
+        ("CODEBOX_ALLOW", "src/**", "the environment variable CODEBOX_ALLOW: allow: a list is written as JSON, e.g."),
+        ("CODEBOX_DENY", '"*.pem"', "the environment variable CODEBOX_DENY: deny: must be a list of strings"),
+        ("CODEBOX_JOBS", "0", "the environment variable CODEBOX_JOBS: jobs: must be at least 1 (got \"0\")"),
+        ("CODEBOX_TEMPERATURE", "3", "the environment variable CODEBOX_TEMPERATURE: temperature: must be at most 2"),
+    ],
+)
+def test_a_bad_environment_variable_is_a_usage_error_naming_it(
+    places: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+    name: str, value: str, message: str,
+) -> None:
+    monkeypatch.setenv(name, value)
+    assert main(["run", "--repo", ".", "g"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("codebox: " + message), err
+    assert err.count("\n") == 1
+
+
+def test_the_environment_wins_over_a_bad_file_value(places: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    user, project = places
+    user.write_text("jobs = 0\n")
+    project.write_text("[tool.codebox]\njobs = 'many'\n")
+    monkeypatch.setenv("CODEBOX_JOBS", "4")
+    assert load_settings().jobs == 4  # the merged value is checked, not each file's
+
+
+def test_typed_values_are_read_as_the_setting_holds_them(places: tuple[Path, Path]) -> None:
+    user, _ = places
+    user.write_text("max_steps = 12.0\ntimeout = 60\ncpus = 2\ntemperature = 0\n")
+    settings = load_settings()
+    assert (settings.max_steps, settings.timeout, settings.cpus, settings.temperature) == (12, 60.0, 2.0, 0.0)
+    assert isinstance(settings.max_steps, int) and isinstance(settings.timeout, float)
+
+
+def test_every_key_has_one_kind() -> None:
+    from agent import config
+
+    kinds = [config._TEXT, set(config._CHOICES), config._INTEGERS, config._NUMBERS, config._LISTS]
+    assert sorted(k for kind in kinds for k in kind) == sorted(config.KNOWN_KEYS)
+    assert set(config._BOUNDS) <= config._INTEGERS | config._NUMBERS
