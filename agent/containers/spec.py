@@ -166,11 +166,11 @@ def _binds(repo: Path, role: str) -> list[str]:
     return binds
 
 
-def size_bytes(text: str) -> int:
+def size_bytes(text: str, what: str = "size") -> int:
     """Bytes of a size in docker's syntax ("512m", "1.5g", "100"); ValueError if it is not one."""
     match = _SIZE.fullmatch(text.strip())
     if not match:
-        raise ValueError(f"not a size: {text!r}")
+        raise ValueError(f"the {what} {text!r} is not a size (a number with a unit b, k, m or g, e.g. 512m)")
     return int(float(match.group(1)) * _UNIT_BYTES[(match.group(2) or "b").lower()[0]])
 
 
@@ -193,7 +193,7 @@ def container_options(
         LABEL_ROLE: role,
         LABEL_EXPIRES: str(int(now + config.lifetime_s)),
     }
-    memory = size_bytes(config.memory)
+    memory = size_bytes(config.memory, "memory limit")
     host_config: dict[str, Any] = {
         "Binds": _binds(repo, role),
         # Our own init is PID 1 (agent/containers/sandbox.py says why): not docker's --init.

@@ -43,7 +43,9 @@ def test_help_imports_no_model_sdk_and_no_docker() -> None:
 
 
 @pytest.mark.docker
-def test_a_scripted_run_imports_no_model_sdk(tmp_path: Path) -> None:
+def test_a_scripted_run_imports_no_model_sdk_and_no_docker_py(tmp_path: Path) -> None:
+    """The start path speaks to the daemon with agent.containers.engine_api: docker-py and
+    requests (urllib3, charset_normalizer...) are for image and environment builds only."""
     repo = tmp_path / "repo"
     repo.mkdir()
     (repo / "README.md").write_text("hello\n")
@@ -59,7 +61,7 @@ def test_a_scripted_run_imports_no_model_sdk(tmp_path: Path) -> None:
         from agent.cli import main
         with contextlib.redirect_stdout(io.StringIO()):
             code = main(["run", "--quiet", "--repo", {str(repo)!r}, "--model", "scripted:{script}", "read it"])
-        print(json.dumps({{"code": code, "loaded": [m for m in {MODEL_SDKS!r} if m in sys.modules]}}))
+        print(json.dumps({{"code": code, "loaded": [m for m in {HEAVY!r} if m in sys.modules]}}))
         """
     )
     assert found == {"code": 0, "loaded": []}
