@@ -23,9 +23,9 @@ from agent.containers.engine_api import (
     DOCKER_DOWN,
     Conflict,
     DaemonDown,
+    Endpoint,
     EngineClient,
     EngineError,
-    Endpoint,
     NotFound,
     connect_engine,
     oom_killed_since,
@@ -181,7 +181,8 @@ def test_chunked_answers_and_error_statuses(tmp_path: Path) -> None:
             conn.sendall(b"HTTP/1.1 200 OK\r\nApi-Version: 1.43\r\nContent-Length: 2\r\n\r\nOK")
         elif b"/events" in line:
             events = b'{"status":"oom","id":"c1"}\n{"status":"oom","id":"c1"}\n'
-            body = b"".join(b"%x\r\n%s\r\n" % (len(events[i : i + 7]), events[i : i + 7]) for i in range(0, len(events), 7))
+            pieces = [events[i : i + 7] for i in range(0, len(events), 7)]
+            body = b"".join(b"%x\r\n%s\r\n" % (len(piece), piece) for piece in pieces)
             conn.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + body + b"0\r\n\r\n")
         elif b"/containers/gone/json" in line:
             body = b'{"message":"No such container: gone"}'
@@ -300,7 +301,7 @@ def test_status_mapping_against_the_daemon(client: EngineClient, image: str) -> 
 def test_a_started_container_is_gone_when_remove_returns(client: EngineClient, image: str) -> None:
     body = {**_echo_body(image, f"{TASK}-rm"), "HostConfig": {"NetworkMode": "none", "AutoRemove": True}}
     cid = client.create_container(body)
-    sock, pre_read = client.attach(cid)
+    sock, _ = client.attach(cid)
     client.start(cid)
     try:
         assert client.inspect_container(cid)["State"]["Running"]
