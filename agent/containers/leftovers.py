@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agent.containers.engine_api import Conflict, EngineClient, EngineError, NotFound, connect_engine
-from agent.errors import CodeboxError
+from agent.errors import CodeboxError, SandboxError
 
 if TYPE_CHECKING:  # the env builder hands remove_container a docker-py client
     import docker
@@ -47,6 +47,18 @@ def process_start_ticks(pid: int) -> str | None:
     # The command name (field 2) may hold spaces and parentheses: split after the last ')'.
     fields = stat[stat.rfind(")") + 2 :].split()
     return fields[19] if len(fields) > 19 else None
+
+
+def owner_labels(task: str, role: str, expires_at: float) -> dict[str, str]:
+    """The labels the reaper reads: this process owns the container, which ends by ``expires_at``."""
+    return {
+        LABEL_TASK: task,
+        LABEL_OWNER: str(os.getpid()),
+        LABEL_OWNER_START: process_start_ticks(os.getpid()) or "",
+        LABEL_HOST: socket.gethostname(),
+        LABEL_ROLE: role,
+        LABEL_EXPIRES: str(int(expires_at)),
+    }
 
 
 def _pid_alive(pid: int, start_ticks: str | None) -> bool:
@@ -104,7 +116,7 @@ def reap_leftovers(
     codebox.owner_start, codebox.host) is dead on this host, or when its
     lifetime (label codebox.expires) has passed, whoever owns it.
     """
-    client = client or connect_engine(CodeboxError)
+    client = client or connect_engine(SandboxError)  # `codebox gc` says it in one line
     hostname = socket.gethostname()
     now = time.time()
     removed: list[str] = []

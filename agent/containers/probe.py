@@ -6,9 +6,13 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import time
 from pathlib import Path
 
 from agent.containers.engine_api import EngineError, connect_engine
+from agent.containers.leftovers import owner_labels
+
+PROBE_TIMEOUT_S = 30.0
 
 # Exit 0: found; 3: not found; anything else: the probe itself could not tell.
 _PROBE = (
@@ -63,6 +67,8 @@ def program_in_image(image: str, program: str) -> bool | None:
             "Cmd": ["python3", "-I", "-c", _PROBE, program],
             "Entrypoint": [],  # not the image's: an empty list, not null, resets it
             "User": "65534:65534",
+            # A probe whose process was killed mid-way is a leftover like any other: reaped.
+            "Labels": owner_labels("probe", "probe", time.time() + PROBE_TIMEOUT_S),
             "HostConfig": {
                 "NetworkMode": "none",
                 "CapDrop": ["ALL"],
@@ -74,7 +80,7 @@ def program_in_image(image: str, program: str) -> bool | None:
         container_id = client.create_container(body)
         try:
             client.start(container_id)
-            code = client.wait(container_id, timeout_s=30)
+            code = client.wait(container_id, timeout_s=PROBE_TIMEOUT_S)
         finally:
             with contextlib.suppress(EngineError):
                 client.remove(container_id, force=True)

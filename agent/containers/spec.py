@@ -7,22 +7,13 @@ import math
 import os
 import re
 import secrets
-import socket
 import stat
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field, field_validator
 
-from agent.containers.leftovers import (
-    LABEL_EXPIRES,
-    LABEL_HOST,
-    LABEL_OWNER,
-    LABEL_OWNER_START,
-    LABEL_ROLE,
-    LABEL_TASK,
-    process_start_ticks,
-)
+from agent.containers.leftovers import owner_labels
 from agent.errors import CodeboxError
 from sandbox import wire
 
@@ -184,15 +175,8 @@ def container_options(
 ) -> tuple[str, dict[str, Any]]:
     """The container's name and the body of the Engine API's ``POST /containers/create``."""
     name = f"codebox-{_safe_name(task_id)}-{role}-{secrets.token_hex(3)}"
-    labels = {
-        **(extra_labels or {}),  # first: they never override the labels the reaper relies on
-        LABEL_TASK: task_id,
-        LABEL_OWNER: str(os.getpid()),
-        LABEL_OWNER_START: process_start_ticks(os.getpid()) or "",
-        LABEL_HOST: socket.gethostname(),
-        LABEL_ROLE: role,
-        LABEL_EXPIRES: str(int(now + config.lifetime_s)),
-    }
+    # The extra labels first: they never override the labels the reaper relies on.
+    labels = {**(extra_labels or {}), **owner_labels(task_id, role, now + config.lifetime_s)}
     memory = size_bytes(config.memory, "memory limit")
     host_config: dict[str, Any] = {
         "Binds": _binds(repo, role),

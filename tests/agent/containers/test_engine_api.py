@@ -310,3 +310,25 @@ def test_a_started_container_is_gone_when_remove_returns(client: EngineClient, i
             client.inspect_container(cid)
     finally:
         sock.close()
+
+
+def test_an_injected_client_is_the_one_the_sandbox_uses(tmp_path: Path) -> None:
+    from agent.containers.sandbox import Sandbox, SandboxConfig
+
+    path = tmp_path / "no-docker.sock"
+    dead = EngineClient(Endpoint(url=f"unix://{path}", unix_path=str(path)))
+    sandbox = Sandbox(tmp_path, SandboxConfig(user="1000:1000"), task_id="injected", client=dead)
+    with pytest.raises(SandboxError) as caught:
+        sandbox.start()
+    sandbox.close()
+    assert "Docker is not answering" in str(caught.value) and str(path) in str(caught.value)
+    assert "\n" not in str(caught.value)
+
+
+def test_gc_without_a_daemon_is_one_line(tmp_path: Path) -> None:
+    env = {**os.environ, "DOCKER_HOST": f"unix://{tmp_path}/no-docker.sock", "PYTHONPATH": str(ROOT)}
+    result = subprocess.run([sys.executable, "-m", "agent.cli", "gc"], cwd=ROOT, env=env,
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode != 0 and "Traceback" not in result.stderr
+    assert result.stderr.strip().splitlines() == [result.stderr.strip()]
+    assert "Docker is not answering" in result.stderr
