@@ -332,3 +332,75 @@ def test_gc_without_a_daemon_is_one_line(tmp_path: Path) -> None:
     assert result.returncode != 0 and "Traceback" not in result.stderr
     assert result.stderr.strip().splitlines() == [result.stderr.strip()]
     assert "Docker is not answering" in result.stderr
+
+
+def _openssl(folder: Path, *args: str) -> None:
+    subprocess.run(["openssl", *args], cwd=folder, check=True, capture_output=True, timeout=60)
+
+
+def _certificates(folder: Path) -> None:
+    """A CA, a server certificate for 127.0.0.1 and a client certificate, as docker's files."""
+    _openssl(folder, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca-key.pem", "-out", "ca.pem",
+             "-days", "2", "-subj", "/CN=codebox-test-ca", "-addext", "basicConstraints=critical,CA:TRUE",
+             "-addext", "keyUsage=critical,keyCertSign,cRLSign")
+    for who, ext in (("server", "subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n"),
+                     ("client", "extendedKeyUsage=clientAuth\n")):
+        (folder / f"{who}.ext").write_text(ext)
+        _openssl(folder, "req", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{who}-key.pem", "-out", f"{who}.csr",
+                 "-subj", f"/CN={who}")
+        _openssl(folder, "x509", "-req", "-in", f"{who}.csr", "-CA", "ca.pem", "-CAkey", "ca-key.pem",
+                 "-CAcreateserial", "-out", f"{who}-cert.pem", "-days", "2", "-extfile", f"{who}.ext")
+    (folder / "cert.pem").write_bytes((folder / "client-cert.pem").read_bytes())
+    (folder / "key.pem").write_bytes((folder / "client-key.pem").read_bytes())
+
+
+def test_tls_over_tcp_with_docker_cert_path(tmp_path: Path) -> None:
+    import shutil
+    import ssl
+
+    if shutil.which("openssl") is None:
+        if os.environ.get("CI"):
+            raise AssertionError("the TLS test needs the openssl command")
+        pytest.skip("no openssl command to make test certificates")
+    _certificates(tmp_path)
+    server_context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server_context.load_cert_chain(str(tmp_path / "server-cert.pem"), str(tmp_path / "server-key.pem"))
+    server_context.load_verify_locations(str(tmp_path / "ca.pem"))
+    server_context.verify_mode = ssl.CERT_REQUIRED  # the client must show its certificate
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    held: list[socket.socket] = []
+
+    def serve() -> None:
+        while True:
+            try:
+                raw, _ = listener.accept()
+                conn = server_context.wrap_socket(raw, server_side=True)
+            except OSError:
+                return
+            held.append(conn)
+            data = b""
+            while b"\r\n\r\n" not in data:
+                data += conn.recv(65536)
+            if data.startswith(b"GET /_ping"):
+                conn.sendall(b"HTTP/1.1 200 OK\r\nApi-Version: 1.41\r\nContent-Length: 2\r\n\r\nOK")
+            else:
+                conn.sendall(b"HTTP/1.1 101 UPGRADED\r\nUpgrade: tcp\r\n\r\n" + _frame(1, b"over tls\n"))
+
+    threading.Thread(target=serve, daemon=True).start()
+    environ = {"DOCKER_HOST": f"tcp://127.0.0.1:{port}", "DOCKER_TLS_VERIFY": "1", "DOCKER_CERT_PATH": str(tmp_path)}
+    try:
+        client = EngineClient(parse_docker_host(environ), timeout_s=10)
+        assert client.ping() == "1.41"
+        sock, pre_read = client.attach("c1")
+        stream = AttachStream(sock, max_line=1000, pre_read=pre_read)
+        assert stream.read_line(time.monotonic() + 5) == b"over tls"
+        stream.close()
+        # Without the CA the daemon's certificate is refused: one line, no traceback.
+        (tmp_path / "ca.pem").rename(tmp_path / "other.pem")
+        with pytest.raises(DaemonDown, match="Docker is not answering"):
+            EngineClient(parse_docker_host(environ), timeout_s=10).ping()
+    finally:
+        listener.close()
+        for conn in held:
+            conn.close()
