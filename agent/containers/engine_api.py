@@ -26,6 +26,7 @@ import json
 import os
 import socket
 import threading
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -418,15 +419,17 @@ def connect_engine(error: type[CodeboxError] = CodeboxError, timeout_s: float = 
     return client
 
 
-def oom_killed_since(client: EngineClient, container_id: str, since_wall: float, until_wall: float) -> bool:
-    """Did the kernel OOM-kill a process of this container between the two times (time.time())?
+def oom_killed_since(client: EngineClient, container_id: str, since_wall: float, until_wall: float | None = None,
+                     ) -> bool:
+    """Did the kernel OOM-kill a process of this container between the two times (time.time(); until: now)?
 
     Docker 20.10 sets State.OOMKilled only when the container's main process is the victim;
     a killed test child shows only as an ``oom`` event. Ask for both.
     """
     try:
         filters = {"container": [container_id], "event": ["oom"]}
-        if client.events(f"{since_wall - 0.05:.9f}", f"{until_wall + 0.05:.9f}", filters):
+        until = time.time() if until_wall is None else until_wall
+        if client.events(f"{since_wall - 0.05:.9f}", f"{until + 0.05:.9f}", filters):
             return True
     except (EngineError, ValueError):
         pass

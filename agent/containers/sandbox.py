@@ -280,7 +280,8 @@ class Sandbox:
             except _Failure as failure:
                 return self._died(box, str(failure), time.monotonic() - started, oom=failure.oom)
             reply = self._to_reply(response, time.monotonic() - started)
-            if tool == "run_test" and reply.outcome in ("failed", "timeout") and self._oom_during(box.id, started_wall):
+            failed = tool == "run_test" and reply.outcome in ("failed", "timeout")
+            if failed and oom_killed_since(self._docker(), box.id, started_wall):
                 message = (
                     "out of memory: the kernel killed a process of the test "
                     f"(sandbox memory limit {self.config.memory})"
@@ -323,7 +324,7 @@ class Sandbox:
             if self._closed:
                 raise _Failure("the sandbox was closed while the call ran") from exc
             stream.drain_stderr()
-            oom = self._oom_during(box.id, started_wall)
+            oom = oom_killed_since(self._docker(), box.id, started_wall)
             what = "ran out of memory and was killed" if oom else "exited or was killed"
             detail = stream.stderr_tail(500)
             raise _Failure(
@@ -363,10 +364,6 @@ class Sandbox:
             outcome="oom" if oom else "container_died",
             duration_s=duration_s,
         )
-
-    def _oom_during(self, container_id: str, since_wall: float) -> bool:
-        """Did the kernel OOM-kill a process of this container since ``since_wall``?"""
-        return oom_killed_since(self._docker(), container_id, since_wall, time.time())
 
     # -- containers ----------------------------------------------------------------------------
     def _docker(self) -> EngineClient:
