@@ -5,9 +5,12 @@ the attach connection: every chunk is preceded by an 8-byte header
 ``[stream, 0, 0, 0, size (uint32, big endian)]`` (stream 1 = stdout, 2 = stderr).
 Whatever the container writes to stdin is not echoed back.
 
-``AttachStream`` owns the raw socket. It is used by one reader thread at a
-time (the client serialises calls); ``shutdown()`` may be called from any
-thread and wakes a blocked reader, which then sees ``StreamClosed``.
+``AttachStream`` owns the raw socket of an upgraded attach request
+(``engine_api.EngineClient.attach``), plus the stream bytes that arrived with the
+response headers: they are parsed first, so nothing the container wrote is lost.
+It is used by one reader thread at a time (the client serialises calls);
+``shutdown()`` may be called from any thread and wakes a blocked reader, which
+then sees ``StreamClosed``.
 """
 
 from __future__ import annotations
@@ -18,7 +21,6 @@ import socket
 import threading
 import time
 from collections import deque
-from typing import Any
 
 STDIN, STDOUT, STDERR = 0, 1, 2
 HEADER_SIZE = 8
@@ -41,21 +43,12 @@ class LineTooLong(StreamError):
     """The container sent a line longer than the cap (nothing past the cap is kept)."""
 
 
-def raw_socket(attach_result: Any) -> socket.socket:
-    """The ``socket.socket`` under what ``APIClient.attach_socket`` returns (a ``SocketIO`` on unix/tcp)."""
-    sock = getattr(attach_result, "_sock", attach_result)
-    if not isinstance(sock, socket.socket):
-        raise TypeError(f"unsupported docker attach transport: {type(attach_result).__name__}")
-    return sock
-
-
 class AttachStream:
     """Line-oriented, capped, deadline-aware reader/writer over one docker attach socket."""
 
-    def __init__(self, attach_result: Any, max_line: int, stderr_keep: int = 16 * 1024) -> None:
-        # Keep the docker-py object alive: when it is garbage collected the connection closes.
-        self._holder = attach_result
-        self._sock = raw_socket(attach_result)
+    def __init__(self, sock: socket.socket, max_line: int, pre_read: bytes = b"", stderr_keep: int = 16 * 1024) -> None:
+        self._sock = sock
+        self._pending = bytes(pre_read)  # stream bytes read with the HTTP response headers
         self._max_line = max_line
         self._stderr_keep = stderr_keep
         self._buf = bytearray()  # frame bytes not yet parsed
@@ -95,6 +88,7 @@ class AttachStream:
         Raises StreamDeadline, StreamClosed or LineTooLong; after LineTooLong the
         stream is unusable (the rest of the line is not read): kill the container.
         """
+        self._take_pending()
         while not self._lines:
             if self._eof:
                 raise StreamClosed("the sandbox closed its output stream")
@@ -123,6 +117,10 @@ class AttachStream:
         stdout line (the protocol is out of step) means the container must be replaced.
         Costs one non-blocking poll when nothing is pending.
         """
+        try:
+            self._take_pending()
+        except LineTooLong:
+            return False
         if self._eof or self._shut or self._lines or self._partial:
             return False
         while True:
@@ -130,7 +128,8 @@ class AttachStream:
                 readable, _, _ = select.select([self._sock], [], [], 0)
             except (OSError, ValueError):
                 return False
-            if not readable:
+            pending = getattr(self._sock, "pending", None)  # a TLS socket may hold decrypted bytes
+            if not readable and not (callable(pending) and pending() > 0):
                 return True
             try:
                 self._sock.settimeout(0.5)
@@ -146,6 +145,12 @@ class AttachStream:
                 return False
             if self._lines or self._partial:
                 return False
+
+    def _take_pending(self) -> None:
+        if self._pending:
+            data, self._pending = self._pending, b""
+            self.bytes_read += len(data)
+            self._feed(data)
 
     def _feed(self, chunk: bytes) -> None:
         self._buf += chunk
@@ -199,6 +204,8 @@ class AttachStream:
     def drain_stderr(self, wait_s: float = 0.2) -> None:
         """After the stream closed or failed: read what is left (bounded) so stderr_tail is complete."""
         deadline = time.monotonic() + wait_s
+        with contextlib.suppress(LineTooLong):
+            self._take_pending()
         while not self._eof and time.monotonic() < deadline:
             try:
                 self._sock.settimeout(max(0.001, deadline - time.monotonic()))
@@ -233,7 +240,3 @@ class AttachStream:
         self.shutdown()
         with contextlib.suppress(OSError):
             self._sock.close()
-        closer = getattr(self._holder, "close", None)
-        if callable(closer):
-            with contextlib.suppress(Exception):
-                closer()

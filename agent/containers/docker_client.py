@@ -1,23 +1,21 @@
-"""The one way codebox connects to the Docker engine."""
+"""docker-py, for the rare paths that need it: image builds, environment builds, the Ray node's
+image shipping. The task start and run path uses ``engine_api`` (no docker-py, no requests)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from agent.containers.engine_api import DOCKER_DOWN
 from agent.errors import CodeboxError
 
 if TYPE_CHECKING:
     import docker
 
-DOCKER_DOWN = (
-    "Docker is not answering ({detail}). Start the daemon (e.g. `systemctl start docker` "
-    "or `service docker start`) and check that this user can reach its socket "
-    "(DOCKER_HOST, or membership in the `docker` group)."
-)
+__all__ = ["DOCKER_DOWN", "connect"]
 
 
 def connect(error: type[CodeboxError] = CodeboxError) -> docker.DockerClient:
-    """A client that has answered a ping; otherwise ``error`` with what to do."""
+    """A docker-py client that has answered a ping; otherwise ``error`` with what to do."""
     import docker  # here, not at import: `codebox --help` never loads docker-py and requests
 
     try:

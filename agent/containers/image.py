@@ -18,6 +18,9 @@ files): an image made by a codebox with other build files is found and rebuilt
 (``ensure_sandbox_image``) or explained (``image_problem``), never used blindly.
 Builds of one machine are serialised by a lock file, and docker tags an image only
 when its build succeeded, so nothing half-built is ever tagged.
+
+Lookups (``image_exists``, ``image_labels``, ``image_problem``: a task's start asks one) go
+through ``engine_api``; builds and pulls through docker-py, loaded only for them.
 """
 
 from __future__ import annotations
@@ -33,14 +36,15 @@ import tarfile
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
-
-import docker
-import docker.errors
+from typing import TYPE_CHECKING, Any
 
 from agent import __version__
 from agent.containers.docker_client import connect
+from agent.containers.engine_api import EngineClient, EngineError, NotFound, connect_engine
 from agent.errors import CodeboxError
+
+if TYPE_CHECKING:
+    import docker
 
 BASE_IMAGE = "codebox-base:bookworm"
 SANDBOX_IMAGE = "codebox-sandbox:latest"
@@ -64,29 +68,28 @@ def _client() -> docker.DockerClient:
     return connect(ImageError)
 
 
+def _inspect(tag: str, client: EngineClient | None = None) -> dict[str, Any] | None:
+    """The daemon's description of a local image; None when there is none (no pull is tried)."""
+    client = client or connect_engine(ImageError)
+    try:
+        return client.inspect_image(tag)
+    except NotFound:
+        return None
+    except EngineError as exc:
+        raise ImageError(f"Docker could not look up image {tag!r}: {exc}") from exc
+
+
 def image_exists(tag: str) -> bool:
     """True when the local engine has an image with this tag (no pull is tried)."""
-    client = _client()
-    try:
-        client.images.get(tag)
-    except docker.errors.ImageNotFound:
-        return False
-    except docker.errors.APIError as exc:
-        raise ImageError(f"Docker could not look up image {tag!r}: {exc}") from exc
-    finally:
-        client.close()
-    return True
+    return _inspect(tag) is not None
 
 
 def image_size(tag: str) -> int:
     """Size in bytes of a local image, as ``docker images`` counts it."""
-    client = _client()
-    try:
-        return int(client.images.get(tag).attrs["Size"])
-    except docker.errors.ImageNotFound as exc:
-        raise ImageError(f"no local image {tag!r}") from exc
-    finally:
-        client.close()
+    info = _inspect(tag)
+    if info is None:
+        raise ImageError(f"no local image {tag!r}")
+    return int(info.get("Size") or 0)
 
 
 def find_dockerfile() -> Path:
@@ -107,17 +110,12 @@ def image_format() -> str:
     return digest.hexdigest()[:12]
 
 
-def image_labels(tag: str) -> dict[str, str] | None:
+def image_labels(tag: str, client: EngineClient | None = None) -> dict[str, str] | None:
     """The labels of a local image, or None when there is no such image."""
-    client = _client()
-    try:
-        return dict(client.images.get(tag).attrs.get("Config", {}).get("Labels") or {})
-    except docker.errors.ImageNotFound:
+    info = _inspect(tag, client)
+    if info is None:
         return None
-    except docker.errors.APIError as exc:
-        raise ImageError(f"Docker could not look up image {tag!r}: {exc}") from exc
-    finally:
-        client.close()
+    return dict((info.get("Config") or {}).get("Labels") or {})
 
 
 def _stale(labels: dict[str, str]) -> str | None:
@@ -258,6 +256,8 @@ def build_sandbox(
             log(f"image {tag} already exists; reusing it")
             return tag
         log(f"image {tag} is rebuilt: {stale}")
+    import docker.errors
+
     dockerfile = find_dockerfile()
     client = _client()
     log(f"building {tag} from {DOCKERFILE_NAME} on {base} (network none)")
@@ -287,6 +287,8 @@ def build_sandbox(
 
 def _pull(tag: str, log: Log) -> bool:
     """Try to pull ``tag``; False (with the reason logged) when no registry answers."""
+    import docker.errors
+
     client = _client()
     log(f"pulling {tag}")
     try:

@@ -13,10 +13,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agent.containers.docker_client import connect
-from agent.errors import CodeboxError
+from agent.containers.engine_api import Conflict, EngineClient, EngineError, NotFound, connect_engine
+from agent.errors import CodeboxError, SandboxError
 
-if TYPE_CHECKING:  # docker-py (and requests) load when a container is touched, not at import
+if TYPE_CHECKING:  # the env builder hands remove_container a docker-py client
     import docker
 
 _log = logging.getLogger("codebox.sandbox")
@@ -49,6 +49,18 @@ def process_start_ticks(pid: int) -> str | None:
     return fields[19] if len(fields) > 19 else None
 
 
+def owner_labels(task: str, role: str, expires_at: float) -> dict[str, str]:
+    """The labels the reaper reads: this process owns the container, which ends by ``expires_at``."""
+    return {
+        LABEL_TASK: task,
+        LABEL_OWNER: str(os.getpid()),
+        LABEL_OWNER_START: process_start_ticks(os.getpid()) or "",
+        LABEL_HOST: socket.gethostname(),
+        LABEL_ROLE: role,
+        LABEL_EXPIRES: str(int(expires_at)),
+    }
+
+
 def _pid_alive(pid: int, start_ticks: str | None) -> bool:
     if pid == os.getpid():
         return True
@@ -67,8 +79,22 @@ def _pid_alive(pid: int, start_ticks: str | None) -> bool:
     return True
 
 
-def remove_container(client: docker.DockerClient, container_id: str) -> None:
-    """Kill and remove a container; a container that is already gone (or going) is fine."""
+def remove_container(client: EngineClient | docker.DockerClient, container_id: str) -> None:
+    """Kill and remove a container (returns when it is gone); one already gone (or going) is fine.
+
+    ``client``: ours, or docker-py's (the environment builder's containers)."""
+    if not isinstance(client, EngineClient):
+        _remove_with_docker_py(client, container_id)
+        return
+    try:
+        client.remove(container_id, force=True)
+    except (NotFound, Conflict):
+        pass  # 409: "removal of container ... is already in progress" (auto_remove raced us)
+    except EngineError as exc:
+        _log.warning("could not remove sandbox container %s: %s", container_id[:12], exc)
+
+
+def _remove_with_docker_py(client: docker.DockerClient, container_id: str) -> None:
     import docker.errors
 
     try:
@@ -76,13 +102,12 @@ def remove_container(client: docker.DockerClient, container_id: str) -> None:
     except docker.errors.NotFound:
         pass
     except docker.errors.APIError as exc:
-        # 409: "removal of container ... is already in progress" (auto_remove raced us).
         if exc.status_code != 409:
-            _log.warning("could not remove sandbox container %s: %s", container_id[:12], exc)
+            _log.warning("could not remove container %s: %s", container_id[:12], exc)
 
 
 def reap_leftovers(
-    client: docker.DockerClient | None = None,
+    client: EngineClient | None = None,
     log: Callable[[str], None] = _log.info,
 ) -> list[str]:
     """Remove codebox containers left by dead runs; return their ids.
@@ -91,15 +116,13 @@ def reap_leftovers(
     codebox.owner_start, codebox.host) is dead on this host, or when its
     lifetime (label codebox.expires) has passed, whoever owns it.
     """
-    import docker.errors
-
-    client = client or connect(CodeboxError)
+    client = client or connect_engine(SandboxError)  # `codebox gc` says it in one line
     hostname = socket.gethostname()
     now = time.time()
     removed: list[str] = []
     try:
-        containers = client.api.containers(all=True, filters={"label": LABEL_TASK})
-    except docker.errors.APIError as exc:
+        containers = client.containers(all=True, filters={"label": [LABEL_TASK]})
+    except EngineError as exc:
         log(f"cannot list sandbox containers to reap: {exc}")
         return removed
     for info in containers:
@@ -128,11 +151,10 @@ def reap_leftovers(
     return removed
 
 
-
-def iter_codebox_containers(client: docker.DockerClient | None = None) -> Iterator[dict[str, Any]]:
+def iter_codebox_containers(client: EngineClient | None = None) -> Iterator[dict[str, Any]]:
     """Summaries (docker API dicts) of every container that carries a codebox.task label."""
-    client = client or connect(CodeboxError)
-    yield from client.api.containers(all=True, filters={"label": LABEL_TASK})
+    client = client or connect_engine(CodeboxError)
+    yield from client.containers(all=True, filters={"label": [LABEL_TASK]})
 
 
 def reap_in_background(
@@ -163,12 +185,10 @@ def _housekeeping(log: Callable[[str], None], also: Callable[[], None] | None) -
         except Exception as exc:  # housekeeping never fails a run
             log(f"background housekeeping failed: {type(exc).__name__}: {exc}")
     try:
-        client = connect(CodeboxError)
+        client = connect_engine(CodeboxError)
     except CodeboxError:
         return  # the start itself reports a daemon that does not answer
     try:
         reap_leftovers(client, log=log)
     except Exception as exc:
         log(f"reaping leftover containers failed: {type(exc).__name__}: {exc}")
-    finally:
-        client.close()

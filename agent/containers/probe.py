@@ -3,13 +3,16 @@ answers, the first time an image is used with a program; the answer is cached pe
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import time
 from pathlib import Path
 
-import docker.errors
+from agent.containers.engine_api import EngineError, connect_engine
+from agent.containers.leftovers import owner_labels
 
-from agent.containers.docker_client import connect
+PROBE_TIMEOUT_S = 30.0
 
 # Exit 0: found; 3: not found; anything else: the probe itself could not tell.
 _PROBE = (
@@ -51,34 +54,38 @@ def program_in_image(image: str, program: str) -> bool | None:
     None: cannot tell (no Docker, no such image, no python3 in it): the run goes on and
     the sandbox reports what it finds."""
     try:
-        client = connect()
+        client = connect_engine()
     except Exception:  # Docker down: the runner says so, with its own message
         return None
     try:
-        image_id = client.images.get(image).id
+        image_id = str(client.inspect_image(image)["Id"])
         key = f"{image_id} {program}"
         if _cached().get(key):
             return True
-        container = client.containers.run(
-            image,
-            ["python3", "-I", "-c", _PROBE, program],
-            entrypoint=[],
-            detach=True,
-            network_mode="none",
-            cap_drop=["ALL"],
-            security_opt=["no-new-privileges"],
-            read_only=True,
-            user="65534:65534",
-            mem_limit="64m",
-        )
+        body = {
+            "Image": image,
+            "Cmd": ["python3", "-I", "-c", _PROBE, program],
+            "Entrypoint": [],  # not the image's: an empty list, not null, resets it
+            "User": "65534:65534",
+            # A probe whose process was killed mid-way is a leftover like any other: reaped.
+            "Labels": owner_labels("probe", "probe", time.time() + PROBE_TIMEOUT_S),
+            "HostConfig": {
+                "NetworkMode": "none",
+                "CapDrop": ["ALL"],
+                "SecurityOpt": ["no-new-privileges"],
+                "ReadonlyRootfs": True,
+                "Memory": 64 * 2**20,
+            },
+        }
+        container_id = client.create_container(body)
         try:
-            code = int(container.wait(timeout=30).get("StatusCode", -1))
+            client.start(container_id)
+            code = client.wait(container_id, timeout_s=PROBE_TIMEOUT_S)
         finally:
-            container.remove(force=True)
-    except (docker.errors.DockerException, OSError, ValueError):
+            with contextlib.suppress(EngineError):
+                client.remove(container_id, force=True)
+    except (EngineError, OSError, ValueError, KeyError):
         return None
-    finally:
-        client.close()
     if code == 0:
         _remember(key)
         return True

@@ -14,7 +14,8 @@ init (``sandbox.container_init``; it runs the server in its forked child, so one
 interpreter boots, not two). The host talks to it over ONE persistent attach socket: JSON lines (see
 ``sandbox.wire``) on stdin, responses on stdout, multiplexed by docker with stderr
 (``agent.containers.attach_stream``). No ``docker exec`` per call: a call costs a socket round
-trip (well under a millisecond for a small read) instead of ~60-90 ms.
+trip (well under a millisecond for a small read) instead of ~60-90 ms. The daemon is driven by
+``agent.containers.engine_api`` (stdlib HTTP over its socket), not docker-py.
 
 Why a container cannot leak, even if the host process is SIGKILLed:
 
@@ -60,13 +61,10 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-import docker
-import docker.errors
-import docker.types
 from pydantic import BaseModel, Field
 
 from agent.containers.attach_stream import AttachStream, LineTooLong, StreamClosed, StreamDeadline, StreamError
-from agent.containers.docker_client import connect
+from agent.containers.engine_api import EngineClient, EngineError, NotFound, connect_engine, oom_killed_since
 from agent.containers.leftovers import (
     LABEL_EXPIRES,
     reap_in_background,
@@ -164,7 +162,7 @@ class Sandbox:
         repo: Path,
         config: SandboxConfig | None = None,
         task_id: str | None = None,
-        client: docker.DockerClient | None = None,
+        client: EngineClient | None = None,
         labels: dict[str, str] | None = None,
     ) -> None:
         self.repo = Path(repo).resolve()
@@ -234,10 +232,16 @@ class Sandbox:
             self._closed = True
             boxes = list(self._boxes.values())
             self._boxes.clear()
-        for box in boxes:
-            # Another thread may be reading this stream: shut it down but leave the socket
-            # to be released by that thread (or the garbage collector), never under its feet.
+        # Another thread may be reading a stream: shut it down but leave the socket to be released
+        # by that thread (or the garbage collector), never under its feet. Both containers are
+        # removed at once (a forced removal waits for the kill: tens of ms each), gone on return.
+        others = [threading.Thread(target=self._discard, args=(b, False), daemon=True) for b in boxes[1:]]
+        for thread in others:
+            thread.start()
+        for box in boxes[:1]:
             self._discard(box, release=False)
+        for thread in others:
+            thread.join()
         with _LIVE_LOCK:
             _LIVE.discard(self)
 
@@ -276,7 +280,8 @@ class Sandbox:
             except _Failure as failure:
                 return self._died(box, str(failure), time.monotonic() - started, oom=failure.oom)
             reply = self._to_reply(response, time.monotonic() - started)
-            if tool == "run_test" and reply.outcome in ("failed", "timeout") and self._oom_during(box.id, started_wall):
+            failed = tool == "run_test" and reply.outcome in ("failed", "timeout")
+            if failed and oom_killed_since(self._docker(), box.id, started_wall):
                 message = (
                     "out of memory: the kernel killed a process of the test "
                     f"(sandbox memory limit {self.config.memory})"
@@ -319,7 +324,7 @@ class Sandbox:
             if self._closed:
                 raise _Failure("the sandbox was closed while the call ran") from exc
             stream.drain_stderr()
-            oom = self._oom_during(box.id, started_wall)
+            oom = oom_killed_since(self._docker(), box.id, started_wall)
             what = "ran out of memory and was killed" if oom else "exited or was killed"
             detail = stream.stderr_tail(500)
             raise _Failure(
@@ -360,40 +365,10 @@ class Sandbox:
             duration_s=duration_s,
         )
 
-    def _oom_during(self, container_id: str, since_wall: float) -> bool:
-        """Did the kernel OOM-kill a process of this container since ``since_wall``?
-
-        Docker 20.10 sets State.OOMKilled only when the container's main process is
-        the victim; a killed test child shows only as an ``oom`` event. Ask for both.
-        """
-        client = self._docker()
-        api: Any = client.api  # untyped: the daemon takes "seconds.nanoseconds" strings for since/until
-        try:
-            events = api.events(
-                since=f"{since_wall - 0.05:.9f}",
-                until=f"{time.time() + 0.05:.9f}",
-                filters={"container": container_id, "event": "oom"},
-                decode=True,
-            )
-            try:
-                for _event in events:
-                    return True
-            finally:
-                closer = getattr(events, "close", None)
-                if callable(closer):
-                    closer()
-        except (docker.errors.DockerException, OSError, ValueError):
-            pass
-        try:
-            state = client.api.inspect_container(container_id).get("State") or {}
-        except (docker.errors.DockerException, OSError):
-            return False  # already removed (auto_remove)
-        return bool(state.get("OOMKilled"))
-
     # -- containers ----------------------------------------------------------------------------
-    def _docker(self) -> docker.DockerClient:
+    def _docker(self) -> EngineClient:
         if self._client is None:
-            self._client = connect(SandboxError)
+            self._client = connect_engine(SandboxError)
         return self._client
 
     def _ensure(self, role: str, needed_s: float) -> _Box:
@@ -430,17 +405,17 @@ class Sandbox:
             name, options = container_options(cfg, self.repo, role, self.task_id, time.time(), self._labels)
         except RepoAccessError as exc:
             raise SandboxError(str(exc)) from exc
-        expires = float(options["labels"][LABEL_EXPIRES])
+        except ValueError as exc:  # a size the daemon would refuse
+            raise SandboxError(f"cannot create the sandbox container: {exc}") from exc
+        expires = float(options["Labels"][LABEL_EXPIRES])
         t0 = time.monotonic()
         try:
-            container = client.containers.create(cfg.image, name=name, **options)
-        except docker.errors.ImageNotFound as exc:
+            container_id = client.create_container(options, name=name)
+        except NotFound as exc:
             raise SandboxError(f"the sandbox image {cfg.image!r} is not there; {_IMAGE_HELP}") from exc
-        except docker.errors.APIError as exc:
-            raise SandboxError(f"cannot create the sandbox container: {exc.explanation or exc}") from exc
-        except (docker.errors.DockerException, OSError) as exc:  # e.g. a limit docker-py refuses ("1x")
+        except EngineError as exc:
             raise SandboxError(f"cannot create the sandbox container: {exc}") from exc
-        box = _Box(role, str(container.id), name, expires)
+        box = _Box(role, container_id, name, expires)
         with self._state_lock:
             closed = self._closed
             if not closed:
@@ -451,9 +426,9 @@ class Sandbox:
         try:
             # Attach BEFORE start: nothing the server writes can be lost, and we are the
             # container's only stdin client (stdin_once: our disconnect = the server's EOF).
-            sock = client.api.attach_socket(box.id, params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1})
-            box.stream = AttachStream(sock, max_line=wire.MAX_RESPONSE_BYTES)
-            client.api.start(box.id)
+            sock, pre_read = client.attach(box.id)
+            box.stream = AttachStream(sock, max_line=wire.MAX_RESPONSE_BYTES, pre_read=pre_read)
+            client.start(box.id)
             deadline = time.monotonic() + STARTUP_TIMEOUT_S
             box.stream.send(b'{"id":0,"tool":"ping","args":{},"timeout_s":10}\n', deadline)
             raw = box.stream.read_line(deadline)
@@ -468,7 +443,7 @@ class Sandbox:
                 raise SandboxError(
                     f"the sandbox server speaks protocol {version!r}, this client {wire.PROTOCOL_VERSION}"
                 )
-        except (StreamError, docker.errors.DockerException, OSError, ValueError, SandboxError) as exc:
+        except (StreamError, EngineError, OSError, ValueError, SandboxError) as exc:
             detail = ""
             if box.stream is not None:
                 box.stream.drain_stderr()

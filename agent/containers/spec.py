@@ -7,22 +7,13 @@ import math
 import os
 import re
 import secrets
-import socket
 import stat
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field, field_validator
 
-from agent.containers.leftovers import (
-    LABEL_EXPIRES,
-    LABEL_HOST,
-    LABEL_OWNER,
-    LABEL_OWNER_START,
-    LABEL_ROLE,
-    LABEL_TASK,
-    process_start_ticks,
-)
+from agent.containers.leftovers import owner_labels
 from agent.errors import CodeboxError
 from sandbox import wire
 
@@ -152,18 +143,26 @@ def _command(config: SandboxConfig, role: str) -> list[str]:
     return [*init, "--hup-grace-s", f"{HUP_GRACE_S:g}", "--", *server]
 
 
-def _volumes(repo: Path, role: str) -> dict[str, dict[str, str]]:
-    volumes = {
-        str(SANDBOX_PACKAGE_DIR): {"bind": f"{CODE_ROOT}/sandbox", "mode": "ro"},
-    }
+def _binds(repo: Path, role: str) -> list[str]:
+    """HostConfig.Binds: the server package read-only, the repository (read-only for the tools;
+    read-write for the write container, with its .git re-mounted read-only on top)."""
+    binds = [f"{SANDBOX_PACKAGE_DIR}:{CODE_ROOT}/sandbox:ro"]
     if role == ROLE_WRITE:
-        volumes[str(repo)] = {"bind": REPO_MOUNT, "mode": "rw"}
+        binds.append(f"{repo}:{REPO_MOUNT}:rw")
         git = repo / ".git"
         if git.exists():
-            volumes[str(git.resolve())] = {"bind": f"{REPO_MOUNT}/.git", "mode": "ro"}
+            binds.append(f"{git.resolve()}:{REPO_MOUNT}/.git:ro")
     else:
-        volumes[str(repo)] = {"bind": REPO_MOUNT, "mode": "ro"}
-    return volumes
+        binds.append(f"{repo}:{REPO_MOUNT}:ro")
+    return binds
+
+
+def size_bytes(text: str, what: str = "size") -> int:
+    """Bytes of a size in docker's syntax ("512m", "1.5g", "100"); ValueError if it is not one."""
+    match = _SIZE.fullmatch(text.strip())
+    if not match:
+        raise ValueError(f"the {what} {text!r} is not a size (a number with a unit b, k, m or g, e.g. 512m)")
+    return int(float(match.group(1)) * _UNIT_BYTES[(match.group(2) or "b").lower()[0]])
 
 
 def container_options(
@@ -174,49 +173,48 @@ def container_options(
     now: float,
     extra_labels: dict[str, str] | None = None,
 ) -> tuple[str, dict[str, Any]]:
-    """The container's name and the keyword arguments of docker-py's ``containers.create``."""
+    """The container's name and the body of the Engine API's ``POST /containers/create``."""
     name = f"codebox-{_safe_name(task_id)}-{role}-{secrets.token_hex(3)}"
-    labels = {
-        **(extra_labels or {}),  # first: they never override the labels the reaper relies on
-        LABEL_TASK: task_id,
-        LABEL_OWNER: str(os.getpid()),
-        LABEL_OWNER_START: process_start_ticks(os.getpid()) or "",
-        LABEL_HOST: socket.gethostname(),
-        LABEL_ROLE: role,
-        LABEL_EXPIRES: str(int(now + config.lifetime_s)),
-    }
-    options: dict[str, Any] = dict(
-        command=_command(config, role),
-        labels=labels,
-        # docker-py has no stdin_once argument: create() with detach=False and
-        # stdin_open=True sets Config.StdinOnce (and the Attach* flags). It does not block.
-        detach=False,
-        stdin_open=True,
-        tty=False,
+    # The extra labels first: they never override the labels the reaper relies on.
+    labels = {**(extra_labels or {}), **owner_labels(task_id, role, now + config.lifetime_s)}
+    memory = size_bytes(config.memory, "memory limit")
+    host_config: dict[str, Any] = {
+        "Binds": _binds(repo, role),
         # Our own init is PID 1 (agent/containers/sandbox.py says why): not docker's --init.
-        init=False,
-        auto_remove=True,
-        network_mode="none",
-        cap_drop=["ALL"],
-        security_opt=["no-new-privileges"],
-        read_only=True,
-        tmpfs={"/tmp": f"rw,exec,nosuid,size={config.tmpfs_size}"},
-        pids_limit=config.pids_limit,
-        mem_limit=config.memory,
-        memswap_limit=config.memory,
-        nano_cpus=int(config.cpus * 1e9),
-        user=container_user(config, repo, role),
-        environment={
-            "HOME": "/tmp",
-            "PYTHONPATH": CODE_ROOT,
-            "PYTHONDONTWRITEBYTECODE": "1",
-        },
-        volumes=_volumes(repo, role),
+        "Init": False,
+        "AutoRemove": True,
+        "NetworkMode": "none",
+        "CapDrop": ["ALL"],
+        "SecurityOpt": ["no-new-privileges"],
+        "ReadonlyRootfs": True,
+        "Tmpfs": {"/tmp": f"rw,exec,nosuid,size={config.tmpfs_size}"},
+        "PidsLimit": config.pids_limit,
+        "Memory": memory,
+        "MemorySwap": memory,  # = Memory: no swap
+        "NanoCpus": int(config.cpus * 1e9),
+        # The responses go to us over the attach stream; the daemon need not keep a copy.
+        "LogConfig": {"Type": "none", "Config": {}},
+    }
+    body: dict[str, Any] = {
+        "Image": config.image,
+        "Cmd": _command(config, role),
+        "Entrypoint": None,  # the image's (the sandbox image has none)
+        "Labels": labels,
+        # stdin open, attached, and closed by docker when its one attached client goes (StdinOnce):
+        # the host's end of the attach socket is the container's lifeline (sandbox.py).
+        "OpenStdin": True,
+        "StdinOnce": True,
+        "AttachStdin": True,
+        "AttachStdout": True,
+        "AttachStderr": True,
+        "Tty": False,
+        "User": container_user(config, repo, role),
+        "Env": ["HOME=/tmp", f"PYTHONPATH={CODE_ROOT}", "PYTHONDONTWRITEBYTECODE=1"],
         # NOT the repo: `python3 -m` puts the working directory first on sys.path, and a
         # repository with its own `sandbox/` package would replace the server (and the init).
-        working_dir=CODE_ROOT,
-        hostname="codebox",
-        # The responses go to us over the attach stream; the daemon need not keep a copy.
-        log_config={"Type": "none", "Config": {}},  # docker-py's LogConfig is this dict
-    )
-    return name, options
+        "WorkingDir": CODE_ROOT,
+        "Hostname": "codebox",
+        "NetworkDisabled": False,
+        "HostConfig": host_config,
+    }
+    return name, body

@@ -53,7 +53,7 @@ from agent.containers.leftovers import (
     remove_container,
 )
 from agent.env import apt, extensions, images
-from agent.env.declared import DEFAULT_RUNNER, Declared, read_declared
+from agent.env.declared import DEFAULT_RUNNER, NO_DEPENDENCIES, Declared, read_declared
 from agent.env.errors import EnvError
 from agent.env.fetch import cache_dir, make_wheelhouse
 from agent.env.project import console_scripts, editable_files
@@ -105,8 +105,7 @@ def ensure_env(request: EnvRequest, log: Log = _quiet) -> EnvInfo:
     declared = read_declared(request.repo, request.extras, request.groups, request.requirements, request.runner)
     apt.check_names(request.apt)
     if not declared.needs_env and not request.apt:
-        return EnvInfo(image=request.base_image, base_image=request.base_image, notes=["the repository declares "
-                       "no dependencies: the base image is used as it is"])
+        return EnvInfo(image=request.base_image, base_image=request.base_image, notes=[NO_DEPENDENCIES])
     client = connect(EnvError)
     try:
         base_id = _image_id(client, request.base_image)

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
-import docker.errors
-
-from agent.containers.docker_client import connect
-from agent.env import images
-from agent.env.build import EnvRequest, Log, ensure_env
+from agent.env.declared import NO_DEPENDENCIES, read_declared
 from agent.env.errors import EnvError
 from agent.protocol import EnvInfo
 
 AUTO, NONE = "auto", "none"
+Log = Callable[[str], None]
 
 
 def _quiet(_: str) -> None:
@@ -24,7 +22,23 @@ def choose_env(env: str, repo: Path, base_image: str, log: Log = _quiet) -> EnvI
     if env == NONE:
         return None
     if env == AUTO:
+        # A repository that declares nothing (the common quick run) needs no builder: the
+        # builder, docker-py and the resolver are loaded only when there is something to build.
+        if not read_declared(repo).needs_env:
+            return EnvInfo(image=base_image, base_image=base_image, notes=[NO_DEPENDENCIES])
+        from agent.env.build import EnvRequest, ensure_env
+
         return ensure_env(EnvRequest(repo=repo, base_image=base_image), log)
+    return _named(env)
+
+
+def _named(env: str) -> EnvInfo:
+    """``--env IMAGE``: an environment image of ours (its lock and labels), or any local image."""
+    import docker.errors
+
+    from agent.containers.docker_client import connect
+    from agent.env import images
+
     client = connect(EnvError)
     try:
         found = images.get_env_image(client, env)

@@ -30,6 +30,8 @@ from agent.env.setup_py import SetupCall, read_setup_py
 DEFAULT_EXTRAS = ("test", "tests", "testing", "dev")
 # The test runner every environment gets unless the project names its own.
 DEFAULT_RUNNER = "pytest"
+# The note of an environment for a repository that declares nothing (choose.py, build.py).
+NO_DEPENDENCIES = "the repository declares no dependencies: the base image is used as it is"
 _ABOUT_TESTS = re.compile(r"(^|[-_./])(test|tests|testing|dev|develop|ci)([-_.]|$)", re.IGNORECASE)
 _TOX_FACTOR = re.compile(r"^[A-Za-z0-9_{},.!-]+:\s")
 

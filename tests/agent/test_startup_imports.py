@@ -2,7 +2,7 @@
 
 `--help` (of any command) builds its parser from agent.defaults and imports no command module:
 no pydantic, no Docker client, no console, no agent loop. A scripted `run --quiet` never loads
-the OpenAI SDK, rich (no console is drawn) or pathspec (a read-only policy matches no glob).
+the OpenAI SDK, docker-py, rich (no console is drawn) or pathspec (a read-only policy matches no glob).
 """
 
 from __future__ import annotations
@@ -22,8 +22,10 @@ MODEL_SDKS = ("openai", "tenacity", "httpx")
 # What `codebox --help` has no use for either.
 HEAVY = (*MODEL_SDKS, "docker", "requests", "pydantic", "pydantic_settings", "rich", "pathspec", "agent.loop",
          "agent.protocol", "agent.commands.run", "agent.commands.batch")
-# What a scripted, quiet, read-only run has no use for.
-NOT_IN_A_QUIET_RUN = (*MODEL_SDKS, "pydantic_settings", "rich", "pathspec")
+# What a scripted, quiet, read-only run has no use for. The start path speaks to the daemon with
+# agent.containers.engine_api: docker-py and requests (urllib3, ssl ...) are for image and
+# environment builds only.
+NOT_IN_A_QUIET_RUN = (*MODEL_SDKS, "docker", "requests", "pydantic_settings", "rich", "pathspec")
 
 
 def _modules_after(code: str, cwd: Path) -> dict[str, object]:
@@ -93,7 +95,7 @@ def test_help_shows_the_built_in_defaults(tmp_path: Path) -> None:
 
 @pytest.mark.docker
 @pytest.mark.parametrize("flags", [["--quiet"], ["--quiet", "--json"]])
-def test_a_scripted_quiet_run_imports_no_model_sdk_no_console_and_no_globs(tmp_path: Path, flags: list[str]) -> None:
+def test_a_scripted_quiet_run_imports_no_model_sdk_docker_py_console_or_globs(tmp_path: Path, flags: list[str]) -> None:
     repo = tmp_path / "repo"
     repo.mkdir()
     (repo / "README.md").write_text("hello\n")

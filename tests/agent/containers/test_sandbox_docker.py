@@ -624,7 +624,7 @@ def test_reap_leftovers(image: str, docker_client: Any) -> None:
     alive = make("alive", os.getpid(), now + 3600)
     try:
         logged: list[str] = []
-        removed = reap_leftovers(docker_client, log=logged.append)
+        removed = reap_leftovers(log=logged.append)
         assert dead_owner in removed and expired in removed and alive not in removed
         assert any("owner process" in m for m in logged) and any("lifetime" in m for m in logged)
         assert _wait_gone(docker_client, dead_owner, 5) and _wait_gone(docker_client, expired, 5)

@@ -15,6 +15,7 @@ from agent.containers.spec import (
     SandboxConfig,
     container_options,
     container_user,
+    size_bytes,
 )
 
 
@@ -30,8 +31,8 @@ def test_root_runs_the_tools_unprivileged_and_the_write_box_as_the_owner(tmp_pat
     config = SandboxConfig(user=user)
     assert container_user(config, tmp_path, ROLE_TOOLS) == UNPRIVILEGED_USER
     assert container_user(config, tmp_path, ROLE_WRITE) == user
-    _, options = container_options(config, tmp_path, ROLE_TOOLS, "t", 0.0)
-    assert options["user"] == UNPRIVILEGED_USER
+    _, body = container_options(config, tmp_path, ROLE_TOOLS, "t", 0.0)
+    assert body["User"] == UNPRIVILEGED_USER
 
 
 def test_a_root_repo_nobody_can_read_is_a_clear_error(tmp_path: Path) -> None:
@@ -45,3 +46,29 @@ def test_the_owner_is_read_from_the_repository(tmp_path: Path) -> None:
     tmp_path.chmod(0o755)
     assert container_user(SandboxConfig(), tmp_path, ROLE_TOOLS) == UNPRIVILEGED_USER
     assert container_user(SandboxConfig(), tmp_path, ROLE_WRITE) == "0:0"
+
+
+def test_the_create_body_holds_every_hardening_option(tmp_path: Path) -> None:
+    (tmp_path / ".git").mkdir()
+    config = SandboxConfig(user="1000:1000", memory="1.5g", cpus=0.5, pids_limit=64, tmpfs_size="64m")
+    name, body = container_options(config, tmp_path, ROLE_WRITE, "my task", 100.0, {"codebox.pool": "warm"})
+    host = body["HostConfig"]
+    assert name.startswith("codebox-my-task-write-")
+    assert body["OpenStdin"] and body["StdinOnce"] and body["AttachStdin"] and not body["Tty"]
+    assert host["AutoRemove"] is True and host["Init"] is False and host["NetworkMode"] == "none"
+    assert host["CapDrop"] == ["ALL"] and host["SecurityOpt"] == ["no-new-privileges"] and host["ReadonlyRootfs"]
+    assert host["Memory"] == host["MemorySwap"] == int(1.5 * 2**30)
+    assert host["NanoCpus"] == 500_000_000 and host["PidsLimit"] == 64
+    assert host["Tmpfs"] == {"/tmp": "rw,exec,nosuid,size=64m"}
+    assert host["Binds"][1:] == [f"{tmp_path}:/repo:rw", f"{(tmp_path / '.git').resolve()}:/repo/.git:ro"]
+    assert host["Binds"][0].endswith(":/opt/codebox/sandbox:ro")
+    assert body["User"] == "1000:1000" and body["WorkingDir"] == "/opt/codebox"
+    assert body["Labels"]["codebox.expires"] == str(100 + 3600) and body["Labels"]["codebox.pool"] == "warm"
+    _, tools = container_options(config, tmp_path, ROLE_TOOLS, "t", 0.0)
+    assert tools["HostConfig"]["Binds"][1:] == [f"{tmp_path}:/repo:ro"]
+
+
+@pytest.mark.parametrize(("text", "expected"), [("1g", 2**30), ("512m", 512 * 2**20), ("1.5g", 3 * 2**29),
+                                                 ("100", 100), ("2gb", 2 * 2**30), ("64K", 64 * 1024)])
+def test_sizes_in_dockers_syntax(text: str, expected: int) -> None:
+    assert size_bytes(text) == expected
