@@ -6,8 +6,8 @@ import pytest
 
 from agent.cli import build_parser
 from agent.commands.common import openai_options as _openai_options
-from agent.model.openai_client import OpenAIChatClient
 from agent.model.factory import build_model
+from agent.model.openai_client import OpenAIChatClient
 
 
 def test_model_flags_reach_the_config(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -29,7 +29,6 @@ os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
 
 docker = pytest.importorskip("docker")
 
-from sandbox import wire  # noqa: E402
 from agent.containers.leftovers import LABEL_TASK  # noqa: E402
 from agent.containers.sandbox import (  # noqa: E402
     Sandbox,
@@ -37,6 +36,7 @@ from agent.containers.sandbox import (  # noqa: E402
     SandboxError,
     reap_leftovers,
 )
+from sandbox import wire  # noqa: E402
 
 pytestmark = pytest.mark.docker
 
