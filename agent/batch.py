@@ -15,7 +15,7 @@ from pydantic import ValidationError
 from agent.budget import BatchBudget
 from agent.checks import error_message
 from agent.console.batch_view import BatchView, table_text
-from agent.containers.spec import SandboxConfig
+from agent.containers.config import SandboxConfig
 from agent.engines import Engine, JobLimits, LocalEngine, TaskJob, TaskOutcome
 from agent.events import EventSink, FanoutSink, JsonlSink
 from agent.loop import CancelToken

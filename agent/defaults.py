@@ -1,8 +1,9 @@
 """The built-in defaults the parser shows and the models use, importable without pydantic.
 
-`codebox --help` builds its parser from these alone; agent.protocol's TaskSpec takes its
-defaults from here too, so there is one source. SandboxConfig (agent.containers.spec) holds
-the same container limits (tests/agent/test_defaults.py checks that they agree).
+`codebox --help` builds its parser from these alone; agent.protocol's TaskSpec and the
+sandbox's limits (agent.containers.config.SandboxConfig, and the pydantic-free
+agent.containers.spec.PlainSandboxConfig of `codebox run`'s early start) take their defaults
+from here too, so there is one source.
 """
 
 from __future__ import annotations
@@ -17,10 +18,17 @@ DEFAULT_POLICY: Final = "read-only"
 DEFAULT_MAX_STEPS: Final = 30
 DEFAULT_TIMEOUT_S: Final = 900.0
 
-# The sandbox container's limits (SandboxConfig.memory, pids_limit, cpus).
+# The sandbox container's image and limits (SandboxConfig's fields).
+DEFAULT_IMAGE: Final = "codebox-sandbox:latest"
 DEFAULT_MEMORY: Final = "1g"
 DEFAULT_PIDS: Final = 256
+MIN_PIDS: Final = 16
 DEFAULT_CPUS: Final = 1.0
+DEFAULT_TMPFS_SIZE: Final = "512m"  # /tmp is rw,exec,nosuid,size=...
+DEFAULT_LIFETIME_S: Final = 3600.0  # cap on a container's life
+DEFAULT_OUTPUT_LIMIT: Final = 32_000  # bytes per stream kept by the server
+DEFAULT_CALL_GRACE_S: Final = 5.0  # host deadline = request timeout + grace
+DEFAULT_TOOL_TIMEOUT_S: Final = 60.0  # a tool call's timeout when the model gives none
 
 # Batch tasks at once.
 DEFAULT_JOBS: Final = 2

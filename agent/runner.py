@@ -9,8 +9,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agent.containers.config import SandboxConfig
 from agent.containers.image import ImageError, image_problem
-from agent.containers.sandbox import Sandbox, SandboxConfig, SandboxError, SandboxReply
+from agent.containers.sandbox import Sandbox, SandboxError, SandboxReply
 from agent.env.choose import choose_env
 from agent.errors import CodeboxError
 from agent.events import EventSink

@@ -40,14 +40,30 @@ def model_spec(args: argparse.Namespace, task: TaskSpec | None = None) -> str | 
     return (task.model if task and task.model else None) or args.model or os.environ.get("CODEBOX_MODEL")
 
 
-def sandbox_config_from_flags(args: argparse.Namespace) -> Any:
-    """SandboxConfig from the flags; ValidationError on a bad value (--memory lots, --pids 5)."""
-    from agent.containers.spec import SandboxConfig
-
+def _sandbox_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The sandbox flags given (the rest: the config's defaults)."""
     options: dict[str, Any] = {"memory": args.memory, "pids_limit": args.pids, "cpus": args.cpus}
     if args.image:
         options["image"] = args.image
-    return SandboxConfig(**{k: v for k, v in options.items() if v is not None})
+    return {k: v for k, v in options.items() if v is not None}
+
+
+def sandbox_config_from_flags(args: argparse.Namespace) -> Any:
+    """SandboxConfig from the flags; ValidationError on a bad value (--memory lots, --pids 5)."""
+    from agent.containers.config import SandboxConfig
+
+    return SandboxConfig(**_sandbox_options(args))
+
+
+def plain_sandbox_config_from_flags(args: argparse.Namespace) -> Any:
+    """The same config as sandbox_config_from_flags, without pydantic (PlainSandboxConfig), or
+    None where that one might refuse the flags: then the caller does nothing early."""
+    from agent.containers.spec import PlainSandboxConfig
+
+    try:
+        return PlainSandboxConfig(**_sandbox_options(args))
+    except (TypeError, ValueError):
+        return None
 
 
 def prices_from_flags(args: argparse.Namespace) -> Any:

@@ -19,6 +19,7 @@ from agent.commands.common import (
     error_exit,
     model_spec,
     openai_options,
+    plain_sandbox_config_from_flags,
     prices_from_flags,
     sandbox_config_from_flags,
     usage_error,
@@ -143,24 +144,34 @@ def _run_task_spec(args: argparse.Namespace, task_id: str) -> tuple[TaskSpec | N
     return task, sandbox_config, None
 
 
-def _early_sandbox(args: argparse.Namespace, task_id: str) -> WarmPool | None:
-    """Start the task's sandbox now: the container boots while the run is set up.
+# How long cmd_run waits for the early start's create request to leave before it imports the rest.
+EARLY_SENT_WAIT_S = 2.0
 
-    run_task claims it (agent.containers.pool) if it fits (same repo and config: an environment
-    image chosen later does not fit); on any doubt nothing starts here and run_task starts its
-    own, or reports why it cannot, as it always does.
+
+def _early_sandbox(args: argparse.Namespace, task_id: str) -> WarmPool | None:
+    """Launch the task's container now: the daemon creates and boots it while the run is set up.
+
+    Pydantic-free (agent.containers.launch): the create request leaves the process before the
+    rest of codebox is imported (this waits for that, up to EARLY_SENT_WAIT_S). run_task claims
+    the container (agent.containers.pool) if it fits (same repo and config: an environment image
+    chosen later does not fit) and its Sandbox sends the first ping. On any doubt about the
+    flags nothing starts here, and run_task starts its own sandbox, or reports why it cannot, as
+    it always does.
     """
     from agent.containers.pool import PlannedTask, WarmPool
 
-    try:
-        config = sandbox_config_from_flags(args)
-    except ValueError:
+    config = plain_sandbox_config_from_flags(args)
+    if config is None:
         return None
     repo = Path(args.repo).expanduser().resolve()
     if not repo.is_dir():
         return None
     pool = WarmPool(1)
-    pool.prestart(PlannedTask(task_id, repo, config))
+    try:
+        pool.launch(PlannedTask(task_id, repo, config), sent_timeout_s=EARLY_SENT_WAIT_S)
+    except BaseException:  # Ctrl-C while it waits: the container goes with the pool
+        pool.close()
+        raise
     return pool
 
 

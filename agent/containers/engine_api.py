@@ -27,10 +27,9 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import quote, urlencode
 
 from agent.errors import CodeboxError
@@ -68,8 +67,7 @@ class DaemonDown(EngineError):
     """Nothing answers at DOCKER_HOST (or DOCKER_HOST names a transport codebox cannot use)."""
 
 
-@dataclass(frozen=True)
-class Endpoint:
+class Endpoint(NamedTuple):
     """Where the daemon listens: a unix socket path, or host:port (with TLS settings)."""
 
     url: str
@@ -114,8 +112,7 @@ def parse_docker_host(environ: Mapping[str, str] | None = None) -> Endpoint:
     )
 
 
-@dataclass
-class Response:
+class Response(NamedTuple):
     status: int
     headers: dict[str, str]  # names in lower case
     body: bytes
@@ -159,9 +156,13 @@ class EngineClient:
             known = _VERSIONS.get(self.endpoint.url)
         return known or self.ping()
 
-    def create_container(self, body: dict[str, Any], name: str | None = None) -> str:
+    def create_container(
+        self, body: dict[str, Any], name: str | None = None, on_sent: Callable[[], None] | None = None
+    ) -> str:
+        """Create a container; its id. ``on_sent``: called once the request has left, before the
+        daemon answers (`codebox run`'s early start lets its main thread go on then)."""
         query = {"name": name} if name else None
-        created = self._call("POST", "/containers/create", query, body).json()
+        created = self._call("POST", "/containers/create", query, body, on_sent=on_sent).json()
         return str(created["Id"])
 
     def attach(self, container_id: str) -> tuple[socket.socket, bytes]:
@@ -227,8 +228,10 @@ class EngineClient:
         body: Any = None,
         timeout_s: float | None = None,
         versioned: bool = True,
+        on_sent: Callable[[], None] | None = None,
     ) -> Response:
-        sock, response, _extra = self._exchange(method, path, query, body, timeout_s=timeout_s, versioned=versioned)
+        sock, response, _extra = self._exchange(
+            method, path, query, body, timeout_s=timeout_s, versioned=versioned, on_sent=on_sent)
         sock.close()
         if response.status >= 400:
             raise _error(response, f"{method} {path}")
@@ -243,9 +246,11 @@ class EngineClient:
         upgrade: bool = False,
         timeout_s: float | None = None,
         versioned: bool = True,
+        on_sent: Callable[[], None] | None = None,
     ) -> tuple[socket.socket, Response, bytes]:
         """Send one request; the open socket, the response (its body read unless it upgraded),
-        and the bytes read past the headers of an upgraded response."""
+        and the bytes read past the headers of an upgraded response. ``on_sent``: called when
+        the request has been written."""
         target = (f"/v{self.version}" if versioned else "") + path
         if query:
             target += "?" + urlencode(query)
@@ -259,6 +264,8 @@ class EngineClient:
         sock = self._connect(self.timeout_s if timeout_s is None else timeout_s)
         try:
             sock.sendall(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + data)
+            if on_sent is not None:
+                on_sent()
             status, headers, rest = _read_head(sock)
             if upgrade and status in (101, 200):
                 return sock, Response(status, headers, b""), rest

@@ -41,13 +41,14 @@ from typing import TYPE_CHECKING, Any
 from agent import __version__
 from agent.containers.docker_client import connect
 from agent.containers.engine_api import EngineClient, EngineError, NotFound, connect_engine
+from agent.defaults import DEFAULT_IMAGE
 from agent.errors import CodeboxError
 
 if TYPE_CHECKING:
     import docker
 
 BASE_IMAGE = "codebox-base:bookworm"
-SANDBOX_IMAGE = "codebox-sandbox:latest"
+SANDBOX_IMAGE = DEFAULT_IMAGE
 # The Dockerfile's default base when a registry can be reached.
 REGISTRY_BASE_IMAGE = "python:3.11-slim-bookworm"
 

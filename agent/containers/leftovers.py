@@ -3,7 +3,6 @@ removes containers whose owner process is dead or whose lifetime has passed."""
 
 from __future__ import annotations
 
-import logging
 import math
 import os
 import socket
@@ -14,12 +13,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agent.containers.engine_api import Conflict, EngineClient, EngineError, NotFound, connect_engine
+from agent.containers.logs import log as _log
 from agent.errors import CodeboxError, SandboxError
 
 if TYPE_CHECKING:  # the env builder hands remove_container a docker-py client
     import docker
-
-_log = logging.getLogger("codebox.sandbox")
 
 LABEL_TASK = "codebox.task"
 LABEL_OWNER = "codebox.owner"

@@ -9,6 +9,10 @@ not ready yet waits for the start already under way (never starts a second one);
 pool does not know, or whose repository or limits differ from the plan, gets None and starts
 its sandbox the usual way. Nothing a claim returns was ever used by another task.
 
+``launch`` is `codebox run`'s early start: only the task's container is launched (create,
+attach, start: agent.containers.launch, no pydantic), and the Sandbox made at its claim adopts
+it and sends the first ping. This module imports the Sandbox (and pydantic) only when it makes one.
+
 Pool containers are ordinary sandbox containers (owner labels, lifetime, auto-remove, the
 same reaping) with one more label, ``codebox.pool``. ``close()`` removes every unclaimed one;
 an ``atexit`` hook and the containers' own owner watch cover a process that dies first.
@@ -16,36 +20,65 @@ an ``atexit`` hook and the containers' own owner watch cover a process that dies
 
 from __future__ import annotations
 
-import logging
 import threading
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
+from typing import TYPE_CHECKING, NamedTuple
 
+from agent.containers.launch import PendingLaunch
 from agent.containers.leftovers import LABEL_POOL
-from agent.containers.sandbox import Sandbox, SandboxConfig, SandboxError
+from agent.containers.logs import log as _log
+from agent.containers.spec import SandboxLimits, same_config
+from agent.errors import SandboxError
 
-_log = logging.getLogger("codebox.sandbox")
+if TYPE_CHECKING:
+    from agent.containers.sandbox import Sandbox
+
+_LABELS = {LABEL_POOL: "warm"}
 
 
-@dataclass(frozen=True)
-class PlannedTask:
-    """A queued task, as the pool starts its sandbox: its id, the folder mounted, the limits."""
+class PlannedTask(NamedTuple):
+    """A queued task, as the pool starts its sandbox: its id, the folder mounted, the limits
+    (a SandboxConfig, or for ``launch`` a pydantic-free PlainSandboxConfig)."""
 
     task_id: str
     repo: Path
-    config: SandboxConfig
+    config: SandboxLimits
 
 
 class _Warm:
     """One pre-started sandbox and the thread that starts it."""
 
     def __init__(self, planned: PlannedTask) -> None:
+        from agent.containers.sandbox import Sandbox
+
         self.planned = planned
-        self.sandbox = Sandbox(planned.repo, planned.config, task_id=planned.task_id, labels={LABEL_POOL: "warm"})
+        self.sandbox = Sandbox(planned.repo, planned.config, task_id=planned.task_id, labels=_LABELS)
         self.error: str | None = None
         self.thread = threading.Thread(target=self._start, name=f"codebox-warm-{planned.task_id}", daemon=True)
+
+    def begin(self) -> None:
+        self.thread.start()
+
+    @property
+    def failed(self) -> str | None:
+        """Why the start failed, once it is over; None if it did not (or is still under way)."""
+        return None if self.thread.is_alive() else self.error
+
+    @property
+    def closed(self) -> bool:
+        return self.sandbox.closed
+
+    def wait(self, timeout_s: float | None) -> bool:
+        self.thread.join(timeout_s)
+        return not self.thread.is_alive()
+
+    def close(self) -> None:
+        self.sandbox.close()  # a start under way sees the sandbox closed and removes its container
+
+    def hand_over(self, config: SandboxLimits) -> Sandbox:
+        return self.sandbox
 
     def _start(self) -> None:
         try:
@@ -58,13 +91,45 @@ class _Warm:
             _log.warning("warm sandbox of %s did not start: %s", self.planned.task_id, self.error)
 
 
+class _Launched:
+    """One task's container launched ahead (no Sandbox yet: no pydantic); its claim adopts it."""
+
+    def __init__(self, planned: PlannedTask) -> None:
+        self.planned = planned
+        self.pending = PendingLaunch(planned.config, planned.repo, planned.task_id, _LABELS)
+
+    def begin(self) -> None:
+        self.pending.begin()
+
+    @property
+    def failed(self) -> str | None:
+        error = self.pending.error
+        return None if error is None else str(error)
+
+    @property
+    def closed(self) -> bool:
+        return self.pending.closed
+
+    def wait(self, timeout_s: float | None) -> bool:
+        return self.pending.wait(timeout_s)
+
+    def close(self) -> None:
+        self.pending.close()
+
+    def hand_over(self, config: SandboxLimits) -> Sandbox:
+        from agent.containers.sandbox import Sandbox
+
+        p = self.planned
+        return Sandbox(p.repo, config, task_id=p.task_id, labels=_LABELS, launched=self.pending)
+
+
 class WarmPool:
     """Start the sandboxes of queued tasks ahead of them; at most ``size`` started and unclaimed."""
 
     def __init__(self, size: int, plan: Iterable[PlannedTask] = ()) -> None:
         self.size = max(0, size)
         self._queue: list[PlannedTask] = list(plan)
-        self._warm: dict[str, _Warm] = {}
+        self._warm: dict[str, _Warm | _Launched] = {}
         self._lock = threading.Lock()
         self._closed = False
         self.hits = 0  # claims answered with a started sandbox
@@ -77,7 +142,21 @@ class WarmPool:
             self._queue.insert(0, planned)
         self._top_up()
 
-    def claim(self, task_id: str, repo: Path, config: SandboxConfig) -> Sandbox | None:
+    def launch(self, planned: PlannedTask, sent_timeout_s: float = 0.0) -> bool:
+        """Launch this task's container now, without a Sandbox (no pydantic: `codebox run`'s early
+        start); its claim makes the Sandbox, which adopts it. Waits up to ``sent_timeout_s`` for
+        the create request to leave the process. False: no room (nothing launched)."""
+        with self._lock:
+            if self._closed or len(self._warm) >= self.size or planned.task_id in self._warm:
+                return False
+            launched = _Launched(planned)
+            self._warm[planned.task_id] = launched
+        launched.begin()
+        if sent_timeout_s > 0:
+            launched.pending.wait_sent(sent_timeout_s)
+        return True
+
+    def claim(self, task_id: str, repo: Path, config: SandboxLimits) -> Sandbox | None:
         """This task's sandbox, started or starting (the caller owns and closes it); None: start one.
 
         A start still under way is not waited for here: the sandbox's first call waits for it
@@ -90,15 +169,15 @@ class WarmPool:
         self._top_up()
         if warm is None:
             return None
-        matches = warm.planned.repo == Path(repo) and warm.planned.config == config
-        failed = warm.error is not None and not warm.thread.is_alive()
-        if failed or not matches or warm.sandbox.closed:
-            if failed:
-                _log.info("warm sandbox of %s did not start (%s): the task starts its own", task_id, warm.error)
-            warm.sandbox.close()
+        matches = warm.planned.repo == Path(repo) and same_config(warm.planned.config, config)
+        failed = warm.failed
+        if failed is not None or not matches or warm.closed:
+            if failed is not None:
+                _log.info("warm sandbox of %s did not start (%s): the task starts its own", task_id, failed)
+            warm.close()
             return None
         self.hits += 1
-        return warm.sandbox
+        return warm.hand_over(config)
 
     def discard(self, task_id: str) -> None:
         """Remove this task's warm sandbox if it was never claimed (the task ended before its claim)."""
@@ -106,7 +185,7 @@ class WarmPool:
             warm = self._warm.pop(task_id, None)
             self._queue = [p for p in self._queue if p.task_id != task_id]
         if warm is not None:
-            warm.sandbox.close()
+            warm.close()
         self._top_up()
 
     def wait_started(self, task_id: str, timeout_s: float | None = None) -> bool:
@@ -115,8 +194,7 @@ class WarmPool:
             warm = self._warm.get(task_id)
         if warm is None:
             return False
-        warm.thread.join(timeout_s)
-        return not warm.thread.is_alive()
+        return warm.wait(timeout_s)
 
     def close(self) -> None:
         """Remove every unclaimed container and start no more. Idempotent."""
@@ -126,7 +204,7 @@ class WarmPool:
             self._warm.clear()
             self._queue.clear()
         for w in warm:
-            w.sandbox.close()  # a start under way sees the sandbox closed and removes its container
+            w.close()  # a start under way sees it closed and removes its container
 
     def __enter__(self) -> WarmPool:
         return self
@@ -151,4 +229,4 @@ class WarmPool:
                 self._warm[planned.task_id] = warm
                 started.append(warm)
         for warm in started:
-            warm.thread.start()
+            warm.begin()

@@ -44,6 +44,10 @@ Why a container cannot leak, even if the host process is SIGKILLed:
 
 While this process lives, ``close()`` (idempotent, any thread), the context
 manager and an ``atexit`` hook remove both containers.
+
+A container starts through ``agent.containers.launch`` (create, attach, start; pydantic-free);
+a Sandbox made with ``launched=`` adopts a container launched ahead of it (`codebox run`'s early
+start) and only sends its first ping.
 """
 
 from __future__ import annotations
@@ -63,22 +67,12 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from agent.containers.attach_stream import AttachStream, LineTooLong, StreamClosed, StreamDeadline, StreamError
-from agent.containers.engine_api import EngineClient, EngineError, NotFound, connect_engine, oom_killed_since
-from agent.containers.leftovers import (
-    LABEL_EXPIRES,
-    reap_in_background,
-    reap_leftovers,
-    remove_container,
-)
-from agent.containers.spec import (
-    ROLE_TOOLS,
-    ROLE_WRITE,
-    RepoAccessError,
-    SandboxConfig,
-    container_options,
-    precompile_package,
-)
+from agent.containers.attach_stream import LineTooLong, StreamClosed, StreamDeadline, StreamError
+from agent.containers.config import SandboxConfig
+from agent.containers.engine_api import EngineClient, EngineError, connect_engine, oom_killed_since
+from agent.containers.launch import Container, PendingLaunch, discard, launch, start_error, stderr_tail
+from agent.containers.leftovers import reap_leftovers
+from agent.containers.spec import ROLE_TOOLS, ROLE_WRITE, SandboxLimits
 from agent.errors import SandboxError
 from sandbox import wire
 from sandbox.tools.catalog import WRITE_TOOLS
@@ -96,7 +90,6 @@ _log = logging.getLogger("codebox.sandbox")
 
 # How long a fresh container may take to answer its first ping.
 STARTUP_TIMEOUT_S = 30.0
-_IMAGE_HELP = "build it with: codebox image build"
 _REPLACED = "the container was killed and will be replaced"
 
 
@@ -129,18 +122,6 @@ def _close_all_at_exit() -> None:
 atexit.register(_close_all_at_exit)
 
 
-class _Box:
-    """One running server container and its attach stream."""
-
-    def __init__(self, role: str, container_id: str, name: str, expires: float) -> None:
-        self.role = role
-        self.id = container_id
-        self.name = name
-        self.expires = expires
-        self.stream: AttachStream | None = None
-        self.dead = False
-
-
 class _Failure(Exception):
     """A call could not get a valid answer: the container is killed and replaced."""
 
@@ -160,18 +141,22 @@ class Sandbox:
     def __init__(
         self,
         repo: Path,
-        config: SandboxConfig | None = None,
+        config: SandboxLimits | None = None,
         task_id: str | None = None,
         client: EngineClient | None = None,
         labels: dict[str, str] | None = None,
+        launched: PendingLaunch | None = None,
     ) -> None:
+        """``launched``: the tool container, launched ahead for this repo and config (the caller
+        checked that they match): its first start adopts it and only sends the first ping."""
         self.repo = Path(repo).resolve()
-        self.config = config or SandboxConfig()
+        self.config: SandboxLimits = config or SandboxConfig()
         self.task_id = task_id or uuid.uuid4().hex[:12]
         self._client = client
         self._labels = dict(labels or {})  # extra container labels (e.g. codebox.pool)
+        self._pending = launched
         self.startup_s: float | None = None  # start-to-ready (ping answered) of the last container started
-        self._boxes: dict[str, _Box] = {}
+        self._boxes: dict[str, Container] = {}
         self._call_lock = threading.Lock()
         # Reentrant: close() may run in a signal handler on a thread that holds it.
         self._state_lock = threading.RLock()
@@ -232,6 +217,9 @@ class Sandbox:
             self._closed = True
             boxes = list(self._boxes.values())
             self._boxes.clear()
+            pending, self._pending = self._pending, None
+        if pending is not None:
+            pending.close()  # a container launched ahead and not adopted yet
         # Another thread may be reading a stream: shut it down but leave the socket to be released
         # by that thread (or the garbage collector), never under its feet. Both containers are
         # removed at once (a forced removal waits for the kill: tens of ms each), gone on return.
@@ -292,7 +280,7 @@ class Sandbox:
 
     def _exchange(
         self,
-        box: _Box,
+        box: Container,
         request_id: int,
         tool: str,
         args: dict[str, Any],
@@ -354,7 +342,7 @@ class Sandbox:
             duration_s=duration_s,
         )
 
-    def _died(self, box: _Box, message: str, duration_s: float, oom: bool) -> SandboxReply:
+    def _died(self, box: Container, message: str, duration_s: float, oom: bool) -> SandboxReply:
         """Kill and forget a container that failed a call; the next call starts a fresh one."""
         self._drop(box)
         return SandboxReply(
@@ -371,7 +359,7 @@ class Sandbox:
             self._client = connect_engine(SandboxError)
         return self._client
 
-    def _ensure(self, role: str, needed_s: float) -> _Box:
+    def _ensure(self, role: str, needed_s: float) -> Container:
         """The running container for ``role``; start one if there is none or it expires too soon."""
         with self._state_lock:
             if self._closed:
@@ -392,43 +380,20 @@ class Sandbox:
             self._drop(box)
         return self._launch(role)
 
-    def _launch(self, role: str) -> _Box:
-        if not self.repo.is_dir():
-            raise SandboxError(f"the repository {self.repo} is not a directory")
-        client = self._docker()
-        # Once per process, beside this start (not before it): leftovers, and the package's bytecode.
-        reap_in_background(log=_log.info, also=precompile_package)
-        cfg = self.config
-        # No image lookup here: create() answers ImageNotFound itself (the runner has looked
-        # the image up once, before the model's first token).
-        try:
-            name, options = container_options(cfg, self.repo, role, self.task_id, time.time(), self._labels)
-        except RepoAccessError as exc:
-            raise SandboxError(str(exc)) from exc
-        except ValueError as exc:  # a size the daemon would refuse
-            raise SandboxError(f"cannot create the sandbox container: {exc}") from exc
-        expires = float(options["Labels"][LABEL_EXPIRES])
-        t0 = time.monotonic()
-        try:
-            container_id = client.create_container(options, name=name)
-        except NotFound as exc:
-            raise SandboxError(f"the sandbox image {cfg.image!r} is not there; {_IMAGE_HELP}") from exc
-        except EngineError as exc:
-            raise SandboxError(f"cannot create the sandbox container: {exc}") from exc
-        box = _Box(role, container_id, name, expires)
+    def _launch(self, role: str) -> Container:
         with self._state_lock:
-            closed = self._closed
-            if not closed:
-                self._boxes[role] = box
-        if closed:
-            remove_container(client, box.id)
-            raise SandboxError("the sandbox is closed")
+            pending = self._pending if role == ROLE_TOOLS else None
+        if pending is not None:
+            box = self._adopt(pending)
+        else:
+            try:
+                box = launch(self._docker(), self.config, self.repo, role, self.task_id, self._labels,
+                             register=self._register, closed=lambda: self._closed)
+            except SandboxError:
+                self._forget_dead(role)
+                raise
         try:
-            # Attach BEFORE start: nothing the server writes can be lost, and we are the
-            # container's only stdin client (stdin_once: our disconnect = the server's EOF).
-            sock, pre_read = client.attach(box.id)
-            box.stream = AttachStream(sock, max_line=wire.MAX_RESPONSE_BYTES, pre_read=pre_read)
-            client.start(box.id)
+            assert box.stream is not None
             deadline = time.monotonic() + STARTUP_TIMEOUT_S
             box.stream.send(b'{"id":0,"tool":"ping","args":{},"timeout_s":10}\n', deadline)
             raw = box.stream.read_line(deadline)
@@ -444,41 +409,55 @@ class Sandbox:
                     f"the sandbox server speaks protocol {version!r}, this client {wire.PROTOCOL_VERSION}"
                 )
         except (StreamError, EngineError, OSError, ValueError, SandboxError) as exc:
-            detail = ""
-            if box.stream is not None:
-                box.stream.drain_stderr()
-                detail = box.stream.stderr_tail(1500)
+            detail = stderr_tail(box)
             self._drop(box)
-            if self._closed:
-                raise SandboxError("the sandbox was closed while a container started") from exc
-            if isinstance(exc, SandboxError):
+            error = start_error(exc, detail, self._closed)
+            if error is exc:
                 raise
-            message = f"the sandbox container did not start ({type(exc).__name__}: {exc})"
-            if detail:
-                message += f"; its stderr: {detail}"
-            raise SandboxError(message) from exc
-        self.startup_s = time.monotonic() - t0
-        _log.debug("sandbox %s container %s ready in %.3f s", role, name, self.startup_s)
+            raise error from exc
+        self.startup_s = time.monotonic() - box.created_at
+        _log.debug("sandbox %s container %s ready in %.3f s", role, box.name, self.startup_s)
         return box
 
-    def _drop(self, box: _Box) -> None:
+    def _adopt(self, pending: PendingLaunch) -> Container:
+        """The tool container launched ahead: this sandbox's from now on (or the launch's error)."""
+        try:
+            box = pending.take()
+        finally:
+            with self._state_lock:
+                if self._pending is pending:
+                    self._pending = None
+        if self._client is None:
+            self._client = pending.client
+        if not self._register(box):
+            discard(self._client, box)
+            raise SandboxError("the sandbox is closed")
+        return box
+
+    def _register(self, box: Container) -> bool:
+        """Keep a container just created (close() removes it from now on); False if closed."""
+        with self._state_lock:
+            if self._closed:
+                return False
+            self._boxes[box.role] = box
+            return True
+
+    def _forget_dead(self, role: str) -> None:
+        with self._state_lock:
+            box = self._boxes.get(role)
+            if box is not None and box.dead:
+                del self._boxes[role]
+
+    def _drop(self, box: Container) -> None:
         """Forget a container (if it is still the one for its role) and remove it."""
         with self._state_lock:
             if self._boxes.get(box.role) is box:
                 del self._boxes[box.role]
         self._discard(box)
 
-    def _discard(self, box: _Box, release: bool = True) -> None:
+    def _discard(self, box: Container, release: bool = True) -> None:
         """Close the stream (the server gets EOF) and force-remove the container. Idempotent."""
-        box.dead = True
-        stream = box.stream
-        if stream is not None:
-            stream.shutdown()
-        client = self._client
-        if client is not None:
-            remove_container(client, box.id)
-        if stream is not None and release:
-            stream.close()
+        discard(self._client, box, release)
 
 
 def _check_response(response: Any, request_id: int) -> str | None:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from pydantic import BaseModel, Field
 
 from agent.budget import Prices
-from agent.containers.spec import SandboxConfig
+from agent.containers.config import SandboxConfig
 from agent.events import EventSink
 from agent.loop import CancelToken, Limits
 from agent.protocol import AgentEvent, EnvInfo, Report, TaskSpec

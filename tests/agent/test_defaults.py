@@ -6,7 +6,7 @@ from typing import get_args
 
 from agent import defaults
 from agent.config import CodeboxSettings
-from agent.containers.spec import SandboxConfig
+from agent.containers.config import SandboxConfig
 from agent.protocol import PolicyName, TaskSpec
 
 

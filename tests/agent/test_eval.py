@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from agent.cli import main
-from agent.containers.spec import SandboxConfig
+from agent.containers.config import SandboxConfig
 from agent.eval import Prediction, evaluate, junit_key, junit_outcomes, load_predictions, match, node_file
 from agent.protocol import TaskSpec
 

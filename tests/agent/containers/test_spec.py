@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
+from agent.containers.config import SandboxConfig
 from agent.containers.spec import (
     ROLE_TOOLS,
     ROLE_WRITE,
     UNPRIVILEGED_USER,
     RepoAccessError,
-    SandboxConfig,
     container_options,
     container_user,
     size_bytes,
