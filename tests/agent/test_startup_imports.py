@@ -2,7 +2,8 @@
 
 `--help` (of any command) builds its parser from agent.defaults and imports no command module:
 no pydantic, no Docker client, no console, no agent loop. A scripted `run --quiet` never loads
-the OpenAI SDK, docker-py, rich (no console is drawn) or pathspec (a read-only policy matches no glob).
+the OpenAI SDK, docker-py, rich (no console is drawn) or pathspec (a read-only policy matches no glob),
+and its container's create request leaves before pydantic is imported.
 """
 
 from __future__ import annotations
@@ -93,9 +94,7 @@ def test_help_shows_the_built_in_defaults(tmp_path: Path) -> None:
         assert shown in text, shown
 
 
-@pytest.mark.docker
-@pytest.mark.parametrize("flags", [["--quiet"], ["--quiet", "--json"]])
-def test_a_scripted_quiet_run_imports_no_model_sdk_docker_py_console_or_globs(tmp_path: Path, flags: list[str]) -> None:
+def _scripted_run(tmp_path: Path) -> tuple[Path, Path]:
     repo = tmp_path / "repo"
     repo.mkdir()
     (repo / "README.md").write_text("hello\n")
@@ -105,6 +104,13 @@ def test_a_scripted_quiet_run_imports_no_model_sdk_docker_py_console_or_globs(tm
         {"tool_calls": [{"name": "search", "arguments": {"query": "hello"}}]},
         {"message": "done"},
     ]}))
+    return repo, script
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize("flags", [["--quiet"], ["--quiet", "--json"]])
+def test_a_scripted_quiet_run_imports_no_model_sdk_docker_py_console_or_globs(tmp_path: Path, flags: list[str]) -> None:
+    repo, script = _scripted_run(tmp_path)
     found = _modules_after(
         f"""
         import contextlib, io, json, sys
@@ -116,3 +122,28 @@ def test_a_scripted_quiet_run_imports_no_model_sdk_docker_py_console_or_globs(tm
         tmp_path,
     )
     assert found == {"code": 0, "loaded": []}
+
+
+@pytest.mark.docker
+def test_a_run_sends_its_create_request_before_pydantic_is_imported(tmp_path: Path) -> None:
+    """The container is created first (agent.containers.launch); pydantic, the loop and the rest of
+    codebox import while the daemon creates and boots it. One create: the run adopts that container."""
+    repo, script = _scripted_run(tmp_path)
+    found = _modules_after(
+        f"""
+        import contextlib, io, json, sys
+        from agent.containers.engine_api import EngineClient
+        seen = []
+        real = EngineClient.create_container
+        def create(self, *args, **kwargs):
+            seen.append({{"pydantic": "pydantic" in sys.modules, "loop": "agent.loop" in sys.modules}})
+            return real(self, *args, **kwargs)
+        EngineClient.create_container = create
+        from agent.cli import main
+        with contextlib.redirect_stdout(io.StringIO()):
+            code = main(["run", "--quiet", "--repo", {str(repo)!r}, "--model", "scripted:{script}", "read it"])
+        print(json.dumps({{"code": code, "at_create": seen}}))
+        """,
+        tmp_path,
+    )
+    assert found == {"code": 0, "at_create": [{"pydantic": False, "loop": False}]}
