@@ -160,6 +160,8 @@ def _early_sandbox(args: argparse.Namespace, task_id: str) -> WarmPool | None:
     """
     from agent.containers.pool import PlannedTask, WarmPool
 
+    if args.isolated or args.env not in (None, "auto", "none"):
+        return None  # it would not fit: an isolated run mounts its workspace; --env IMAGE runs that image
     config = plain_sandbox_config_from_flags(args)
     if config is None:
         return None

@@ -176,7 +176,7 @@ class PendingLaunch:
         self.task_id = task_id
         self.labels = dict(labels or {})
         self.client: EngineClient | None = None
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # close() may run in a signal handler on a thread that holds it
         self._closed = False  # closed, or handed over
         self._box: Container | None = None
         self._error: SandboxError | None = None
