@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -119,6 +120,37 @@ def test_a_failed_launch_is_the_sandboxs_start_error(docker_client: Any, tmp_pat
         sandbox.start()
     sandbox.close()
     assert _wait_none(docker_client, task_id)
+
+
+def test_a_launched_container_goes_with_its_sigkilled_owner(
+    docker_client: Any, sandbox_image: str, tmp_path: Path
+) -> None:
+    """Attached before it started, with StdinOnce: the owner's death is the server's EOF."""
+    repo, task_id = _repo(tmp_path / "k", "killed"), f"{TASK}-killed"
+    script = textwrap.dedent(
+        f"""
+        import time
+        from pathlib import Path
+        from agent.containers.launch import PendingLaunch
+        from agent.containers.spec import PlainSandboxConfig
+        pending = PendingLaunch(PlainSandboxConfig(image={sandbox_image!r}), Path({str(repo)!r}), {task_id!r}).begin()
+        print("started" if pending.wait(60) and pending.error is None else pending.error, flush=True)
+        time.sleep(120)
+        """
+    )
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "started"
+        [launched] = _containers(docker_client, task_id)
+        assert launched["State"] == "running"
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(5)
+        assert _wait_none(docker_client, task_id), "a launched container outlived its SIGKILLed owner"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
 
 
 # --- the pool's early launch -------------------------------------------------------------------
