@@ -14,12 +14,21 @@ Each rep runs every path once, in turn, so load on the machine hits them alike:
   without the pool, for comparison;
 - an idle sandbox's memory, from its cgroup (memory.usage_in_bytes, v1; memory.current, v2)
   (goal <= 20 MB);
-- the host process's peak RSS for that ``codebox run`` (goal <= 30 MB).
+- the host process's peak RSS for that ``codebox run`` (goal <= 30 MB);
+- what one more running task costs the host process of a batch (not a goal of its own, but what
+  bounds how many tasks a batch server holds): the peak RSS of ``codebox batch`` running 8 tasks
+  at once (each holds its sandbox for a 2 s test run) minus that of the same batch at --jobs 1,
+  divided by 7.
+
+codebox's own bytecode is compiled first (``compileall``), as an installed package has it: with
+PYTHONDONTWRITEBYTECODE set (as on this machine) every run would otherwise compile the host
+package from source.
 """
 
 from __future__ import annotations
 
 import argparse
+import compileall
 import io
 import json
 import os
@@ -185,6 +194,23 @@ class Bench:
     def cold_task_start(self) -> None:
         self.add("batch task start, no pool", self._second_task_start(warm=False))
 
+    def batch_rss(self, jobs: int, tasks: int = 8) -> int:
+        """Peak RSS (bytes) of a `codebox batch` process running ``tasks`` tasks at --jobs ``jobs``."""
+        script = self.work / "wait.json"
+        script.write_text(json.dumps({"turns": [{"tool_calls": [{"name": "run_test", "arguments": {}}]},
+                                                {"message": "done"}]}))
+        lines = [json.dumps({"id": f"hold-{i}", "repo": str(self.repo), "goal": "hold the sandbox",
+                             "test_cmd": ["sleep", "2"], "model": f"scripted:{script}"}) for i in range(tasks)]
+        task_file = self.work / "hold.jsonl"
+        task_file.write_text("\n".join(lines) + "\n")
+        self.batches += 1
+        out = self.work / f"batch-rss-{self.batches}"
+        argv = [sys.executable, "-m", "agent.cli", "batch", str(task_file), "--jobs", str(jobs), "--out", str(out),
+                "--image", self.image, "--env", "none"]
+        _, rss = _run_child(argv, self.env)
+        shutil.rmtree(out, ignore_errors=True)
+        return rss
+
     def idle_memory(self) -> None:
         with Sandbox(self.repo, self.config, task_id="bench-idle") as sandbox:
             [cid] = sandbox.container_ids
@@ -209,6 +235,8 @@ def main(argv: list[str] | None = None) -> int:
     bench = Bench(image, work)
     paths = [bench.sandbox_first_result, bench.docker_run_exec, bench.codebox_run, bench.docker_run_true,
              bench.warm_task_start, bench.cold_task_start, bench.idle_memory]
+    for package in ("agent", "sandbox"):
+        compileall.compile_dir(str(ROOT / package), quiet=2)
     try:
         for path in paths:  # warm-up: image layers and bytecode in the page cache, the reap done
             path()
@@ -216,6 +244,9 @@ def main(argv: list[str] | None = None) -> int:
         for rep in range(args.reps):
             for path in paths if rep % 2 == 0 else reversed(paths):
                 path()
+        for _ in range(3):  # a batch's host memory per running task: few reps, each takes seconds
+            bench.add("batch host RSS, 8 tasks at --jobs 1", bench.batch_rss(jobs=1))
+            bench.add("batch host RSS, 8 tasks at --jobs 8", bench.batch_rss(jobs=8))
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -237,6 +268,8 @@ def main(argv: list[str] | None = None) -> int:
     if "idle sandbox memory (cgroup)" in bench.rows:
         figures.append(("idle sandbox memory (cgroup)", m("idle sandbox memory (cgroup)") / MB, " MB", 20.0))
     figures.append(("host process peak RSS, codebox run", m("host RSS of codebox run") / MB, " MB", 30.0))
+    per_task = (m("batch host RSS, 8 tasks at --jobs 8") - m("batch host RSS, 8 tasks at --jobs 1")) / 7
+    print(f"\n  one more running task in a batch costs the host process {per_task / MB:.1f} MB")
     print("\nfigure                                              value      goal")
     for name, value, unit, goal in figures:
         verdict = "met" if value <= goal else "NOT met"
