@@ -8,7 +8,11 @@ root; a trailing ``/`` matches directories only; the last matching glob wins.
 from __future__ import annotations
 
 import re
-from typing import Optional
+
+# Not `from typing import ...` at run time (a first search would pay ~3 ms for it).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Optional
 
 
 class Glob:

@@ -13,7 +13,11 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
-from typing import IO
+
+# Not `from typing import ...` at run time (a first search would pay ~3 ms for it).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import IO
 
 
 def cut_marker(n: int) -> str:

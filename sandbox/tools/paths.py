@@ -16,14 +16,18 @@ Rules:
 from __future__ import annotations
 
 import os
-from typing import NamedTuple
+from collections import namedtuple
 
 from sandbox.tools import ToolError
 
 
-class Resolved(NamedTuple):
-    abs: str  # real absolute path, inside the root
-    rel: str  # the same, relative to the root, "/"-separated ("." for the root)
+class Resolved(namedtuple("Resolved", "abs rel")):
+    """A path the model named, checked: ``abs`` is the real absolute path, inside the root;
+    ``rel`` the same relative to the root, "/"-separated ("." for the root)."""
+
+    __slots__ = ()
+    abs: str
+    rel: str
 
 
 def display(path: str) -> str:

@@ -1,0 +1,38 @@
+"""What the in-container programs import: a sandbox's boot and its first read_file and search
+pay only for what they use (each module here is memory of every idle sandbox, and time of
+every first call)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+# Not needed by the boot, nor by a read_file or a search (which needs only subprocess, for rg):
+# argparse (with gettext, locale, shutil, bz2, lzma), typing, difflib (only a missing file's
+# "did you mean"), dataclasses.
+NOT_NEEDED = ("argparse", "gettext", "shutil", "typing", "difflib", "dataclasses", "subprocess")
+
+
+def _loaded_after(code: str) -> list[str]:
+    program = f"import json, sys\n{code}\nprint(json.dumps([m for m in {NOT_NEEDED!r} if m in sys.modules]))"
+    done = subprocess.run([sys.executable, "-S", "-c", program], capture_output=True, text=True, cwd=REPO,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    loaded: list[str] = json.loads(done.stdout.splitlines()[-1])
+    return loaded
+
+
+def test_the_boot_imports_none_of_them() -> None:
+    assert _loaded_after("import sandbox.container_init, sandbox.server\n"
+                         "sandbox.server._parse_args(['--root', '/', '--reap-all'])") == []
+
+
+@pytest.mark.parametrize("tool", ["read_file", "search"])
+def test_a_first_read_or_search_imports_none_of_them(tool: str) -> None:
+    loaded = _loaded_after(f"import sandbox.tools.{tool}")
+    assert loaded == (["subprocess"] if tool == "search" else [])
