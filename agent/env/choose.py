@@ -9,6 +9,7 @@ import docker.errors
 from agent.containers.docker_client import connect
 from agent.env import images
 from agent.env.build import EnvRequest, Log, ensure_env
+from agent.env.cancel import NEVER, Cancel
 from agent.env.errors import EnvError
 from agent.protocol import EnvInfo
 
@@ -19,12 +20,15 @@ def _quiet(_: str) -> None:
     pass
 
 
-def choose_env(env: str, repo: Path, base_image: str, log: Log = _quiet) -> EnvInfo | None:
-    """None for ``none``; the built or reused environment for ``auto``; the named image otherwise."""
+def choose_env(env: str, repo: Path, base_image: str, log: Log = _quiet, cancel: Cancel = NEVER) -> EnvInfo | None:
+    """None for ``none``; the built or reused environment for ``auto``; the named image otherwise.
+
+    ``cancel`` stops a build under way (EnvCancelled).
+    """
     if env == NONE:
         return None
     if env == AUTO:
-        return ensure_env(EnvRequest(repo=repo, base_image=base_image), log)
+        return ensure_env(EnvRequest(repo=repo, base_image=base_image), log, cancel)
     client = connect(EnvError)
     try:
         found = images.get_env_image(client, env)
