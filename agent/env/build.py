@@ -122,12 +122,15 @@ def ensure_env(request: EnvRequest, log: Log = _quiet, cancel: Cancel = NEVER) -
             cached = images.find_env_image(client, key)
             if cached is not None:
                 log(f"reusing {cached.tag} ({cached.packages} packages)")
-                return _info(cached, request.base_image, declared, built=False, start=start)
-            log(f"building the environment for {request.repo} on {request.base_image} "
-                f"({len(declared.requirements)} declared requirements)")
-            return _build(client, request, declared, base_id, key, log, start, cancel)
+                info = _info(cached, request.base_image, declared, built=False, start=start)
+            else:
+                log(f"building the environment for {request.repo} on {request.base_image} "
+                    f"({len(declared.requirements)} declared requirements)")
+                info = _build(client, request, declared, base_id, key, log, start, cancel)
     finally:
         client.close()
+    check(cancel)  # a cancel during the last step (the image load) is still a cancel; the image is whole
+    return info
 
 
 def _lock_for(key: str) -> threading.Lock:
