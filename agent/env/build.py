@@ -55,7 +55,7 @@ from agent.containers.leftovers import (
     remove_container,
 )
 from agent.env import apt, extensions, images
-from agent.env.cancel import NEVER, POLL_S, Cancel, check, wait_container
+from agent.env.cancel import NEVER, POLL_S, Cancel, EnvCancelled, check, wait_container
 from agent.env.declared import DEFAULT_RUNNER, Declared, read_declared
 from agent.env.errors import EnvError
 from agent.env.fetch import cache_dir, make_wheelhouse
@@ -105,10 +105,19 @@ def _quiet(_: str) -> None:
 def ensure_env(request: EnvRequest, log: Log = _quiet, cancel: Cancel = NEVER) -> EnvInfo:
     """The environment image for ``request``: reused when its inputs are unchanged, else built.
 
-    ``cancel`` (a CancelToken) stops a build midway: EnvCancelled, and nothing left behind.
+    ``cancel`` (a CancelToken) stops a build midway: EnvCancelled, and nothing left behind. A
+    KeyboardInterrupt in this thread (a caller with no signal handler) is one too, once the
+    build's uv and containers are gone.
     """
-    start = time.monotonic()
     check(cancel)
+    try:
+        return _ensure(request, log, cancel)
+    except KeyboardInterrupt:
+        raise EnvCancelled("interrupted") from None
+
+
+def _ensure(request: EnvRequest, log: Log, cancel: Cancel) -> EnvInfo:
+    start = time.monotonic()
     declared = read_declared(request.repo, request.extras, request.groups, request.requirements, request.runner)
     apt.check_names(request.apt)
     if not declared.needs_env and not request.apt:

@@ -112,3 +112,15 @@ def test_ctrl_c_of_codebox_batch_during_the_env_build_cancels_its_tasks(tmp_path
     assert took < BOUND_S
     assert leftovers(proc.pid, tmp_path) == ([], [])
     assert not list((tmp_path / "ws").iterdir()), "a workspace was left"
+
+
+def test_ctrl_c_of_codebox_env_build_stops_the_build_with_one_line(tmp_path: Path) -> None:
+    repo = write(tmp_path / "repo", projects.FLAT)
+    proc = start(tmp_path, "env", "build", "--repo", str(repo))
+    code, out, err, took = interrupt_during_the_install(proc)
+    print(f"codebox env build: SIGINT -> exit {took:.2f} s")
+    assert code != 0 and out == ""
+    assert "Traceback" not in err
+    assert err.splitlines()[-1] == "codebox: the environment build was cancelled (interrupted)", err
+    assert took < BOUND_S
+    assert leftovers(proc.pid, tmp_path) == ([], [])
