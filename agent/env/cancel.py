@@ -118,6 +118,6 @@ def wait_container(container: Any, cancel: Cancel, timeout: float, remove: Calla
             remove()
     check(cancel)  # the container ended as the cancel came: still a cancel
     if "error" in result:
-        raise result["error"]
+        raise EnvError(f"waiting for the build container failed: {result['error']}") from result["error"]
     status: dict[str, Any] = result["status"]
     return status

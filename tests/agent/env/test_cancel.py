@@ -87,3 +87,32 @@ def test_a_cancelled_download_leaves_no_cache_entry_and_the_next_fetch_stores_it
     stored = fetch_pin(pin, store, CancelToken())
     assert stored.read_bytes() == source.read_bytes()
     assert [p.name for p in store.rglob("*") if p.is_file()] == [source.name]
+
+
+class _FakeContainer:
+    """wait() blocks until removed (as Docker's does when a container is killed), or returns ``code``."""
+
+    def __init__(self, code: int | None = None) -> None:
+        self.code = code
+        self.removed = threading.Event()
+
+    def wait(self) -> dict[str, int]:
+        if self.code is None:
+            self.removed.wait(60)
+            return {"StatusCode": 137}
+        return {"StatusCode": self.code}
+
+
+def test_wait_container_removes_the_container_on_a_cancel_and_returns_its_status_otherwise() -> None:
+    from agent.env.cancel import wait_container
+
+    assert wait_container(_FakeContainer(3), CancelToken(), 60, lambda: None) == {"StatusCode": 3}
+    running, cancel = _FakeContainer(), CancelToken()
+    threading.Timer(0.2, cancel.cancel).start()
+    with pytest.raises(EnvCancelled):
+        wait_container(running, cancel, 60, running.removed.set)
+    assert running.removed.is_set()
+    hung = _FakeContainer()
+    with pytest.raises(TimeoutError):
+        wait_container(hung, CancelToken(), 0.3, hung.removed.set)
+    assert hung.removed.is_set()
