@@ -34,7 +34,7 @@ import tarfile
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -55,7 +55,7 @@ from agent.containers.leftovers import (
     remove_container,
 )
 from agent.env import apt, extensions, images
-from agent.env.cancel import NEVER, POLL_S, Cancel, EnvCancelled, check, wait_container
+from agent.env.cancel import NEVER, Cancel, EnvCancelled, check, holding, wait_container
 from agent.env.declared import DEFAULT_RUNNER, Declared, read_declared
 from agent.env.errors import EnvError
 from agent.env.fetch import cache_dir, make_wheelhouse
@@ -127,7 +127,7 @@ def _ensure(request: EnvRequest, log: Log, cancel: Cancel) -> EnvInfo:
     try:
         base_id = _image_id(client, request.base_image)
         key = inputs_key(base_id, declared, request)
-        with _holding(_lock_for(key), cancel):
+        with holding(_lock_for(key), cancel):  # another task may build the same inputs
             cached = images.find_env_image(client, key)
             if cached is not None:
                 log(f"reusing {cached.tag} ({cached.packages} packages)")
@@ -146,17 +146,6 @@ def _lock_for(key: str) -> threading.Lock:
     """One build per inputs at a time in this process (a batch of tasks on one repo builds once)."""
     with _key_locks_guard:
         return _key_locks.setdefault(key, threading.Lock())
-
-
-@contextlib.contextmanager
-def _holding(lock: threading.Lock, cancel: Cancel) -> Iterator[None]:
-    """``lock`` held; waiting for it (another task builds the same inputs) ends on a cancel."""
-    while not lock.acquire(timeout=POLL_S):
-        check(cancel)
-    try:
-        yield
-    finally:
-        lock.release()
 
 
 def _image_id(client: docker.DockerClient, name: str) -> str:

@@ -14,7 +14,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
 from agent.env.errors import EnvError
@@ -48,6 +48,17 @@ def check(cancel: Cancel) -> None:
     """EnvCancelled when ``cancel`` is set: called between the stages of a build."""
     if cancel.cancelled:
         raise EnvCancelled(str(getattr(cancel, "reason", "") or ""))
+
+
+@contextlib.contextmanager
+def holding(lock: threading.Lock, cancel: Cancel) -> Iterator[None]:
+    """``lock`` held; the wait for it ends on a cancel."""
+    while not lock.acquire(timeout=POLL_S):
+        check(cancel)
+    try:
+        yield
+    finally:
+        lock.release()
 
 
 def run_process(cmd: list[str], cancel: Cancel, timeout: float, **options: Any) -> subprocess.CompletedProcess[str]:
