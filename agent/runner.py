@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from agent.containers.config import SandboxConfig
 from agent.containers.image import ImageError, image_problem
 from agent.containers.sandbox import Sandbox, SandboxError, SandboxReply
+from agent.env.cancel import EnvCancelled
 from agent.env.choose import choose_env
 from agent.errors import CodeboxError
 from agent.events import EventSink
@@ -120,7 +121,9 @@ def run_task(
     if problem:
         return failed_report(task, model.name, "sandbox_error", problem, sink)
     try:  # the dependency environment, built or reused before the first tool call
-        env = prepared_env or choose_env(task.env, repo, config.image, env_log or env_progress)
+        env = prepared_env or choose_env(task.env, repo, config.image, env_log or env_progress, cancel)
+    except EnvCancelled as exc:  # nothing of the build is left; the task runs again next time
+        return failed_report(task, model.name, "cancelled", cancel.reason or str(exc), sink)
     except CodeboxError as exc:
         return failed_report(task, model.name, "sandbox_error", f"environment: {exc}", sink)
     if env is not None:

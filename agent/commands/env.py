@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import io
 import sys
 from pathlib import Path
 
 from agent.commands.common import (
+    EXIT_CANCELLED,
     EXIT_OK,
     env_progress,
     error_exit,
@@ -16,19 +18,31 @@ from agent.console.escape import printable
 
 
 def cmd_env_build(args: argparse.Namespace) -> int:
+    from agent.defaults import DEFAULT_IMAGE
     from agent.env.build import EnvRequest, ensure_env
+    from agent.env.cancel import EnvCancelled
     from agent.env.resolve import IndexConfig
     from agent.errors import CodeboxError
+    from agent.loop import CancelToken
+    from agent.signals import cancel_on_signals
 
     repo = Path(args.repo).expanduser().resolve()
     if not repo.is_dir():
         return usage_error(f"the repository {args.repo} is not a directory")
     index = IndexConfig.from_environ()
     index = IndexConfig(find_links=[*index.find_links, *args.find_links], no_index=index.no_index or args.no_index)
-    request = EnvRequest(repo=repo, base_image=args.image or "codebox-sandbox:latest", extras=args.extra,
+    request = EnvRequest(repo=repo, base_image=args.image or DEFAULT_IMAGE, extras=args.extra,
                          groups=args.group, requirements=args.requirements, apt=args.apt, index=index)
+    cancel = CancelToken()  # Ctrl-C / SIGTERM: uv and the build container stop at once, nothing is tagged
     try:
-        info = ensure_env(request, env_progress)
+        with cancel_on_signals(cancel, io.StringIO()):  # quiet: the one line below says it
+            info = ensure_env(request, env_progress, cancel)
+    except EnvCancelled as exc:
+        print(f"codebox: {printable(exc)}", file=sys.stderr)
+        return EXIT_CANCELLED
+    except KeyboardInterrupt:  # a second Ctrl-C
+        print("codebox: the environment build was cancelled (interrupted)", file=sys.stderr)
+        return EXIT_CANCELLED
     except CodeboxError as exc:  # EnvError (usage or not) and any other
         return error_exit(exc)
     for note in info.notes:

@@ -264,12 +264,19 @@ def _live_console(stream: TextIO) -> RunConsole:
 
 def _prepare_env(task: TaskSpec, base_image: str) -> Any:
     """The task's environment, chosen before the run (EnvInfo or None), or the exit code of a failure."""
+    import io
+
+    from agent.env.cancel import EnvCancelled
     from agent.env.choose import choose_env
     from agent.errors import CodeboxError
+    from agent.loop import CancelToken
+    from agent.signals import cancel_on_signals
 
+    cancel = CancelToken()  # Ctrl-C / SIGTERM stop a build under way: its uv and container go at once
     try:
-        return choose_env(task.env, Path(task.repo), base_image, env_progress)
-    except KeyboardInterrupt:
+        with cancel_on_signals(cancel, io.StringIO()):  # quiet: the one line below says it
+            return choose_env(task.env, Path(task.repo), base_image, env_progress, cancel)
+    except (KeyboardInterrupt, EnvCancelled):
         print("codebox: cancelled while preparing the environment", file=sys.stderr)
         return EXIT_CANCELLED
     except CodeboxError as exc:  # EnvError (usage or not) and any other

@@ -149,7 +149,7 @@ class _Ahead:
         try:  # as run_task does it: the task's image, then its environment on the workspace
             repo = workspace.path.resolve()
             config = task_sandbox_config(task, job.sandbox)
-            env = choose_env(task.env, repo, config.image, env_progress)
+            env = choose_env(task.env, repo, config.image, env_progress, self.cancel)
             if env is not None:
                 config = config.model_copy(update={"image": env.image})
             self.pool.prestart(PlannedTask(task.id, repo, config))

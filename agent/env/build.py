@@ -15,7 +15,9 @@
    into a wheel by ``uv build`` in the same network-none container, before the install.
 
 The image is tagged by a hash of the base image id, the lock and the format version; a
-failed build leaves no image and no container behind.
+failed build leaves no image and no container behind. A build is cancellable (``cancel``,
+``cancel.py``): between stages, and within ~0.1 s while it waits on uv, a container or a
+download; a cancelled build leaves nothing behind either and raises EnvCancelled.
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ from agent.containers.leftovers import (
     remove_container,
 )
 from agent.env import apt, extensions, images
+from agent.env.cancel import NEVER, Cancel, EnvCancelled, check, holding, wait_container
 from agent.env.declared import DEFAULT_RUNNER, NO_DEPENDENCIES, Declared, read_declared
 from agent.env.errors import EnvError
 from agent.env.fetch import cache_dir, make_wheelhouse
@@ -99,8 +102,21 @@ def _quiet(_: str) -> None:
     pass
 
 
-def ensure_env(request: EnvRequest, log: Log = _quiet) -> EnvInfo:
-    """The environment image for ``request``: reused when its inputs are unchanged, else built."""
+def ensure_env(request: EnvRequest, log: Log = _quiet, cancel: Cancel = NEVER) -> EnvInfo:
+    """The environment image for ``request``: reused when its inputs are unchanged, else built.
+
+    ``cancel`` (a CancelToken) stops a build midway: EnvCancelled, and nothing left behind. A
+    KeyboardInterrupt in this thread (a caller with no signal handler) is one too, once the
+    build's uv and containers are gone.
+    """
+    check(cancel)
+    try:
+        return _ensure(request, log, cancel)
+    except KeyboardInterrupt:
+        raise EnvCancelled("interrupted") from None
+
+
+def _ensure(request: EnvRequest, log: Log, cancel: Cancel) -> EnvInfo:
     start = time.monotonic()
     declared = read_declared(request.repo, request.extras, request.groups, request.requirements, request.runner)
     apt.check_names(request.apt)
@@ -110,16 +126,19 @@ def ensure_env(request: EnvRequest, log: Log = _quiet) -> EnvInfo:
     try:
         base_id = _image_id(client, request.base_image)
         key = inputs_key(base_id, declared, request)
-        with _lock_for(key):
+        with holding(_lock_for(key), cancel):  # another task may build the same inputs
             cached = images.find_env_image(client, key)
             if cached is not None:
                 log(f"reusing {cached.tag} ({cached.packages} packages)")
-                return _info(cached, request.base_image, declared, built=False, start=start)
-            log(f"building the environment for {request.repo} on {request.base_image} "
-                f"({len(declared.requirements)} declared requirements)")
-            return _build(client, request, declared, base_id, key, log, start)
+                info = _info(cached, request.base_image, declared, built=False, start=start)
+            else:
+                log(f"building the environment for {request.repo} on {request.base_image} "
+                    f"({len(declared.requirements)} declared requirements)")
+                info = _build(client, request, declared, base_id, key, log, start, cancel)
     finally:
         client.close()
+    check(cancel)  # a cancel during the last step (the image load) is still a cancel; the image is whole
+    return info
 
 
 def _lock_for(key: str) -> threading.Lock:
@@ -170,18 +189,20 @@ def _info(env: images.EnvImage, base: str, declared: Declared, built: bool, star
 
 
 def _build(client: docker.DockerClient, request: EnvRequest, declared: Declared, base_id: str, key: str,
-           log: Log, start: float) -> EnvInfo:
+           log: Log, start: float, cancel: Cancel = NEVER) -> EnvInfo:
     compiled = declared.project.extension_modules
-    target, installed_debs = probe(client, request.base_image, with_debs=bool(request.apt) or compiled)
+    target, installed_debs = probe(client, request.base_image, with_debs=bool(request.apt) or compiled,
+                                   cancel=cancel)
     check_python(declared.project.requires_python, target, request.base_image)
     log(f"resolving {len(declared.requirements)} requirements for Python {target.python} ({target.platform})")
-    lock = resolve_with_sdists(declared.requirements, target, request.index)
-    sdist_build_lock = resolve(build_requirements(lock), target, request.index) if lock.sdists() else Lock(pins=[])
+    lock = resolve_with_sdists(declared.requirements, target, request.index, cancel)
+    sdist_build_lock = (resolve(build_requirements(lock), target, request.index, cancel=cancel) if lock.sdists()
+                        else Lock(pins=[]))
     apt_packages = list(request.apt)
     build_lock = Lock(pins=[])
     if compiled:  # the compiler (and headers) come from apt, the build backend from the index
         apt_packages += extensions.COMPILER_APT
-        build_lock = resolve(declared.build_requires, target, request.index)
+        build_lock = resolve(declared.build_requires, target, request.index, cancel=cancel)
     if declared.project.name:  # a dependency may pull the project from the index: /repo is the project
         own = canonicalize_name(declared.project.name)
         lock = Lock(pins=[p for p in lock.pins if canonicalize_name(p.name) != own])
@@ -191,14 +212,16 @@ def _build(client: docker.DockerClient, request: EnvRequest, declared: Declared,
         everything = Lock(pins=[*lock.pins, *build_lock.pins, *sdist_build_lock.pins])
         log(f"downloading {len(everything.pins)} wheels" + (f" ({len(lock.sdists())} sdists, built offline)"
                                                           if lock.sdists() else ""))
-        make_wheelhouse(everything, folder / "wheels")
-        debs = apt.download_debs(apt_packages, installed_debs, folder / "debs") if apt_packages else []
+        make_wheelhouse(everything, folder / "wheels", cancel)
+        debs = apt.download_debs(apt_packages, installed_debs, folder / "debs", cancel) if apt_packages else []
         if compiled and not target.headers:
-            apt.download_only(extensions.headers_packages(target.python), folder / "debs-x")
+            apt.download_only(extensions.headers_packages(target.python), folder / "debs-x", cancel)
+        check(cancel)
         _stage(folder / "stage", declared, lock, target, build_lock)
         labels = _labels(request, declared, lock, target, base_id, key)
         log(f"installing into {VENV} (network none)")
-        _install_and_load(client, request.base_image, folder, tag, labels, request.repo if compiled else None)
+        _install_and_load(client, request.base_image, folder, tag, labels, request.repo if compiled else None,
+                          cancel)
     env = images.get_env_image(client, tag)
     if env is None:
         raise EnvError(f"the build reported success but {tag} is missing")
@@ -208,7 +231,8 @@ def _build(client: docker.DockerClient, request: EnvRequest, declared: Declared,
     return info
 
 
-def probe(client: docker.DockerClient, image: str, with_debs: bool = False) -> tuple[Target, set[str]]:
+def probe(client: docker.DockerClient, image: str, with_debs: bool = False,
+          cancel: Cancel = NEVER) -> tuple[Target, set[str]]:
     """The image's Python version and platform (and its installed Debian packages), from a network-none run.
 
     Kept per image id in the cache folder: an image's Python does not change.
@@ -217,18 +241,20 @@ def probe(client: docker.DockerClient, image: str, with_debs: bool = False) -> t
     if not with_debs and saved.is_file():
         with contextlib.suppress(ValueError, OSError):
             return Target.model_validate_json(saved.read_text(encoding="utf-8")), set()
-    target, debs = _probe(client, image, with_debs)
-    with contextlib.suppress(OSError):
+    target, debs = _probe(client, image, with_debs, cancel)
+    with contextlib.suppress(OSError):  # whole or not at all (a cancel may come while it is written)
         saved.parent.mkdir(parents=True, exist_ok=True)
-        saved.write_text(target.model_dump_json(), encoding="utf-8")
+        partial = saved.with_name(f"{saved.name}.{os.getpid()}-{threading.get_ident()}.part")
+        partial.write_text(target.model_dump_json(), encoding="utf-8")
+        os.replace(partial, saved)
     return target, debs
 
 
-def _probe(client: docker.DockerClient, image: str, with_debs: bool) -> tuple[Target, set[str]]:
+def _probe(client: docker.DockerClient, image: str, with_debs: bool, cancel: Cancel) -> tuple[Target, set[str]]:
     script = f"python3 -c {shlex.quote(_PROBE)}"
     if with_debs:
         script += "; dpkg-query -W -f '${Package}\\n' 2>/dev/null || true"
-    output = _run_once(client, image, ["sh", "-c", script], "probe")
+    output = _run_once(client, image, ["sh", "-c", script], "probe", cancel)
     lines = output.splitlines()
     try:
         version, machine, libc, libc_version, headers = [*lines[0].split(), "", "", "", ""][:5]
@@ -255,14 +281,18 @@ def _leftover_labels(purpose: str, lifetime_s: float) -> dict[str, str]:
     }
 
 
-def _run_once(client: docker.DockerClient, image: str, command: list[str], purpose: str) -> str:
+def _run_once(client: docker.DockerClient, image: str, command: list[str], purpose: str,
+              cancel: Cancel = NEVER) -> str:
     container = client.containers.create(
         image, command, network_mode="none", user="0:0", labels=_leftover_labels(f"env-{purpose}", 300),
         cap_drop=["ALL"], security_opt=["no-new-privileges"],
     )
     try:
         container.start()
-        status = container.wait(timeout=120)
+        try:
+            status = wait_container(container, cancel, 120, lambda: remove_container(client, container.id))
+        except TimeoutError:
+            raise EnvError(f"the {purpose} step in {image} did not finish in 120 s") from None
         output = container.logs(stdout=True, stderr=True).decode("utf-8", "replace")
     finally:
         remove_container(client, container.id)
@@ -376,10 +406,12 @@ def _labels(request: EnvRequest, declared: Declared, lock: Lock, target: Target,
 
 
 def _install_and_load(client: docker.DockerClient, base: str, folder: Path, tag: str,
-                      labels: dict[str, str], repo: Path | None) -> None:
+                      labels: dict[str, str], repo: Path | None, cancel: Cancel = NEVER) -> None:
     """Run the install in a network-none container, take its one-layer diff, load it as ``tag``.
 
-    ``repo`` (read-only) only when the project's extensions are built from it.
+    ``repo`` (read-only) only when the project's extensions are built from it. A cancel removes
+    the container at once; the image is loaded only from a whole layer (``docker load`` tags it
+    in one step), so a cancelled build tags nothing.
     """
     mounts = {
         str(folder / "stage"): {"bind": f"{BUILD_MOUNT}/stage", "mode": "ro"},
@@ -399,9 +431,9 @@ def _install_and_load(client: docker.DockerClient, base: str, folder: Path, tag:
     try:
         container.start()
         try:
-            status = container.wait(timeout=BUILD_TIMEOUT_S)
-        except Exception as exc:  # requests' read timeout: the build hangs
-            raise EnvError(f"the environment build did not finish in {BUILD_TIMEOUT_S:g} s") from exc
+            status = wait_container(container, cancel, BUILD_TIMEOUT_S, lambda: remove_container(client, container.id))
+        except TimeoutError:  # the build hangs
+            raise EnvError(f"the environment build did not finish in {BUILD_TIMEOUT_S:g} s") from None
         if status.get("StatusCode") != 0:
             logs = container.logs(stdout=True, stderr=True).decode("utf-8", "replace").splitlines()
             tail = "\n".join(logs[-LOG_TAIL_LINES:])
@@ -410,17 +442,19 @@ def _install_and_load(client: docker.DockerClient, base: str, folder: Path, tag:
                                f"{tail}", usage=True)
             raise EnvError(f"installing the environment failed offline (exit {status.get('StatusCode')}); "
                            f"the end of the build log:\n{tail}")
-        layer = _copy_layer(container, folder / "layer.tar")
+        layer = _copy_layer(container, folder / "layer.tar", cancel)
     finally:
         remove_container(client, container.id)
+    check(cancel)  # the last point a cancel stops at: the load itself is one call, under a second
     load_image(client, base, layer, tag, labels)
 
 
-def _copy_layer(container: Any, dest: Path) -> Path:
+def _copy_layer(container: Any, dest: Path, cancel: Cancel = NEVER) -> Path:
     """The layer tar the install wrote, copied out of the stopped container."""
     stream, _ = container.get_archive(LAYER_PATH)
     with tempfile.TemporaryFile() as wrapped:
         for chunk in stream:
+            check(cancel)
             wrapped.write(chunk)
         wrapped.seek(0)
         with tarfile.open(fileobj=wrapped) as outer:

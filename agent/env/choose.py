@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from agent.env.cancel import NEVER, Cancel
 from agent.env.declared import NO_DEPENDENCIES, read_declared
 from agent.env.errors import EnvError
 from agent.protocol import EnvInfo
@@ -17,8 +18,11 @@ def _quiet(_: str) -> None:
     pass
 
 
-def choose_env(env: str, repo: Path, base_image: str, log: Log = _quiet) -> EnvInfo | None:
-    """None for ``none``; the built or reused environment for ``auto``; the named image otherwise."""
+def choose_env(env: str, repo: Path, base_image: str, log: Log = _quiet, cancel: Cancel = NEVER) -> EnvInfo | None:
+    """None for ``none``; the built or reused environment for ``auto``; the named image otherwise.
+
+    ``cancel`` stops a build under way (EnvCancelled).
+    """
     if env == NONE:
         return None
     if env == AUTO:
@@ -28,7 +32,7 @@ def choose_env(env: str, repo: Path, base_image: str, log: Log = _quiet) -> EnvI
             return EnvInfo(image=base_image, base_image=base_image, notes=[NO_DEPENDENCIES])
         from agent.env.build import EnvRequest, ensure_env
 
-        return ensure_env(EnvRequest(repo=repo, base_image=base_image), log)
+        return ensure_env(EnvRequest(repo=repo, base_image=base_image), log, cancel)
     return _named(env)
 
 

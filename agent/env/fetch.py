@@ -3,6 +3,8 @@ holding exactly those wheels (hard links), to be mounted read-only into the inst
 
 Only the URLs the resolver returned are fetched (https from the configured index, or local
 ``file://`` find-links); every file is checked against the lock's sha256 before it is kept.
+A file is written as ``.part`` and renamed when whole: a cancelled or failed download leaves
+no entry in the cache, and the wheels fetched whole before a cancel are reused by the next build.
 """
 
 from __future__ import annotations
@@ -15,7 +17,9 @@ import urllib.parse
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import BinaryIO
 
+from agent.env.cancel import NEVER, Cancel, check
 from agent.env.errors import EnvError
 from agent.env.resolve import Lock, Pin
 
@@ -43,20 +47,29 @@ def _stored(pin: Pin, store: Path) -> Path:
     return store / pin.sha256[:2] / pin.sha256 / pin.filename
 
 
-def fetch_pin(pin: Pin, store: Path) -> Path:
+def _copy(source: BinaryIO, dest: Path, cancel: Cancel) -> None:
+    with dest.open("wb") as out:
+        for block in iter(lambda: source.read(1 << 20), b""):
+            check(cancel)
+            out.write(block)
+
+
+def fetch_pin(pin: Pin, store: Path, cancel: Cancel = NEVER) -> Path:
     """The pin's file in the cache ``store``, downloaded and checked against its sha256 when missing."""
     target = _stored(pin, store)
     if target.is_file():
         return target  # stored under its own hash: checked when it was stored
+    check(cancel)
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_name(f"{target.name}.part-{os.getpid()}-{secrets.token_hex(4)}")
     url = urllib.parse.urlsplit(pin.url)
     try:
         if url.scheme == "file" or not url.scheme:
-            shutil.copyfile(urllib.parse.unquote(url.path) if url.scheme else pin.url, partial)
+            with open(urllib.parse.unquote(url.path) if url.scheme else pin.url, "rb") as source:
+                _copy(source, partial, cancel)
         elif url.scheme == "https":
-            with urllib.request.urlopen(pin.url, timeout=DOWNLOAD_TIMEOUT_S) as response, partial.open("wb") as out:
-                shutil.copyfileobj(response, out, 1 << 20)
+            with urllib.request.urlopen(pin.url, timeout=DOWNLOAD_TIMEOUT_S) as response:
+                _copy(response, partial, cancel)
         else:
             raise EnvError(f"{pin.name}: refusing to download from {url.scheme}:// (https or local files only)")
         if _sha256(partial) != pin.sha256:
@@ -69,13 +82,13 @@ def fetch_pin(pin: Pin, store: Path) -> Path:
     return target
 
 
-def make_wheelhouse(lock: Lock, folder: Path) -> Path:
+def make_wheelhouse(lock: Lock, folder: Path, cancel: Cancel = NEVER) -> Path:
     """``folder`` holding the lock's wheels (downloaded once, then linked from the cache)."""
     store = cache_dir() / "wheels"
     folder.mkdir(parents=True, exist_ok=True)
     unique = list({pin.sha256: pin for pin in lock.pins}.values())  # a wheel in both the runtime and build lock
     with ThreadPoolExecutor(max_workers=PARALLEL_DOWNLOADS) as pool:
-        paths = list(pool.map(lambda pin: fetch_pin(pin, store), unique))
+        paths = list(pool.map(lambda pin: fetch_pin(pin, store, cancel), unique))
     for path in paths:
         link = folder / path.name
         try:

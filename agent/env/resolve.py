@@ -19,6 +19,7 @@ from pathlib import Path
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from pydantic import BaseModel, Field
 
+from agent.env.cancel import NEVER, Cancel, run_process
 from agent.env.errors import EnvError
 from agent.env.reqlines import Requirement
 
@@ -114,11 +115,12 @@ def check_python(requires_python: str | None, target: Target, image: str) -> Non
 
 
 def resolve(requirements: list[Requirement], target: Target, index: IndexConfig,
-            sdist_metadata: dict[str, list[str]] | None = None) -> Lock:
+            sdist_metadata: dict[str, list[str]] | None = None, cancel: Cancel = NEVER) -> Lock:
     """Run ``uv pip compile`` for ``target``; EnvError (usage) naming what could not be resolved.
 
     ``sdist_metadata``: packages allowed as sdists, each with its Requires-Dist, given to uv so
     that it never builds one to learn them. NeedsSource when a package has no usable wheel.
+    A cancel kills uv (its whole process group) and raises EnvCancelled.
     """
     with tempfile.TemporaryDirectory(prefix="codebox-resolve-") as tmp:
         source = Path(tmp, "requirements.in")
@@ -130,8 +132,8 @@ def resolve(requirements: list[Requirement], target: Target, index: IndexConfig,
             *_sdist_args(sdist_metadata or {}, Path(tmp)),
         ]
         try:  # cwd: an empty folder, so no uv.toml or pyproject of anyone else's is read
-            proc = subprocess.run(cmd, cwd=tmp, capture_output=True, text=True, errors="replace",
-                                  timeout=RESOLVE_TIMEOUT_S, env=_uv_env(), stdin=subprocess.DEVNULL)
+            proc = run_process(cmd, cancel, RESOLVE_TIMEOUT_S, cwd=tmp, errors="replace", env=_uv_env(),
+                               stdin=subprocess.DEVNULL)
         except subprocess.TimeoutExpired:
             raise EnvError(f"resolving took longer than {RESOLVE_TIMEOUT_S:g} s (is the package index reachable?)"
                            ) from None

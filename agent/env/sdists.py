@@ -24,6 +24,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 from pydantic import BaseModel
 
+from agent.env.cancel import NEVER, Cancel
 from agent.env.errors import EnvError
 from agent.env.extensions import DEFAULT_BUILD_REQUIRES
 from agent.env.fetch import cache_dir, fetch_pin
@@ -41,12 +42,13 @@ class SdistMeta(BaseModel):
     build_requires: list[str]
 
 
-def resolve_with_sdists(requirements: list[Requirement], target: Target, index: IndexConfig) -> Lock:
+def resolve_with_sdists(requirements: list[Requirement], target: Target, index: IndexConfig,
+                        cancel: Cancel = NEVER) -> Lock:
     """The lock, wheels where there are wheels, sdists (read statically) only where there are none."""
     known: dict[str, SdistMeta | None] = {}  # name -> its metadata, None while unread
     for _ in range(MAX_ROUNDS):
         try:
-            lock = resolve(requirements, target, index, _uv_metadata(known))
+            lock = resolve(requirements, target, index, _uv_metadata(known), cancel)
         except NeedsSource as exc:
             new = [n for n in exc.names if canonicalize_name(n) not in known]
             if not new:
@@ -57,7 +59,7 @@ def resolve_with_sdists(requirements: list[Requirement], target: Target, index: 
         if not unread:
             return _with_build_requires(lock, known)
         for pin in unread:
-            known[canonicalize_name(pin.name)] = read_sdist(fetch_pin(pin, cache_dir() / "wheels"), pin)
+            known[canonicalize_name(pin.name)] = read_sdist(fetch_pin(pin, cache_dir() / "wheels", cancel), pin)
     raise EnvError(f"resolving sdist-only dependencies did not settle in {MAX_ROUNDS} rounds "
                    f"({', '.join(sorted(known))})")
 

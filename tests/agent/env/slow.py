@@ -1,0 +1,62 @@
+"""A deterministic slow install for cancel tests: the install script blocks before it does anything.
+
+In this process: ``slow_install(monkeypatch)``. In a `codebox` subprocess: put
+``sitecustomize_folder(tmp)`` first on its PYTHONPATH. The build container is then found by
+its labels (``build_containers``) while it blocks.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import docker
+import pytest
+
+from agent.containers.leftovers import LABEL_OWNER, LABEL_ROLE, LABEL_TASK
+from agent.env import build
+
+BLOCK = "sleep 600  # codebox tests: a build that would take ten minutes\n"
+
+_SITECUSTOMIZE = f"""
+import agent.env.build as _build
+
+_real = _build._install_script
+_build._install_script = lambda *a, **k: {BLOCK!r} + _real(*a, **k)
+"""
+
+
+def slow_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = build._install_script
+    monkeypatch.setattr(build, "_install_script", lambda *a, **k: BLOCK + real(*a, **k))
+
+
+def sitecustomize_folder(tmp: Path) -> Path:
+    folder = tmp / "slow-sitecustomize"
+    folder.mkdir(exist_ok=True)
+    (folder / "sitecustomize.py").write_text(_SITECUSTOMIZE, encoding="utf-8")
+    return folder
+
+
+def build_containers(client: docker.DockerClient, owner: int) -> list[Any]:
+    """The environment build containers (install and probes) that process ``owner`` made, any state."""
+    labels = [f"{LABEL_ROLE}={build.ROLE_BUILD}", f"{LABEL_OWNER}={owner}"]
+    return list(client.containers.list(all=True, filters={"label": labels}, ignore_removed=True))
+
+
+def wait_for_install(client: docker.DockerClient, owner: int, timeout: float = 120) -> Any:
+    """The running install container of ``owner``'s build (it blocks in BLOCK), once it runs."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for container in build_containers(client, owner):
+            if container.labels.get(LABEL_TASK) == build.ROLE_BUILD and container.status == "running":
+                return container
+        time.sleep(0.1)
+    raise AssertionError(f"no install container of process {owner} ran within {timeout:g} s")
+
+
+def env_images(client: docker.DockerClient, repo: Path) -> list[Any]:
+    from agent.env import images
+
+    return list(client.images.list(filters={"label": f"{images.LABEL_REPO}={repo}"}))
