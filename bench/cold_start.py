@@ -85,17 +85,29 @@ def _cgroup_memory(container_id: str) -> int | None:
     return None
 
 
+# Runs argv as ITS child and prints "<seconds> <peak RSS KiB> <exit code>". A child forked (vfork)
+# straight from this bench would report this bench's own peak (~40 MB) as its ru_maxrss: the
+# kernel carries the parent's high-water mark over the exec. Forked from a small interpreter
+# instead, the measured process reports its own.
+_TRAMPOLINE = """
+import os, sys, time
+t0 = time.perf_counter()
+pid = os.fork()
+if pid == 0:
+    os.execvp(sys.argv[1], sys.argv[1:])
+_, status, usage = os.wait4(pid, 0)
+print(time.perf_counter() - t0, usage.ru_maxrss, os.waitstatus_to_exitcode(status))
+"""
+
+
 def _run_child(argv: list[str], env: dict[str, str]) -> tuple[float, int]:
     """Wall time and peak RSS (bytes) of one child process."""
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(proc.pid, 0)
-    elapsed = time.perf_counter() - t0
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    if proc.returncode != 0:
-        assert proc.stderr is not None
-        raise SystemExit(f"{argv} failed ({proc.returncode}): {proc.stderr.read()[-2000:]!r}")
-    return elapsed, usage.ru_maxrss * 1024
+    done = subprocess.run([sys.executable, "-S", "-c", _TRAMPOLINE, *argv], env=env, capture_output=True,
+                          text=True, check=False)
+    elapsed, rss_kib, code = done.stdout.split()[-3:] if done.stdout.split() else ("0", "0", "-1")
+    if done.returncode != 0 or int(code) != 0:
+        raise SystemExit(f"{argv} failed ({code}): {done.stderr[-2000:]!r}")
+    return float(elapsed), int(rss_kib) * 1024
 
 
 class _StartWatch(BatchView):
