@@ -10,7 +10,6 @@ import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -34,24 +33,15 @@ ROOT = Path(__file__).resolve().parents[3]
 TASK = f"pytest-start-{os.getpid()}"
 
 
-@pytest.fixture(scope="module")
-def client() -> Iterator[Any]:
-    try:
-        c = docker.from_env(timeout=15)
-        c.ping()
-    except Exception as exc:
-        if os.environ.get("CI"):
-            raise
-        pytest.skip(f"no Docker daemon answers ({exc})")
-    yield c
-    c.close()
+@pytest.fixture
+def client(docker_client: Any) -> Any:
+    """The suite's Docker client (tests/conftest.py), under this module's short name."""
+    return docker_client
 
 
-@pytest.fixture(scope="module")
-def image(client: Any) -> str:
-    from agent.containers.image import ensure_sandbox_image
-
-    return ensure_sandbox_image(log=lambda _msg: None)
+@pytest.fixture
+def image(sandbox_image: str) -> str:
+    return sandbox_image
 
 
 def _repo(path: Path, marker: str) -> Path:
