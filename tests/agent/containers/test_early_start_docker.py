@@ -10,7 +10,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 from typing import Any
 
@@ -18,10 +17,11 @@ import pytest
 
 from agent.containers.config import SandboxConfig
 from agent.containers.launch import PendingLaunch
-from agent.containers.leftovers import LABEL_POOL, LABEL_TASK
+from agent.containers.leftovers import LABEL_POOL
 from agent.containers.pool import PlannedTask, WarmPool
 from agent.containers.spec import PlainSandboxConfig
 from agent.errors import SandboxError
+from tests.agent.containers.labelled import task_containers, wait_no_containers
 
 pytestmark = pytest.mark.docker
 
@@ -39,17 +39,6 @@ def _repo(path: Path, marker: str) -> Path:
     return path.resolve()
 
 
-def _containers(client: Any, task_id: str) -> list[dict[str, Any]]:
-    return list(client.api.containers(all=True, filters={"label": f"{LABEL_TASK}={task_id}"}))
-
-
-def _wait_none(client: Any, task_id: str, timeout_s: float = 10) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while _containers(client, task_id) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    return not _containers(client, task_id)
-
-
 # --- the launch and its adoption ---------------------------------------------------------------
 
 
@@ -61,7 +50,7 @@ def test_a_sandbox_adopts_a_launched_container_and_only_pings_it(
     repo, task_id = _repo(tmp_path / "a", "adopted"), f"{TASK}-adopt"
     pending = PendingLaunch(PlainSandboxConfig(image=sandbox_image), repo, task_id, {LABEL_POOL: "warm"}).begin()
     assert pending.wait_sent(30) and pending.wait(60) and pending.error is None
-    [launched] = _containers(docker_client, task_id)
+    [launched] = task_containers(docker_client, task_id)
     assert launched["State"] == "running" and launched["Labels"][LABEL_POOL] == "warm"
     info = docker_client.api.inspect_container(launched["Id"])
     assert info["Config"]["OpenStdin"] and info["Config"]["StdinOnce"] and info["HostConfig"]["AutoRemove"]
@@ -72,12 +61,12 @@ def test_a_sandbox_adopts_a_launched_container_and_only_pings_it(
         read = sandbox.call("read_file", {"path": "README.md"})
         assert read.ok and "repo adopted" in read.output
         assert sandbox.container_ids == [launched["Id"]] and sandbox.startup_s is not None
-        assert [c["Id"] for c in _containers(docker_client, task_id)] == [launched["Id"]]  # no second one
+        assert [c["Id"] for c in task_containers(docker_client, task_id)] == [launched["Id"]]  # no second one
         pending.close()  # handed over: closing the launch leaves the sandbox's container alone
         assert sandbox.call("search", {"query": "adopted"}).ok
     finally:
         sandbox.close()
-    assert _wait_none(docker_client, task_id)
+    assert wait_no_containers(docker_client, task_id)
 
 
 def test_a_closed_launch_leaves_no_container(docker_client: Any, sandbox_image: str, tmp_path: Path) -> None:
@@ -96,14 +85,14 @@ def test_a_closed_launch_leaves_no_container(docker_client: Any, sandbox_image: 
         assert pending.wait(60)
         with pytest.raises(SandboxError, match="closed"):
             pending.take()
-        assert _wait_none(docker_client, task_id), n
+        assert wait_no_containers(docker_client, task_id), n
     # A sandbox closed before its first start removes the container it was to adopt.
     task_id = f"{TASK}-close-sandbox"
     pending = PendingLaunch(PlainSandboxConfig(image=sandbox_image), repo, task_id).begin()
     sandbox = Sandbox(repo, SandboxConfig(image=sandbox_image), task_id=task_id, launched=pending)
     pending.wait(60)
     sandbox.close()
-    assert _wait_none(docker_client, task_id)
+    assert wait_no_containers(docker_client, task_id)
     with pytest.raises(SandboxError, match="closed"):
         sandbox.start()
 
@@ -119,7 +108,7 @@ def test_a_failed_launch_is_the_sandboxs_start_error(docker_client: Any, tmp_pat
     with pytest.raises(SandboxError, match="codebox image build"):
         sandbox.start()
     sandbox.close()
-    assert _wait_none(docker_client, task_id)
+    assert wait_no_containers(docker_client, task_id)
 
 
 def test_a_launched_container_goes_with_its_sigkilled_owner(
@@ -142,11 +131,11 @@ def test_a_launched_container_goes_with_its_sigkilled_owner(
                             env={**os.environ, "PYTHONPATH": str(ROOT)})
     try:
         assert proc.stdout is not None and proc.stdout.readline().strip() == "started"
-        [launched] = _containers(docker_client, task_id)
+        [launched] = task_containers(docker_client, task_id)
         assert launched["State"] == "running"
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(5)
-        assert _wait_none(docker_client, task_id), "a launched container outlived its SIGKILLed owner"
+        assert wait_no_containers(docker_client, task_id), "a launched container outlived its SIGKILLed owner"
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -166,7 +155,7 @@ def test_the_pool_hands_a_launched_container_only_to_the_same_repo_and_limits(
         assert pool.launch(PlannedTask(other, repo, PlainSandboxConfig(image=sandbox_image)), sent_timeout_s=30)
         assert not pool.launch(PlannedTask(f"{TASK}-pool-full", repo, PlainSandboxConfig(image=sandbox_image)))
         assert pool.wait_started(same, 60) and pool.wait_started(other, 60)
-        [launched] = _containers(docker_client, same)
+        [launched] = task_containers(docker_client, same)
 
         sandbox = pool.claim(same, repo, SandboxConfig(image=sandbox_image))
         assert sandbox is not None and pool.hits == 1
@@ -176,10 +165,10 @@ def test_the_pool_hands_a_launched_container_only_to_the_same_repo_and_limits(
         finally:
             sandbox.close()
 
-        assert _containers(docker_client, other)
+        assert task_containers(docker_client, other)
         assert pool.claim(other, repo, SandboxConfig(image=sandbox_image, memory="512m")) is None
-        assert _wait_none(docker_client, other)  # other limits: removed, the task starts its own
-    assert _wait_none(docker_client, same)
+        assert wait_no_containers(docker_client, other)  # other limits: removed, the task starts its own
+    assert wait_no_containers(docker_client, same)
 
 
 def test_closing_the_pool_removes_an_unclaimed_launch(docker_client: Any, sandbox_image: str, tmp_path: Path) -> None:
@@ -187,7 +176,7 @@ def test_closing_the_pool_removes_an_unclaimed_launch(docker_client: Any, sandbo
     pool = WarmPool(1)
     pool.launch(PlannedTask(task_id, repo, PlainSandboxConfig(image=sandbox_image)), sent_timeout_s=30)
     pool.close()
-    assert _wait_none(docker_client, task_id)
+    assert wait_no_containers(docker_client, task_id)
 
 
 # --- `codebox run` ---------------------------------------------------------------------------

@@ -15,17 +15,14 @@ from typing import Any
 
 import pytest
 
-os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
-
-docker = pytest.importorskip("docker")
-
-from agent.containers.leftovers import LABEL_POOL, LABEL_TASK  # noqa: E402
-from agent.containers.pool import PlannedTask, WarmPool  # noqa: E402
-from agent.containers.sandbox import SandboxConfig  # noqa: E402
-from agent.events import CallbackSink  # noqa: E402
-from agent.model.scripted import ScriptedModel  # noqa: E402
-from agent.protocol import AgentEvent, TaskSpec  # noqa: E402
-from agent.runner import run_task  # noqa: E402
+from agent.containers.leftovers import LABEL_POOL
+from agent.containers.pool import PlannedTask, WarmPool
+from agent.containers.sandbox import SandboxConfig
+from agent.events import CallbackSink
+from agent.model.scripted import ScriptedModel
+from agent.protocol import AgentEvent, TaskSpec
+from agent.runner import run_task
+from tests.agent.containers.labelled import task_containers, wait_no_containers
 
 pytestmark = pytest.mark.docker
 
@@ -50,23 +47,12 @@ def _repo(path: Path, marker: str) -> Path:
     return path
 
 
-def _containers(client: Any, task_id: str) -> list[dict[str, Any]]:
-    return list(client.api.containers(all=True, filters={"label": f"{LABEL_TASK}={task_id}"}))
-
-
-def _wait_none(client: Any, task_id: str, timeout_s: float = 10) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while _containers(client, task_id) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    return not _containers(client, task_id)
-
-
 def _wait_some(client: Any, task_id: str, timeout_s: float = 30) -> list[dict[str, Any]]:
     deadline = time.monotonic() + timeout_s
-    found = _containers(client, task_id)
+    found = task_containers(client, task_id)
     while not found and time.monotonic() < deadline:
         time.sleep(0.1)
-        found = _containers(client, task_id)
+        found = task_containers(client, task_id)
     return found
 
 
@@ -81,11 +67,11 @@ def test_the_pool_starts_the_next_tasks_sandbox_labelled_on_its_own_repo(
     repos = [_repo(tmp_path / f"r{i}", ids[i]) for i in range(4)]
     plan = [PlannedTask(ids[i], repos[i].resolve(), config) for i in range(4)]
     with WarmPool(1, plan) as pool:
-        assert not any(_containers(client, t) for t in ids)  # nothing before the first task begins
+        assert not any(task_containers(client, t) for t in ids)  # nothing before the first task begins
         assert pool.claim(ids[0], repos[0].resolve(), config) is None  # the first task starts its own
         assert pool.wait_started(ids[1], timeout_s=60)  # ... while the next one's sandbox starts
-        [warm] = _containers(client, ids[1])
-        assert not _containers(client, ids[2]), "more than `size` sandboxes started ahead"
+        [warm] = task_containers(client, ids[1])
+        assert not task_containers(client, ids[2]), "more than `size` sandboxes started ahead"
         labels = warm["Labels"]
         assert labels[LABEL_POOL] == "warm" and labels["codebox.owner"] == str(os.getpid())
         assert labels["codebox.host"] == socket.gethostname() and float(labels["codebox.expires"]) > time.time()
@@ -107,10 +93,10 @@ def test_the_pool_starts_the_next_tasks_sandbox_labelled_on_its_own_repo(
         # Other limits than planned: the warm container is not handed out, and it is removed.
         other = config.model_copy(update={"memory": "512m"})
         assert pool.claim(ids[2], repos[2].resolve(), other) is None
-        assert _wait_none(client, ids[2])
+        assert wait_no_containers(client, ids[2])
         assert _wait_some(client, ids[3])
     # close() removed the unclaimed one
-    assert all(_wait_none(client, t) for t in ids)
+    assert all(wait_no_containers(client, t) for t in ids)
 
 
 def test_a_batch_task_runs_in_its_warm_sandbox(image: str, client: Any, tmp_path: Path) -> None:
@@ -122,7 +108,7 @@ def test_a_batch_task_runs_in_its_warm_sandbox(image: str, client: Any, tmp_path
 
     def on_event(event: AgentEvent) -> None:
         if event.type == "tool.end":
-            seen.extend(c["Labels"] for c in _containers(client, event.task_id))
+            seen.extend(c["Labels"] for c in task_containers(client, event.task_id))
 
     script: dict[str, Any] = {
         "turns": [{"tool_calls": [{"name": "read_file", "arguments": {"path": "README.md"}}]}, {"message": "done"}]
@@ -138,7 +124,7 @@ def test_a_batch_task_runs_in_its_warm_sandbox(image: str, client: Any, tmp_path
     assert [r.status for r in reports] == ["completed", "completed"], [r.render() for r in reports]
     assert pool.hits == 1  # the second task found its sandbox started
     assert [labels.get(LABEL_POOL) for labels in seen] == [None, "warm"]
-    assert all(_wait_none(client, t) for t in ids)
+    assert all(wait_no_containers(client, t) for t in ids)
 
 
 def test_a_warm_sandbox_goes_with_its_sigkilled_owner(image: str, client: Any, tmp_path: Path) -> None:
@@ -162,11 +148,11 @@ def test_a_warm_sandbox_goes_with_its_sigkilled_owner(image: str, client: Any, t
     proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, env=env)
     try:
         assert proc.stdout is not None and proc.stdout.readline().strip() == "started"
-        [warm] = _containers(client, ids[1])
+        [warm] = task_containers(client, ids[1])
         assert warm["State"] == "running", warm["State"]
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(5)
-        assert _wait_none(client, ids[1]), "a warm container outlived its SIGKILLed owner"
+        assert wait_no_containers(client, ids[1]), "a warm container outlived its SIGKILLed owner"
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -218,7 +204,7 @@ def test_the_write_box_starts_only_at_the_first_allowed_write(image: str, client
 
     def on_event(event: AgentEvent) -> None:
         if event.type == "tool.end":
-            roles_after.append(sorted(c["Labels"]["codebox.role"] for c in _containers(client, task_id)))
+            roles_after.append(sorted(c["Labels"]["codebox.role"] for c in task_containers(client, task_id)))
 
     def add(path: str) -> dict[str, Any]:
         patch = f"*** Begin Patch\n*** Add File: {path}\n+x\n*** End Patch\n"
@@ -238,7 +224,7 @@ def test_the_write_box_starts_only_at_the_first_allowed_write(image: str, client
     assert report.status == "completed", report.render()
     assert roles_after == [["tools"], ["tools"], ["tools"], ["tools", "write"], ["tools", "write"]]
     assert (repo / "src" / "allowed.txt").exists() and not (repo / "docs").exists()
-    assert _wait_none(client, task_id)
+    assert wait_no_containers(client, task_id)
 
 
 # --- early starts and a missing image --------------------------------------------------------------
@@ -258,7 +244,7 @@ def test_a_missing_image_still_fails_fast_when_the_sandbox_was_started_early(cli
         pool.close()
     assert report.stop_reason == "sandbox_error" and "codebox image build" in (report.error or ""), report.render()
     assert model.requests == []
-    assert _wait_none(client, task_id)
+    assert wait_no_containers(client, task_id)
 
 
 def test_codebox_run_starts_its_sandbox_early_and_leaves_nothing(image: str, client: Any, tmp_path: Path) -> None:
@@ -276,11 +262,11 @@ def test_codebox_run_starts_its_sandbox_early_and_leaves_nothing(image: str, cli
     assert done.returncode == 0, done.stdout + done.stderr
     report = json.loads(report_path.read_text())
     assert report["status"] == "completed" and report["tool_calls"][0]["ok"] is True
-    assert not _containers(client, report["task_id"])
+    assert not task_containers(client, report["task_id"])
 
     missing = subprocess.run([*base, "--image", "codebox-no-such-image:none", "--report", str(report_path), "read"],
                              env=env, cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert missing.returncode == 1, missing.stdout + missing.stderr
     report = json.loads(report_path.read_text())
     assert report["stop_reason"] == "sandbox_error" and "codebox image build" in report["error"]
-    assert report["steps"] == 0 and not _containers(client, report["task_id"])
+    assert report["steps"] == 0 and not task_containers(client, report["task_id"])
