@@ -24,19 +24,15 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import io
 import json
 import os
 import shlex
-import shutil
 import socket
-import tarfile
 import tempfile
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import docker
 import docker.errors
@@ -59,16 +55,15 @@ from agent.env.cancel import NEVER, Cancel, EnvCancelled, check, holding, wait_c
 from agent.env.declared import DEFAULT_RUNNER, NO_DEPENDENCIES, Declared, read_declared
 from agent.env.errors import EnvError
 from agent.env.fetch import cache_dir, make_wheelhouse
+from agent.env.layer import LAYER_PATH, VENV, copy_layer, load_image
 from agent.env.project import console_scripts, editable_files
 from agent.env.resolve import IndexConfig, Lock, Target, check_python, resolve, uv_binary
 from agent.env.sdists import build_requirements, resolve_with_sdists
 from agent.protocol import EnvInfo
 
 FORMAT_VERSION = "1"
-VENV = "/opt/codebox-env"
 # Where the build container sees its inputs; under /tmp, which a sandbox covers with its tmpfs.
 BUILD_MOUNT = "/tmp/codebox-build"
-LAYER_PATH = "/tmp/codebox-layer.tar"
 BUILD_TIMEOUT_S = 1800.0
 LOG_TAIL_LINES = 25
 BUILT = "/tmp/codebox-built"  # wheels built from sdists in the install container
@@ -442,73 +437,8 @@ def _install_and_load(client: docker.DockerClient, base: str, folder: Path, tag:
                                f"{tail}", usage=True)
             raise EnvError(f"installing the environment failed offline (exit {status.get('StatusCode')}); "
                            f"the end of the build log:\n{tail}")
-        layer = _copy_layer(container, folder / "layer.tar", cancel)
+        layer = copy_layer(container, folder / "layer.tar", cancel)
     finally:
         remove_container(client, container.id)
     check(cancel)  # the last point a cancel stops at: the load itself is one call, under a second
     load_image(client, base, layer, tag, labels)
-
-
-def _copy_layer(container: Any, dest: Path, cancel: Cancel = NEVER) -> Path:
-    """The layer tar the install wrote, copied out of the stopped container."""
-    stream, _ = container.get_archive(LAYER_PATH)
-    with tempfile.TemporaryFile() as wrapped:
-        for chunk in stream:
-            check(cancel)
-            wrapped.write(chunk)
-        wrapped.seek(0)
-        with tarfile.open(fileobj=wrapped) as outer:
-            member = outer.extractfile(outer.getmembers()[0])
-            if member is None:
-                raise EnvError("the build container wrote no layer")
-            with dest.open("wb") as out:
-                shutil.copyfileobj(member, out, 1 << 20)
-    return dest
-
-
-def load_image(client: docker.DockerClient, base: str, layer: Path, tag: str, labels: dict[str, str]) -> None:
-    """``tag`` = the base image plus one layer, via ``docker load`` (the base's layers are not sent).
-
-    Why not ``docker commit``: on fuse-overlayfs it diffs the whole base file by file (11 s
-    for a 210 MB base here); loading a ready layer takes well under a second.
-    """
-    attrs = client.images.get(base).attrs
-    digest = hashlib.sha256()
-    with layer.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    layers = [*attrs["RootFS"]["Layers"], f"sha256:{digest.hexdigest()}"]
-    config = json.dumps({
-        "architecture": attrs.get("Architecture", "amd64"),
-        "os": attrs.get("Os", "linux"),
-        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "config": _image_config(attrs, labels),
-        "rootfs": {"type": "layers", "diff_ids": layers},
-    }).encode()
-    config_name = hashlib.sha256(config).hexdigest() + ".json"
-    # The daemon reads a layer file only when it lacks that layer: the base's are named, not sent.
-    paths = [f"base{i}/layer.tar" for i in range(len(layers) - 1)] + ["env/layer.tar"]
-    manifest = json.dumps([{"Config": config_name, "RepoTags": [tag], "Layers": paths}]).encode()
-    archive = layer.with_name("image.tar")
-    with tarfile.open(archive, "w") as tar:
-        for name, data in (("manifest.json", manifest), (config_name, config)):
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-        tar.add(layer, arcname="env/layer.tar")
-    try:
-        with archive.open("rb") as f:
-            client.images.load(f)
-    except docker.errors.APIError as exc:
-        raise EnvError(f"Docker could not load the environment image {tag}: {exc.explanation or exc}") from exc
-
-
-def _image_config(attrs: dict[str, Any], labels: dict[str, str]) -> dict[str, Any]:
-    """The base image's config with the venv first on PATH and our labels."""
-    config = dict(attrs.get("Config") or {})
-    env = [e for e in (config.get("Env") or []) if not e.startswith(("PATH=", "VIRTUAL_ENV="))]
-    path = next((e[5:] for e in config.get("Env") or [] if e.startswith("PATH=")),
-                "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
-    config["Env"] = [f"PATH={VENV}/bin:{path}", f"VIRTUAL_ENV={VENV}", *env]
-    config["Labels"] = {**(config.get("Labels") or {}), **labels}
-    return config
