@@ -27,7 +27,6 @@ import hashlib
 import json
 import os
 import shlex
-import socket
 import tempfile
 import threading
 import time
@@ -40,16 +39,7 @@ from packaging.utils import canonicalize_name
 from pydantic import BaseModel, Field
 
 from agent.containers.docker_client import connect
-from agent.containers.leftovers import (
-    LABEL_EXPIRES,
-    LABEL_HOST,
-    LABEL_OWNER,
-    LABEL_OWNER_START,
-    LABEL_ROLE,
-    LABEL_TASK,
-    process_start_ticks,
-    remove_container,
-)
+from agent.containers.leftovers import owner_labels, remove_container
 from agent.env import apt, extensions, images
 from agent.env.cancel import NEVER, Cancel, EnvCancelled, check, holding, wait_container
 from agent.env.declared import DEFAULT_RUNNER, NO_DEPENDENCIES, Declared, read_declared
@@ -264,22 +254,11 @@ def _probe(client: docker.DockerClient, image: str, with_debs: bool, cancel: Can
     return Target(python=version, platform=platform, headers=headers == "1"), installed
 
 
-def _leftover_labels(purpose: str, lifetime_s: float) -> dict[str, str]:
-    """The labels `codebox gc` reads: a build container of a dead codebox is removed like a sandbox."""
-    return {
-        LABEL_TASK: purpose,
-        LABEL_OWNER: str(os.getpid()),
-        LABEL_OWNER_START: process_start_ticks(os.getpid()) or "",
-        LABEL_HOST: socket.gethostname(),
-        LABEL_ROLE: ROLE_BUILD,
-        LABEL_EXPIRES: str(int(time.time() + lifetime_s)),
-    }
-
-
 def _run_once(client: docker.DockerClient, image: str, command: list[str], purpose: str,
               cancel: Cancel = NEVER) -> str:
+    labels = owner_labels(f"env-{purpose}", ROLE_BUILD, time.time() + 300)  # `codebox gc` reaps a dead owner's
     container = client.containers.create(
-        image, command, network_mode="none", user="0:0", labels=_leftover_labels(f"env-{purpose}", 300),
+        image, command, network_mode="none", user="0:0", labels=labels,
         cap_drop=["ALL"], security_opt=["no-new-privileges"],
     )
     try:
@@ -420,7 +399,7 @@ def _install_and_load(client: docker.DockerClient, base: str, folder: Path, tag:
         mounts[str(repo)] = {"bind": f"{BUILD_MOUNT}/repo", "mode": "ro"}
     container = client.containers.create(
         base, ["sh", f"{BUILD_MOUNT}/stage/install.sh"], network_mode="none", user="0:0",
-        volumes=mounts, labels=_leftover_labels("env-build", BUILD_TIMEOUT_S), working_dir="/",
+        volumes=mounts, labels=owner_labels("env-build", ROLE_BUILD, time.time() + BUILD_TIMEOUT_S), working_dir="/",
         security_opt=["no-new-privileges"],
     )
     try:
