@@ -247,9 +247,9 @@ def test_big_output_is_capped_and_server_memory_stays_flat(tree: Path) -> None:
 
 
 def test_timeout_kills_the_group_a_sigterm_ignorer_and_a_setsid_daemon(server: ServerProc, tmp_path: Path) -> None:
-    t0 = time.monotonic()
+    # run() waits for the answer only timeout_s + 10 s: an answer at all means the server did not
+    # wait for the 60 s the stubborn processes would live.
     r = run(server, [PY, "-c", STUBBORN, str(tmp_path), DAEMON], timeout_s=1.5)
-    elapsed = time.monotonic() - t0
     stubborn = int((tmp_path / "stubborn").read_text())
     daemon = int((tmp_path / "daemon").read_text())
     assert r["ok"] is False and r["outcome"] == "timeout"
@@ -262,17 +262,16 @@ def test_timeout_kills_the_group_a_sigterm_ignorer_and_a_setsid_daemon(server: S
     assert "signal.SIG_IGN" in killed[stubborn]
     assert d["killed_count"] == len(d["killed"]) >= 3  # the command itself too
     assert wait_dead([stubborn, daemon], timeout=1.0) == []
-    # Waited for the deadline, and not for the 60 s the stubborn processes would live.
-    assert 1.5 <= elapsed < 30
+    assert d["duration_s"] >= 1.5  # the run was given its whole timeout, not cut short
     assert children_of(server.pid) == []  # killed and reaped: no zombies left
 
 
 def test_leftovers_of_a_passing_command_are_killed(server: ServerProc, tmp_path: Path) -> None:
     """A background job holding our pipe and a setsid'd daemon, left by a command that exits 0."""
     script = DAEMON + "\nimport subprocess\nsubprocess.Popen(['sleep', '60'])\nprint('done')\n"
-    t0 = time.monotonic()
+    # Answered within run()'s read deadline (30 s): the server did not wait for `sleep 60`,
+    # which holds the output pipe.
     r = run(server, [PY, "-c", script, str(tmp_path / "daemon")])
-    elapsed = time.monotonic() - t0
     daemon = int((tmp_path / "daemon").read_text())
     assert r["ok"] and r["outcome"] == "ok" and r["data"]["exit_code"] == 0
     assert r["output"].splitlines()[-2] == "done"
@@ -280,7 +279,6 @@ def test_leftovers_of_a_passing_command_are_killed(server: ServerProc, tmp_path:
     assert daemon in killed and "sleep 60" in killed.values()
     assert r["output"].splitlines()[-1].startswith("[killed 2 process(es): ")
     assert wait_dead(list(killed)) == []
-    assert elapsed < 30  # did not wait for `sleep 60`, which holds the output pipe
     assert children_of(server.pid) == []
 
 
