@@ -312,6 +312,7 @@ def _build(request: EnvRequest, inputs: _Inputs, engine: images.Engine, base_id:
     from agent.containers.docker_client import connect
 
     client = connect(EnvError)
+    client.api.timeout = images.DOCKER_SLOW_S  # a load of a big layer on a busy daemon
     try:
         return _Build(request, inputs, engine, client, base_id, key, log, cancel).run()
     finally:

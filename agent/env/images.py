@@ -40,6 +40,8 @@ LABEL_REPO = "codebox.env.repo"  # the repository the image was first built for
 Kind = Literal["env", "deps", "tools"]
 KINDS: tuple[Kind, ...] = ("env", "deps", "tools")
 _KEY = re.compile(r"^[0-9a-f]{16,64}$")
+# Removing or loading an image on a busy daemon (fuse-overlayfs) can take minutes, not docker-py's 60 s.
+DOCKER_SLOW_S = 900.0
 
 
 class Entry(BaseModel):
@@ -189,6 +191,7 @@ class EngineImages:
         from agent.containers.docker_client import connect
 
         client = connect(EnvError)
+        client.api.timeout = DOCKER_SLOW_S
         try:
             client.images.remove(image_id, force=False)
         except docker.errors.ImageNotFound:
