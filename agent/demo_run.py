@@ -13,11 +13,11 @@ import sys
 import tempfile
 from pathlib import Path
 
+from agent.cancel import CancelToken
 from agent.console.escape import printable
 from agent.console.live import RunConsole
 from agent.console.render import print_summary
 from agent.events import FanoutSink, JsonlSink
-from agent.loop import CancelToken
 from agent.model.scripted import ScriptedModel
 from agent.protocol import TaskSpec
 from agent.runner import run_task

@@ -14,10 +14,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from agent.cancel import CancelToken
 from agent.containers.config import SandboxConfig
 from agent.containers.image import ImageError, image_problem
 from agent.containers.sandbox import Sandbox, SandboxError
-from agent.loop import CancelToken
 from agent.protocol import TaskSpec
 from agent.workspace import Workspace, WorkspaceError, create_workspace, git
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from agent.budget import Prices, TaskBudget, round_cost
+from agent.cancel import CancelToken
 from agent.context import ContextStore
 from agent.errors import SandboxError  # the sandbox itself cannot go on: ends the run
 from agent.events import EventSink
@@ -43,25 +44,6 @@ how you checked it, and call no tool in that reply."""
 
 T = TypeVar("T")
 N = TypeVar("N", int, float)
-
-
-class CancelToken:
-    """Set from any thread (a signal handler, a UI) to stop a run at once."""
-
-    def __init__(self) -> None:
-        self._event = threading.Event()
-        self.reason = ""
-
-    def cancel(self, reason: str = "cancelled") -> None:
-        self.reason = reason
-        self._event.set()
-
-    @property
-    def cancelled(self) -> bool:
-        return self._event.is_set()
-
-    def wait(self, timeout: float) -> bool:
-        return self._event.wait(timeout)
 
 
 @dataclass

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agent.cancel import CancelToken
 from agent.containers.config import SandboxConfig
 from agent.containers.image import ImageError, image_problem
 from agent.containers.sandbox import Sandbox, SandboxError, SandboxReply
@@ -17,7 +18,7 @@ from agent.env.choose import choose_env
 from agent.errors import CodeboxError
 from agent.events import EventSink
 from agent.host_run import host_run_globs
-from agent.loop import CancelToken, CodingAgent, Limits
+from agent.loop import CodingAgent, Limits
 from agent.model.base import ModelClient, ModelError
 from agent.model.factory import build_model
 from agent.policy import ApproveOncePolicy, AskFn, Policy, ReadOnlyPolicy, WorkspaceWritePolicy

@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from agent import checks
+from agent.cancel import CancelToken
 from agent.commands.common import (
     EXIT_CANCELLED,
     EXIT_OK,
@@ -24,7 +25,6 @@ from agent.commands.common import (
 )
 from agent.console.escape import printable
 from agent.errors import CodeboxError
-from agent.loop import CancelToken
 from agent.signals import cancel_on_signals
 
 

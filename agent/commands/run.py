@@ -189,9 +189,10 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def _cmd_run(args: argparse.Namespace, task_id: str, warm: WarmPool | None) -> int:
     from agent import checks
+    from agent.cancel import CancelToken
     from agent.console.render import ChangeLog
     from agent.events import FanoutSink, JsonlSink
-    from agent.loop import CancelToken, Limits
+    from agent.loop import Limits
     from agent.runner import run_task_isolated
     from agent.signals import cancel_on_signals
 
@@ -266,10 +267,10 @@ def _prepare_env(task: TaskSpec, base_image: str) -> Any:
     """The task's environment, chosen before the run (EnvInfo or None), or the exit code of a failure."""
     import io
 
+    from agent.cancel import CancelToken
     from agent.env.cancel import EnvCancelled
     from agent.env.choose import choose_env
     from agent.errors import CodeboxError
-    from agent.loop import CancelToken
     from agent.signals import cancel_on_signals
 
     cancel = CancelToken()  # Ctrl-C / SIGTERM stop a build under way: its uv and container go at once

@@ -18,9 +18,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 from pydantic import BaseModel, Field
 
 from agent.budget import Prices
+from agent.cancel import CancelToken
 from agent.containers.config import SandboxConfig
 from agent.events import EventSink
-from agent.loop import CancelToken, Limits
+from agent.loop import Limits
 from agent.protocol import AgentEvent, EnvInfo, Report, TaskSpec
 from agent.runner import failed_report, run_task_isolated
 from agent.workspace import Workspace

@@ -9,11 +9,11 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
+from agent.cancel import CancelToken
 from agent.containers.pool import PlannedTask, WarmPool
 from agent.engines.base import AdmitFn, OutcomeFn, PreparedJob, StartFn, TaskJob, TaskOutcome, execute_job
 from agent.env.choose import choose_env
 from agent.events import EventSink
-from agent.loop import CancelToken
 from agent.runner import env_progress, failed_report, task_sandbox_config
 from agent.workspace import create_workspace
 

@@ -25,11 +25,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agent.cancel import CancelToken
 from agent.engines.base import AdmitFn, OutcomeFn, StartFn, TaskJob, TaskOutcome, execute_job
 from agent.engines.node import ensure_image, local_image_id, missing_images, once_per_run, reap, save_image
 from agent.engines.snapshot import Snapshot, SnapshotKind, make_snapshot, shared_source, sweep_sources, unpack_snapshot
 from agent.errors import CodeboxError
-from agent.loop import CancelToken
 from agent.protocol import Report, StopReason
 from agent.runner import failed_report
 from agent.workspace import WorkspaceError, workspace_root

@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from agent.loop import CancelToken, Limits
+from agent.cancel import CancelToken
+from agent.loop import Limits
 from agent.model.base import ModelError
 from agent.model.scripted import ScriptedModel
 from agent.policy import WorkspaceWritePolicy

@@ -15,6 +15,7 @@ import pytest
 pytest.importorskip("docker")
 
 from agent.batch import run_batch
+from agent.cancel import CancelToken
 from agent.console.batch_view import BatchView
 from agent.containers.leftovers import LABEL_POOL, LABEL_TASK
 from agent.containers.pool import PlannedTask, WarmPool
@@ -22,7 +23,6 @@ from agent.containers.sandbox import SandboxConfig
 from agent.engines import TaskJob, execute_job
 from agent.engines.base import PreparedJob
 from agent.events import CallbackSink, EventSink
-from agent.loop import CancelToken
 from agent.protocol import AgentEvent, Report, TaskSpec
 from agent.workspace import create_workspace
 from tests.repos import sh

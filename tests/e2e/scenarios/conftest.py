@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
+from agent.cancel import CancelToken
 from agent.containers.sandbox import SandboxConfig
 from agent.events import CallbackSink, FanoutSink, MemorySink
-from agent.loop import CancelToken
 from agent.model.scripted import ScriptedModel
 from agent.protocol import AgentEvent, TaskSpec
 from tests.e2e.scenarios.support import Run
