@@ -319,9 +319,3 @@ class Report(BaseModel):
     # --retry-errors run counts up) and the machine it ran on (host, and Ray node for the ray engine).
     attempt: int | None = None
     node: str | None = None
-
-    def render(self) -> str:
-        """A readable plain-text summary (escaped: safe to print on a terminal)."""
-        from agent.console.render import summary_text
-
-        return summary_text(self)

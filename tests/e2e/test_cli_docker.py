@@ -14,6 +14,8 @@ from pathlib import Path
 import docker
 import pytest
 
+from agent.console.render import summary_text
+
 pytestmark = pytest.mark.docker
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -222,6 +224,6 @@ def test_a_sandbox_that_cannot_start_ends_the_run_once_with_its_own_message(tmp_
     tmp_path.chmod(0o755)  # a root-owned repo must be world-readable (the tool container is never root)
     report = run_task(TaskSpec(repo=str(tmp_path), goal="g"), model, MemorySink(),
                       sandbox_config=SandboxConfig.model_construct(memory="1x"))  # unchecked: docker-py refuses it
-    assert report.stop_reason == "sandbox_error", report.render()
+    assert report.stop_reason == "sandbox_error", summary_text(report)
     assert "could not start" in (report.error or "") and "memory" in (report.error or "")
     assert len(model.requests) == 1 and time.monotonic() - started < 10

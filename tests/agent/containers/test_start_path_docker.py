@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from agent.console.render import summary_text
 from agent.containers.leftovers import LABEL_POOL
 from agent.containers.pool import PlannedTask, WarmPool
 from agent.containers.sandbox import SandboxConfig
@@ -121,7 +122,7 @@ def test_a_batch_task_runs_in_its_warm_sandbox(image: str, client: Any, tmp_path
             reports.append(run_task(task, model, CallbackSink(on_event), sandbox_config=config, warm=pool))
     finally:
         pool.close()
-    assert [r.status for r in reports] == ["completed", "completed"], [r.render() for r in reports]
+    assert [r.status for r in reports] == ["completed", "completed"], [summary_text(r) for r in reports]
     assert pool.hits == 1  # the second task found its sandbox started
     assert [labels.get(LABEL_POOL) for labels in seen] == [None, "warm"]
     assert all(wait_no_containers(client, t) for t in ids)
@@ -221,7 +222,7 @@ def test_the_write_box_starts_only_at_the_first_allowed_write(image: str, client
     task = TaskSpec(id=task_id, repo=str(repo), goal="write", policy="workspace-write", allow=["src/**"])
     model = ScriptedModel(script["turns"])
     report = run_task(task, model, CallbackSink(on_event), sandbox_config=SandboxConfig(image=image))
-    assert report.status == "completed", report.render()
+    assert report.status == "completed", summary_text(report)
     assert roles_after == [["tools"], ["tools"], ["tools"], ["tools", "write"], ["tools", "write"]]
     assert (repo / "src" / "allowed.txt").exists() and not (repo / "docs").exists()
     assert wait_no_containers(client, task_id)
@@ -242,7 +243,7 @@ def test_a_missing_image_still_fails_fast_when_the_sandbox_was_started_early(cli
         report = run_task(task, model, CallbackSink(lambda _e: None), sandbox_config=config, warm=pool)
     finally:
         pool.close()
-    assert report.stop_reason == "sandbox_error" and "codebox image build" in (report.error or ""), report.render()
+    assert report.stop_reason == "sandbox_error" and "codebox image build" in (report.error or ""), summary_text(report)
     assert model.requests == []
     assert wait_no_containers(client, task_id)
 
