@@ -19,12 +19,7 @@ checks the id and the types before using a response.
 
 from __future__ import annotations
 
-from sandbox.tools.catalog import NAMES as _TOOL_NAMES
-
 PROTOCOL_VERSION = 1
-
-# Tools the server answers (sandbox.tools.catalog). "ping" is the readiness probe; it returns {"version": ...}.
-TOOLS = ("ping", *_TOOL_NAMES)
 
 OUTCOMES = (
     "ok",  # the tool did its job (run_test: the command exited 0)

@@ -1,6 +1,6 @@
 """The tools the server offers, in one place: their names, where they live, and which ones write.
 
-The server's dispatch table, the wire's tool list and the host's routing (a writing tool goes
+The server's dispatch table and the host's routing (a writing tool goes
 to the write container) all come from here. Tool modules are imported on first use, so a
 server that never runs a tool never pays for importing it.
 """
