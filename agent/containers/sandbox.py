@@ -75,7 +75,7 @@ from agent.containers.leftovers import reap_leftovers
 from agent.containers.spec import ROLE_TOOLS, ROLE_WRITE, SandboxLimits
 from agent.errors import SandboxError
 from sandbox import wire
-from sandbox.tools.catalog import WRITE_TOOLS
+from sandbox.tools.catalog import CODE_TOOLS, WRITE_TOOLS
 
 __all__ = [
     "Sandbox",
@@ -133,7 +133,7 @@ class _Failure(Exception):
 class Sandbox:
     """A task's sandbox: a read-only tool container and, on demand, a write container.
 
-    ``call`` and ``apply_patch`` are serialised (one request at a time); ``close`` may
+    ``call`` is serialised (one request at a time); ``close`` may
     be called from any thread, also while a call runs (the call then returns a
     ``container_died`` reply).
     """
@@ -194,7 +194,7 @@ class Sandbox:
             return self._request(ROLE_WRITE, tool, dict(args), self._timeout(timeout_s))
         args = dict(args)
         timeout = self._timeout(timeout_s)
-        if tool == "run_test":
+        if tool in CODE_TOOLS:
             # The request's timeout bounds the run (the server uses the smaller of the two);
             # without an explicit one, the run's own timeout_s is the deadline.
             inner = args.get("timeout_s")
@@ -204,10 +204,6 @@ class Sandbox:
             else:
                 args["timeout_s"] = timeout
         return self._request(ROLE_TOOLS, tool, args, timeout)
-
-    def apply_patch(self, patch: str, timeout_s: float | None = None) -> SandboxReply:
-        """Apply a patch in the write container (repo rw, .git ro); started on first use and reused."""
-        return self.call("apply_patch", {"patch": patch}, timeout_s)
 
     def close(self) -> None:
         """Remove both containers. Idempotent; safe from any thread (and from a signal handler)."""
@@ -268,7 +264,7 @@ class Sandbox:
             except _Failure as failure:
                 return self._died(box, str(failure), time.monotonic() - started, oom=failure.oom)
             reply = self._to_reply(response, time.monotonic() - started)
-            failed = tool == "run_test" and reply.outcome in ("failed", "timeout")
+            failed = tool in CODE_TOOLS and reply.outcome in ("failed", "timeout")
             if failed and oom_killed_since(self._docker(), box.id, started_wall):
                 message = (
                     "out of memory: the kernel killed a process of the test "

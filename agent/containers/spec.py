@@ -20,6 +20,7 @@ from agent import defaults
 from agent.containers.leftovers import owner_labels
 from agent.errors import CodeboxError
 from sandbox import wire
+from sandbox.tools.catalog import WRITE_TOOLS
 
 ROLE_TOOLS = "tools"
 ROLE_WRITE = "write"
@@ -203,8 +204,8 @@ def _command(config: SandboxLimits, role: str) -> list[str]:
         "--reap-all",
         "--wipe-tmp",
     ]
-    if role == ROLE_WRITE:  # the write container runs nothing but the patch engine
-        server += ["--tools", "apply_patch"]
+    if role == ROLE_WRITE:  # the write container runs nothing but the tools that write
+        server += ["--tools", ",".join(sorted(WRITE_TOOLS))]
     if cfg.allow_shell:
         server.append("--allow-shell")
     alarm_s = max(1, math.ceil(cfg.lifetime_s)) + ALARM_MARGIN_S

@@ -273,7 +273,7 @@ def test_repo_is_read_only_for_tests_and_writable_by_apply_patch(image: str, rep
         assert len(sandbox.container_ids) == 1  # no write container until a write
 
         patch = "*** Begin Patch\n*** Add File: notes/new.txt\n+written through the write container\n*** End Patch\n"
-        applied = sandbox.apply_patch(patch)
+        applied = sandbox.call("apply_patch", {"patch": patch})
         assert applied.ok, applied.output
         created = repo / "notes" / "new.txt"
         assert created.read_text() == "written through the write container\n"
@@ -291,7 +291,7 @@ def test_repo_is_read_only_for_tests_and_writable_by_apply_patch(image: str, rep
 
         # .git is never writable: the patch engine refuses it, and the mount is read-only anyway.
         git_patch = "*** Begin Patch\n*** Add File: .git/hooks/post-checkout\n+evil\n*** End Patch\n"
-        assert not sandbox.apply_patch(git_patch).ok
+        assert not sandbox.call("apply_patch", {"patch": git_patch}).ok
         assert not (repo / ".git" / "hooks").exists()
         # The write container runs nothing but the patch engine: no repository code with write access.
         refused = sandbox._request("write", "run_test", {"argv": ["python3", "-c", "print(1)"]}, 10)
@@ -732,7 +732,7 @@ def test_a_repository_cannot_replace_the_server_with_its_own_sandbox_package(ima
         read = sandbox.call("read_file", {"path": "sandbox/__init__.py"})
         assert read.ok, read.output
         patch = "*** Begin Patch\n*** Add File: notes.txt\n+ok\n*** End Patch\n"
-        assert sandbox.apply_patch(patch).ok
+        assert sandbox.call("apply_patch", {"patch": patch}).ok
         listing = sandbox.call("run_test", {"argv": ["ls", "/tmp"], "timeout_s": 10})
         assert "PWNED" not in listing.output
     assert not list(repo.glob("PWNED-*"))
