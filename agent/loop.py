@@ -32,7 +32,8 @@ from agent.protocol import (
     Usage,
     UserMessage,
 )
-from agent.tools import PreparedCall, RunEffects, ToolContext, ToolInputError, ToolRegistry, ToolResult
+from agent.sandboxes.result import ToolResult, failure
+from agent.tools import PreparedCall, RunEffects, ToolContext, ToolInputError, ToolRegistry
 
 DEFAULT_INSTRUCTIONS = """\
 You are codebox, a coding agent working on a repository you did not write.
@@ -302,7 +303,7 @@ class _Run:
         except Exception as exc:  # ToolInputError, or anything a hostile argument provokes
             reason = str(exc) if isinstance(exc, ToolInputError) else f"the call could not be checked: {_exc(exc)}"
             self.emit("tool.start", **base, decision="invalid", reason=reason)
-            self._finish(call, "invalid", ToolResult(content=reason, is_error=True, outcome="error"), 0.0)
+            self._finish(call, "invalid", failure(reason, "error"), 0.0)
             return
         try:
             verdict = self.agent.policy.decide(prepared)
@@ -319,7 +320,7 @@ class _Run:
         )
         if not verdict.allowed:
             content = f"Denied by policy ({self.agent.policy.name}): {verdict.reason}. The call was not run."
-            self._finish(call, "deny", ToolResult(content=content, is_error=True, outcome="denied"), 0.0)
+            self._finish(call, "deny", failure(content, "denied"), 0.0)
             return
         started = time.monotonic()
         try:
@@ -330,12 +331,12 @@ class _Run:
             )
         except _Stop as stop:
             content = f"The call was interrupted: the run stopped ({stop.reason})."
-            result = ToolResult(content=content, is_error=True, outcome=stop.reason)
+            result = failure(content, "interrupted", stop_reason=stop.reason)
             with contextlib.suppress(_Stop):  # the loop guard must not replace the reason
                 self._finish(call, "allow", result, time.monotonic() - started)
             raise
         except SandboxError as exc:
-            result = ToolResult(content=f"Sandbox failure: {exc}", is_error=True, outcome="sandbox_error")
+            result = failure(f"Sandbox failure: {exc}", "sandbox_error")
             self._finish(call, "allow", result, time.monotonic() - started)
             raise _Stop("sandbox_error", str(exc)) from exc
         self._finish(call, "allow", result, time.monotonic() - started, prepared)
@@ -346,11 +347,7 @@ class _Run:
         except SandboxError:
             raise
         except Exception as exc:  # a tool's crash is a result the model sees, not the end of the run
-            return ToolResult(
-                content=f"Tool {prepared.handler.name} failed: {type(exc).__name__}: {exc}",
-                is_error=True,
-                outcome="error",
-            )
+            return failure(f"Tool {prepared.handler.name} failed: {type(exc).__name__}: {exc}", "error")
 
     def _finish(
         self,
@@ -360,38 +357,37 @@ class _Run:
         duration: float,
         prepared: PreparedCall | None = None,
     ) -> None:
-        self.context.append(
-            ToolResultMessage(call_id=call.id, name=call.name, content=result.content, is_error=result.is_error)
-        )
+        content = result.shown()
+        self.context.append(ToolResultMessage(call_id=call.id, name=call.name, content=content, is_error=not result.ok))
         self.emit(
             "tool.end",
             name=call.name,
             call_id=call.id,
             decision=decision,
-            is_error=result.is_error,
+            is_error=not result.ok,
             outcome=result.outcome,
             duration_s=round(duration, 4),
-            content=result.content,
+            content=content,
             summary=self.agent.registry.summary(call),
             data=result.data,
         )
-        error = result.content.splitlines()[0][:300] if result.is_error and result.content else None
+        error = content.splitlines()[0][:300] if not result.ok and content else None
         self.records.append(
             ToolCallRecord(
                 call_id=call.id,
                 name=call.name,
                 decision=decision,
-                ok=not result.is_error,
+                ok=result.ok,
                 error=error,
                 duration_s=round(duration, 4),
             )
         )
         if prepared is not None:
             prepared.handler.note_effects(prepared.write_paths, result, self.effects)
-            if prepared.handler.writes and not result.is_error:
+            if prepared.handler.writes and result.ok:
                 # The tree changed: running the same failing test again is a fair retry now.
                 self.failing_calls.clear()
-        if result.is_error:
+        if not result.ok:
             key = call.name + json.dumps(call.arguments, sort_keys=True, default=str) + (call.raw_arguments or "")
             self.failing_calls[key] += 1
             if self.failing_calls[key] >= self.limits.loop_guard_repeats:

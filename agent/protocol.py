@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
 from agent.defaults import DEFAULT_MAX_STEPS, DEFAULT_POLICY, DEFAULT_TIMEOUT_S, PolicyName
+from agent.sandboxes.result import Outcome
 
 
 def new_id(prefix: str) -> str:
@@ -261,7 +262,7 @@ class TestRun(BaseModel):
     __test__ = False  # not a pytest class
 
     command: list[str]
-    outcome: str
+    outcome: Outcome
     exit_code: int | None = None
     duration_s: float = 0.0
     # The failing tests by name, as the output listed them (pytest, unittest, go test).

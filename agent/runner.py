@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from agent.cancel import CancelToken
 from agent.containers.config import SandboxConfig
 from agent.containers.image import ImageError, image_problem
-from agent.containers.sandbox import Sandbox, SandboxError, SandboxReply
+from agent.containers.sandbox import Sandbox, SandboxError
 from agent.env.cancel import EnvCancelled
 from agent.env.choose import choose_env
 from agent.errors import CodeboxError
@@ -23,6 +23,7 @@ from agent.model.base import ModelClient, ModelError
 from agent.model.factory import build_model
 from agent.policy import ApproveOncePolicy, AskFn, Policy, ReadOnlyPolicy, WorkspaceWritePolicy
 from agent.protocol import STATUS_FOR_REASON, AgentEvent, EnvInfo, Report, StopReason, TaskSpec
+from agent.sandboxes.result import ToolResult
 from agent.tools import ToolContext, ToolRegistry
 from agent.workspace import Workspace, WorkspaceError, create_workspace, with_patch
 
@@ -220,7 +221,7 @@ class _EarlyStart:
             raise SandboxError(f"the sandbox could not start: {self.error}")
         return self.sandbox
 
-    def call(self, tool: str, args: dict[str, Any], timeout_s: float | None = None) -> SandboxReply:
+    def call(self, tool: str, args: dict[str, Any], timeout_s: float | None = None) -> ToolResult:
         return self._ready().call(tool, args, timeout_s)
 
     def close(self) -> None:

@@ -20,7 +20,6 @@ if TYPE_CHECKING:
 # 0: the task completed; 1: it did not (stopped, error; or --require-tests and the last test
 # failed or never ran); 2: a usage error, found before anything ran; 130: cancelled.
 EXIT_OK, EXIT_STOPPED, EXIT_USAGE, EXIT_CANCELLED = 0, 1, 2, 130
-PASSING_OUTCOMES = ("ok", "passed")
 
 
 def openai_options(args: argparse.Namespace) -> dict[str, Any]:

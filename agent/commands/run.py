@@ -14,7 +14,6 @@ from agent.commands.common import (
     EXIT_CANCELLED,
     EXIT_OK,
     EXIT_STOPPED,
-    PASSING_OUTCOMES,
     env_progress,
     error_exit,
     model_spec,
@@ -90,7 +89,7 @@ def exit_code(report: Report, require_tests: bool = False) -> int:
         return EXIT_CANCELLED
     if report.status != "completed":
         return EXIT_STOPPED
-    if require_tests and (report.last_test is None or report.last_test.outcome not in PASSING_OUTCOMES):
+    if require_tests and (report.last_test is None or report.last_test.outcome != "ok"):
         return EXIT_STOPPED
     return EXIT_OK
 
@@ -101,7 +100,7 @@ def _tests_note(report: Report) -> str | None:
         return None
     if report.last_test is None:
         return "--require-tests: the run completed but no test ran"
-    if report.last_test.outcome not in PASSING_OUTCOMES:
+    if report.last_test.outcome != "ok":
         test = report.last_test
         return f"--require-tests: the last test run ended {one_line(test.outcome)} (exit {test.exit_code})"
     return None

@@ -17,7 +17,7 @@ if TYPE_CHECKING:  # protocol imports this module (Report.render): no import bac
     from agent.protocol import AgentEvent, Report
 
 STATUS_STYLE = {"completed": "bold green", "stopped": "bold yellow", "cancelled": "bold yellow", "error": "bold red"}
-OUTCOME_STYLE = {"ok": "green", "passed": "green", "failed": "red", "error": "red", "timeout": "yellow"}
+OUTCOME_STYLE = {"ok": "green", "failed": "red", "error": "red", "timeout": "yellow"}
 MAX_FAILED_SHOWN = 10
 
 

@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import dataclasses
 import json
 import logging
 import secrets
@@ -65,8 +66,6 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from pydantic import BaseModel, Field
-
 from agent.containers.attach_stream import LineTooLong, StreamClosed, StreamDeadline, StreamError
 from agent.containers.config import SandboxConfig
 from agent.containers.engine_api import EngineClient, EngineError, connect_engine, oom_killed_since
@@ -74,6 +73,7 @@ from agent.containers.launch import Container, PendingLaunch, discard, launch, s
 from agent.containers.leftovers import reap_leftovers
 from agent.containers.spec import ROLE_TOOLS, ROLE_WRITE, SandboxLimits
 from agent.errors import SandboxError
+from agent.sandboxes.result import ToolResult
 from sandbox import wire
 from sandbox.tools.catalog import CODE_TOOLS, WRITE_TOOLS
 
@@ -81,7 +81,6 @@ __all__ = [
     "Sandbox",
     "SandboxConfig",
     "SandboxError",
-    "SandboxReply",
     "reap_leftovers",
 ]
 
@@ -91,15 +90,6 @@ _log = logging.getLogger("codebox.sandbox")
 # How long a fresh container may take to answer its first ping.
 STARTUP_TIMEOUT_S = 30.0
 _REPLACED = "the container was killed and will be replaced"
-
-
-class SandboxReply(BaseModel):
-    ok: bool
-    output: str
-    error: str | None = None
-    outcome: str
-    data: dict[str, Any] = Field(default_factory=dict)
-    duration_s: float
 
 
 # --------------------------------------------------------------------------------------------------
@@ -181,7 +171,7 @@ class Sandbox:
         with self._call_lock:
             self._ensure(ROLE_TOOLS, needed_s=0.0)
 
-    def call(self, tool: str, args: dict[str, Any], timeout_s: float | None = None) -> SandboxReply:
+    def call(self, tool: str, args: dict[str, Any], timeout_s: float | None = None) -> ToolResult:
         """Run read_file / search / run_test (ping too) in the read-only tool container.
 
         A tool that writes (``sandbox.tools.catalog.WRITE_TOOLS``: apply_patch) is routed to
@@ -250,7 +240,7 @@ class Sandbox:
             return self.config.default_timeout_s
         return float(timeout_s)
 
-    def _request(self, role: str, tool: str, args: dict[str, Any], timeout_s: float) -> SandboxReply:
+    def _request(self, role: str, tool: str, args: dict[str, Any], timeout_s: float) -> ToolResult:
         with self._call_lock:
             wait_s = timeout_s + self.config.call_grace_s
             box = self._ensure(role, needed_s=wait_s)
@@ -271,7 +261,7 @@ class Sandbox:
                     f"(sandbox memory limit {self.config.memory})"
                 )
                 data = {**reply.data, "oom": True}
-                reply = reply.model_copy(update={"ok": False, "outcome": "oom", "error": message, "data": data})
+                reply = dataclasses.replace(reply, ok=False, outcome="oom", error=message, data=data)
             return reply
 
     def _exchange(
@@ -328,8 +318,8 @@ class Sandbox:
         return response
 
     @staticmethod
-    def _to_reply(response: dict[str, Any], duration_s: float) -> SandboxReply:
-        return SandboxReply(
+    def _to_reply(response: dict[str, Any], duration_s: float) -> ToolResult:
+        return ToolResult(
             ok=response["ok"],
             output=response["output"],
             error=response.get("error"),
@@ -338,10 +328,10 @@ class Sandbox:
             duration_s=duration_s,
         )
 
-    def _died(self, box: Container, message: str, duration_s: float, oom: bool) -> SandboxReply:
+    def _died(self, box: Container, message: str, duration_s: float, oom: bool) -> ToolResult:
         """Kill and forget a container that failed a call; the next call starts a fresh one."""
         self._drop(box)
-        return SandboxReply(
+        return ToolResult(
             ok=False,
             output=message,
             error=message,
