@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agent.cancel import CancelToken
-from agent.containers.config import SandboxConfig
 from agent.containers.image import ImageError, image_problem
 from agent.containers.sandbox import Sandbox, SandboxError
 from agent.env.cancel import EnvCancelled
@@ -23,6 +22,7 @@ from agent.model.base import ModelClient, ModelError
 from agent.model.factory import build_model
 from agent.policy import ApproveOncePolicy, AskFn, Policy, ReadOnlyPolicy, WorkspaceWritePolicy
 from agent.protocol import STATUS_FOR_REASON, AgentEvent, EnvInfo, Report, StopReason, TaskSpec
+from agent.sandboxes.config import SandboxConfig
 from agent.sandboxes.result import ToolResult
 from agent.tools import ToolContext, ToolRegistry
 from agent.workspace import Workspace, WorkspaceError, create_workspace, with_patch
@@ -129,7 +129,7 @@ def run_task(
     except CodeboxError as exc:
         return failed_report(task, model.name, "sandbox_error", f"environment: {exc}", sink)
     if env is not None:
-        config = config.model_copy(update={"image": env.image})
+        config = config.replace(image=env.image)
     # A warm sandbox fits only if it has this repo and this config (the env's image included).
     claimed = warm.claim(task.id, repo, config) if warm is not None else None
     sandbox = claimed or Sandbox(repo, config, task_id=task.id)
@@ -149,7 +149,7 @@ def run_task(
 def task_sandbox_config(task: TaskSpec, sandbox_config: SandboxConfig | None) -> SandboxConfig:
     """The sandbox's limits and image for this task, before its environment is chosen (a task's image wins)."""
     config = sandbox_config or SandboxConfig()
-    return config.model_copy(update={"image": task.image}) if task.image else config
+    return config.replace(image=task.image) if task.image else config
 
 
 def env_progress(line: str) -> None:

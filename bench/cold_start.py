@@ -50,8 +50,9 @@ from agent.batch import run_batch  # noqa: E402
 from agent.console.batch_view import BatchView  # noqa: E402
 from agent.console.render import summary_text  # noqa: E402
 from agent.containers.image import ensure_sandbox_image  # noqa: E402
-from agent.containers.sandbox import Sandbox, SandboxConfig  # noqa: E402
+from agent.containers.sandbox import Sandbox  # noqa: E402
 from agent.protocol import AgentEvent, Report, TaskSpec  # noqa: E402
+from agent.sandboxes.config import SandboxConfig  # noqa: E402
 
 MB = 1024 * 1024
 SCRIPT = {

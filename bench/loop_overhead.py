@@ -26,11 +26,12 @@ sys.path.insert(0, str(ROOT))
 
 from agent.console.render import summary_text  # noqa: E402
 from agent.containers.image import ensure_sandbox_image  # noqa: E402
-from agent.containers.sandbox import Sandbox, SandboxConfig  # noqa: E402
+from agent.containers.sandbox import Sandbox  # noqa: E402
 from agent.events import MemorySink  # noqa: E402
 from agent.model.scripted import ScriptedModel  # noqa: E402
 from agent.protocol import TaskSpec  # noqa: E402
 from agent.runner import run_task  # noqa: E402
+from agent.sandboxes.config import SandboxConfig  # noqa: E402
 
 TEST_CMD = ["python3", "-m", "pytest", "-q", "-p", "no:cacheprovider"]
 

@@ -16,9 +16,9 @@ from agent.commands.common import (
     EXIT_STOPPED,
     env_progress,
     error_exit,
+    flag_problem,
     model_spec,
     openai_options,
-    plain_sandbox_config_from_flags,
     prices_from_flags,
     sandbox_config_from_flags,
     usage_error,
@@ -115,6 +115,7 @@ def _run_task_spec(args: argparse.Namespace, task_id: str) -> tuple[TaskSpec | N
 
     from agent import checks
     from agent.protocol import TaskSpec
+    from agent.sandboxes.config import SandboxConfigError
 
     problem = checks.model_option_problems(args.base_url, args.request_timeout, args.temperature)
     test_cmd, split_problem = checks.split_test_command(args.test_cmd)
@@ -138,6 +139,8 @@ def _run_task_spec(args: argparse.Namespace, task_id: str) -> tuple[TaskSpec | N
             max_cost=args.max_cost,
         )
         sandbox_config = sandbox_config_from_flags(args)
+    except SandboxConfigError as exc:
+        return None, None, flag_problem(exc)
     except ValidationError as exc:
         return None, None, checks.validation_message(exc)
     return task, sandbox_config, None
@@ -158,12 +161,14 @@ def _early_sandbox(args: argparse.Namespace, task_id: str) -> WarmPool | None:
     it always does.
     """
     from agent.containers.pool import PlannedTask, WarmPool
+    from agent.sandboxes.config import SandboxConfigError
 
     if args.isolated or args.env not in (None, "auto", "none"):
         return None  # it would not fit: an isolated run mounts its workspace; --env IMAGE runs that image
-    config = plain_sandbox_config_from_flags(args)
-    if config is None:
-        return None
+    try:
+        config = sandbox_config_from_flags(args)
+    except SandboxConfigError:
+        return None  # run_task's own check says it, in one line
     repo = Path(args.repo).expanduser().resolve()
     if not repo.is_dir():
         return None

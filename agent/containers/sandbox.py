@@ -67,12 +67,12 @@ from types import TracebackType
 from typing import Any
 
 from agent.containers.attach_stream import LineTooLong, StreamClosed, StreamDeadline, StreamError
-from agent.containers.config import SandboxConfig
 from agent.containers.engine_api import EngineClient, EngineError, connect_engine, oom_killed_since
 from agent.containers.launch import Container, PendingLaunch, discard, launch, start_error, stderr_tail
 from agent.containers.leftovers import reap_leftovers
-from agent.containers.spec import ROLE_TOOLS, ROLE_WRITE, SandboxLimits
+from agent.containers.spec import ROLE_TOOLS, ROLE_WRITE
 from agent.errors import SandboxError
+from agent.sandboxes.config import SandboxConfig
 from agent.sandboxes.result import ToolResult
 from sandbox import wire
 from sandbox.tools.catalog import CODE_TOOLS, WRITE_TOOLS
@@ -131,7 +131,7 @@ class Sandbox:
     def __init__(
         self,
         repo: Path,
-        config: SandboxLimits | None = None,
+        config: SandboxConfig | None = None,
         task_id: str | None = None,
         client: EngineClient | None = None,
         labels: dict[str, str] | None = None,
@@ -140,7 +140,7 @@ class Sandbox:
         """``launched``: the tool container, launched ahead for this repo and config (the caller
         checked that they match): its first start adopts it and only sends the first ping."""
         self.repo = Path(repo).resolve()
-        self.config: SandboxLimits = config or SandboxConfig()
+        self.config: SandboxConfig = config or SandboxConfig()
         self.task_id = task_id or uuid.uuid4().hex[:12]
         self._client = client
         self._labels = dict(labels or {})  # extra container labels (e.g. codebox.pool)

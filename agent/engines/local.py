@@ -151,7 +151,7 @@ class _Ahead:
             config = task_sandbox_config(task, job.sandbox)
             env = choose_env(task.env, repo, config.image, env_progress, self.cancel)
             if env is not None:
-                config = config.model_copy(update={"image": env.image})
+                config = config.replace(image=env.image)
             self.pool.prestart(PlannedTask(task.id, repo, config))
         except Exception as exc:  # CodeboxError and the rest: the task chooses its env itself and reports it
             _log.info("task %s: no sandbox ahead of time (%s)", task.id, exc)

@@ -271,7 +271,7 @@ class _Run:
         image = job.task.image or job.sandbox.image
         image_id = self.images.ids.get(image)
         if image_id is not None:  # run on exactly the driver's image, whatever tags say on the node
-            job = job.model_copy(update={"sandbox": job.sandbox.model_copy(update={"image": image_id}),
+            job = job.model_copy(update={"sandbox": job.sandbox.replace(image=image_id),
                                          "task": job.task.model_copy(update={"image": image_id})})
         shipment = (image_id, [self.images.archives.get(image_id)], image) if image_id else None
         ref = self.remote.options(

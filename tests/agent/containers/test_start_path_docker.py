@@ -18,11 +18,11 @@ import pytest
 from agent.console.render import summary_text
 from agent.containers.leftovers import LABEL_POOL
 from agent.containers.pool import PlannedTask, WarmPool
-from agent.containers.sandbox import SandboxConfig
 from agent.events import CallbackSink
 from agent.model.scripted import ScriptedModel
 from agent.protocol import AgentEvent, TaskSpec
 from agent.runner import run_task
+from agent.sandboxes.config import SandboxConfig
 from tests.agent.containers.labelled import task_containers, wait_no_containers
 
 pytestmark = pytest.mark.docker
@@ -92,7 +92,7 @@ def test_the_pool_starts_the_next_tasks_sandbox_labelled_on_its_own_repo(
         assert _wait_some(client, ids[2])  # the claim started the one after
 
         # Other limits than planned: the warm container is not handed out, and it is removed.
-        other = config.model_copy(update={"memory": "512m"})
+        other = config.replace(memory="512m")
         assert pool.claim(ids[2], repos[2].resolve(), other) is None
         assert wait_no_containers(client, ids[2])
         assert _wait_some(client, ids[3])
@@ -136,7 +136,7 @@ def test_a_warm_sandbox_goes_with_its_sigkilled_owner(image: str, client: Any, t
         import time
         from pathlib import Path
         from agent.containers.pool import PlannedTask, WarmPool
-        from agent.containers.sandbox import SandboxConfig
+        from agent.sandboxes.config import SandboxConfig
         cfg = SandboxConfig(image={image!r})
         plan = [PlannedTask(t, Path(r), cfg) for t, r in {list(zip(ids, map(str, repos), strict=True))!r}]
         pool = WarmPool(1, plan)
@@ -171,7 +171,8 @@ def test_leftovers_are_reaped_once_per_process_beside_the_first_start(image: str
         import json
         from pathlib import Path
         from agent.containers import leftovers
-        from agent.containers.sandbox import Sandbox, SandboxConfig
+        from agent.containers.sandbox import Sandbox
+        from agent.sandboxes.config import SandboxConfig
         reaps = []
         real = leftovers.reap_leftovers
         def counting(*args, **kwargs):

@@ -20,11 +20,11 @@ from agent.console.batch_view import BatchView
 from agent.console.render import summary_text
 from agent.containers.leftovers import LABEL_POOL, LABEL_TASK
 from agent.containers.pool import PlannedTask, WarmPool
-from agent.containers.sandbox import SandboxConfig
 from agent.engines import TaskJob, execute_job
 from agent.engines.base import PreparedJob
 from agent.events import CallbackSink, EventSink
 from agent.protocol import AgentEvent, Report, TaskSpec
+from agent.sandboxes.config import SandboxConfig
 from agent.workspace import create_workspace
 from tests.repos import sh
 

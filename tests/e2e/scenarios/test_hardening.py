@@ -13,8 +13,9 @@ from typing import Any
 
 import pytest
 
-from agent.containers.sandbox import Sandbox, SandboxConfig
+from agent.containers.sandbox import Sandbox
 from agent.containers.spec import UNPRIVILEGED_USER
+from agent.sandboxes.config import SandboxConfig
 from tests.e2e.scenarios.support import Run, tree_digest
 
 pytestmark = pytest.mark.docker
