@@ -129,6 +129,11 @@ class _Run:
         event = AgentEvent(type=type_, task_id=self.task.id, seq=self.seq, step=self.step, data=data)
         self.agent.sink.emit(event)
 
+    @property
+    def max_steps(self) -> int:
+        """The steps this run may take: the task's own, or the run's cap when that is smaller."""
+        return min(self.task.max_steps, self.limits.max_steps)
+
     def execute(self) -> Report:
         self.emit(
             "turn.start",
@@ -136,7 +141,7 @@ class _Run:
             repo=self.task.repo,
             model=self.agent.model.name,
             policy=self.agent.policy.name,
-            max_steps=self.limits.max_steps,
+            max_steps=self.max_steps,  # the one that stops this run (a batch's cap is "none" until given)
             instructions=self.agent.instructions,
         )
         final: str | None = None
@@ -162,7 +167,7 @@ class _Run:
     def _loop(self) -> str:
         while True:
             self._check_stop()
-            if self.step >= min(self.task.max_steps, self.limits.max_steps):
+            if self.step >= self.max_steps:
                 raise _Stop("max_steps", f"stopped after {self.step} model steps")
             over = self.budget.check(self.context.size())
             if over is not None:

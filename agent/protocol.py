@@ -117,6 +117,7 @@ EventType = Literal[
     "note",  # a note codebox sent to the model in the history (after an empty or cut-off reply)
     "model.retry",  # a model request failed and is retried: attempt, wait_s, reason
     "model.error",  # the model could not be reached or refused: no more retries
+    "model.fallback",  # the client changed how it asks for the rest of the run (unstreamed): reason, said
     "context.trimmed",  # old tool results were shortened to fit the budget
     "note",  # a note the loop sent to the model in the user's turn (text)
     "turn.end",  # the run ended: reason, and the report

@@ -8,7 +8,7 @@ its image is there, unpacks the snapshot and runs execute_job; the TaskOutcome c
 by value, and only the driver (agent.batch) writes ``--out``. A small actor on the driver's
 node (the board) counts attempts, tells the driver which tasks started, and carries a
 cancel to the nodes. Ray itself is imported only when the engine runs: `pip install
-'codebox[ray]'`.
+'codebox-agent[ray]'`.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ def _import_ray() -> Any:
     try:
         return importlib.import_module("ray")
     except ImportError as exc:
-        raise RayEngineError(f"the ray engine needs Ray: pip install 'codebox[ray]' ({exc})") from None
+        raise RayEngineError(f"the ray engine needs Ray: pip install 'codebox-agent[ray]' ({exc})") from None
 
 
 @dataclass

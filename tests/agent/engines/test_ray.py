@@ -32,7 +32,7 @@ os.environ["CODEBOX_NODE_GC"] = "0"
 if os.environ.get("CI"):
     import ray  # in CI a missing Ray is a failure, not a skip
 else:
-    ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'codebox[ray]')")
+    ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'codebox-agent[ray]')")
 
 from agent.batch import run_batch
 from agent.cancel import CancelToken
