@@ -757,7 +757,7 @@ def test_a_limit_docker_refuses_is_a_sandbox_error(image: str, repo: Path) -> No
     # SandboxConfig checks what it can; only the engine knows how many CPUs the machine has.
     sandbox = Sandbox(repo, SandboxConfig(image=image, cpus=4096.0), task_id="bad-limit")
     try:
-        with pytest.raises(SandboxError, match="cannot create the sandbox container.*CPU"):
+        with pytest.raises(SandboxError, match=r"cannot create the sandbox container.*CPU"):
             sandbox.start()
     finally:
         sandbox.close()
