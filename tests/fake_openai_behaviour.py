@@ -29,12 +29,26 @@ class ServerBehaviour:
     validation_status: int = 400  # the status of a validation error (llama-cpp-python: 500)
     seconds_per_token: float = 0.0  # generation time per output token (streamed as generated)
     refuse_stream_options: bool = False  # an older server: 400 for stream_options
+    # A server that forges its bill: every completion (whole or streamed) reports this usage,
+    # (prompt_tokens, completion_tokens, total_tokens), whatever it read and wrote.
+    forged_usage: tuple[int, int, int] | None = None
 
 
 LENIENT = ServerBehaviour()
 LLAMA_CPP_PYTHON = ServerBehaviour(
     refuse_null_content=True, tools_need_tool_choice=True, validation_status=500, seconds_per_token=0.0
 )
+ZERO_USAGE = ServerBehaviour(forged_usage=(0, 0, 0))
+NEGATIVE_USAGE = ServerBehaviour(forged_usage=(-4000, -100, -4100))
+
+
+def forge_usage(completion: dict[str, Any], behaviour: ServerBehaviour) -> dict[str, Any]:
+    """The completion with the usage the behaviour forges (unchanged for an honest server)."""
+    if behaviour.forged_usage is None:
+        return completion
+    prompt, completion_tokens, total = behaviour.forged_usage
+    usage = {"prompt_tokens": prompt, "completion_tokens": completion_tokens, "total_tokens": total}
+    return {**completion, "usage": usage}
 
 _OTHER_ROLES = ("system", "user", "tool", "function")
 Problem = dict[str, Any]
