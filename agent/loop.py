@@ -155,6 +155,7 @@ class _Run:
             model=self.agent.model.name,
             policy=self.agent.policy.name,
             max_steps=self.limits.max_steps,
+            timeout_s=min(self.task.timeout_s, self.limits.timeout_s),
             instructions=self.agent.instructions,
         )
         final: str | None = None
