@@ -27,8 +27,20 @@ OTHER_VARIABLES: dict[str, str] = {
     "CODEBOX_WORKSPACE_ROOT": "where task workspaces are made (default: the temporary folder)",
     "CODEBOX_PULL_BASE": "1: `codebox image build` pulls its base image instead of building it offline",
     "CODEBOX_NODE_GC": "0: a Ray node does not remove leftover containers when it starts",
+    "CODEBOX_DEBIAN_MIRROR": "build_base.sh: the Debian mirror of the offline base image",
+    "CODEBOX_SUITE": "build_base.sh: the Debian suite of the offline base image",
+    "CODEBOX_BASE_IMAGE": "compose.yaml: the sandbox image's base",
+    "CODEBOX_RUNNER_BASE_IMAGE": "compose.yaml: the runner image's base",
+    "CODEBOX_TASKS": "compose.yaml: the batch's task file",
+    "CODEBOX_OUT": "compose.yaml: the batch's output folder",
     "CODEBOX_EXTRAS": "dev.sh: the extras to install",
     "CODEBOX_ALLOW_NO_DOCKER": "tests: let the Docker tests skip in CI",
+    "CODEBOX_REQUIRE_CONFORMANCE": "tests: the patch conformance data must be there",
+    "CODEBOX_CHROMIUM": "tests: the Chromium of the viewer's browser tests",
+    "CODEBOX_TEST_ARTIFACTS": "tests: where the browser tests leave screenshots",
+    "CODEBOX_TEST_SERVER_PYTHON": "tests: the Python that runs the sandbox server in its tests",
+    "CODEBOX_TEST_OPENAI_KEY": "tests: a key variable of the model client tests",
+    "CODEBOX_TEST_KEY": "tests: a key variable of the model client tests",
 }
 
 

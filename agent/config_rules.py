@@ -27,7 +27,7 @@ class Rule(NamedTuple):
 
 
 def _never(why: str) -> Rule:
-    return Rule("nothing (trusted projects only)", lambda _value: why)
+    return Rule(f"nothing: {why}", lambda _value: why)
 
 
 def _at_most(default: float | None, unit: str = "") -> Rule:
@@ -38,7 +38,8 @@ def _at_most(default: float | None, unit: str = "") -> Rule:
             return None
         return f"{_number(value)}{unit} is more than the default {_number(default)}{unit}"
 
-    return Rule("lower it" if default is not None else "set a limit", check)
+    return Rule(f"lower it (at most {_number(default)}{unit})" if default is not None else "set one (none by default)",
+                check)
 
 
 def _number(value: float) -> str:
@@ -84,9 +85,10 @@ RULES: dict[str, Rule] = {
     "api": _never("it chooses the API"),
     "request_timeout": _at_most(defaults.DEFAULT_REQUEST_TIMEOUT_S, " s"),
     "temperature": _never("it changes how the model samples"),
-    "policy": Rule("make it stricter", _policy),
-    "allow": Rule("narrow it (not every path, no file the host runs)", _allow),
-    "deny": Rule("add rules", lambda _value: None),
+    "policy": Rule("make it stricter (read-only < ask < workspace-write)", _policy),
+    "allow": Rule("narrow it: no rule that matches every path (`**`), none that names a file the host runs "
+                  "(`.husky/**`, `.envrc` ...)", _allow),
+    "deny": Rule("set it (any deny rules)", lambda _value: None),
     "test_cmd": _never("it is a command"),
     "max_steps": _at_most(defaults.DEFAULT_MAX_STEPS),
     "timeout": _at_most(defaults.DEFAULT_TIMEOUT_S, " s"),
@@ -95,7 +97,7 @@ RULES: dict[str, Rule] = {
     "price_input": _never("prices are facts about your account"),
     "price_output": _never("prices are facts about your account"),
     "image": _never("it chooses what runs in the sandbox"),
-    "memory": Rule("lower it", _memory),
+    "memory": Rule(f"lower it (at most {defaults.DEFAULT_MEMORY})", _memory),
     "pids": _at_most(defaults.DEFAULT_PIDS),
     "cpus": _at_most(defaults.DEFAULT_CPUS),
     "jobs": _at_most(defaults.DEFAULT_JOBS),

@@ -48,7 +48,7 @@ def value_text(key: str, value: Any) -> str:
     if value is None:
         return _UNSET.get(key, "(none)")
     if key == "allow" and not value:
-        return "** (all but the files the host runs)"
+        return "(every path but the files the host runs)"
     if key == "deny" and not value:
         return "(none)"
     return shown(value) if key in ("allow", "deny") or not isinstance(value, str) else value
@@ -100,6 +100,45 @@ def render(settings: CodeboxSettings, repo: str | None) -> str:
     lines += [f"refused: {refusal.line()}" for refusal in settings.refused]
     lines += [f"note: {printable(note)}" for note in settings.notes]
     return "\n".join(lines)
+
+
+def setting_help() -> dict[str, str]:
+    """Each setting's one-line docstring in agent.config (read from its source: one home for the words)."""
+    import ast
+    import inspect
+
+    tree = ast.parse(inspect.getsource(CodeboxSettings))
+    body = tree.body[0].body if isinstance(tree.body[0], ast.ClassDef) else []
+    found = {}
+    for node, after in zip(body, body[1:], strict=False):
+        if (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and isinstance(after, ast.Expr)
+                and isinstance(after.value, ast.Constant)):
+            found[node.target.id] = str(after.value.value)
+    return found
+
+
+def settings_markdown() -> str:
+    """The settings table of docs/configuration.md (a test keeps the page equal to it)."""
+    from agent.config_rules import RULES
+
+    words = setting_help()
+    rows = ["| setting | what | default | flag | variable | an untrusted project may |", "|---|---|---|---|---|---|"]
+    for key in KNOWN_KEYS:
+        default = value_text(key, getattr(CodeboxSettings, key))
+        default = default if default.startswith("(") else f"`{default}`"
+        variable = f"`CODEBOX_{key.upper()}`" + (", `OPENAI_BASE_URL`" if key == "base_url" else "")
+        flag = "--" + key.replace("_", "-")
+        rows.append(f"| `{key}` | {words[key]} | {default} | `{flag}` | {variable} | {RULES[key].may} |")
+    return "\n".join(rows) + "\n"
+
+
+def variables_markdown() -> str:
+    """The table of codebox's other CODEBOX_ variables in docs/configuration.md."""
+    from agent.config_env import OTHER_VARIABLES
+
+    rows = ["| variable | what |", "|---|---|"]
+    rows += [f"| `{name}` | {what} |" for name, what in OTHER_VARIABLES.items()]
+    return "\n".join(rows) + "\n"
 
 
 def cmd_config(args: argparse.Namespace) -> int:

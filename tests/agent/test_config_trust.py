@@ -319,15 +319,30 @@ def test_an_unknown_codebox_variable_is_a_warning_with_a_guess(
 
 
 def test_every_codebox_variable_codebox_reads_is_known() -> None:
-    """A CODEBOX_ name looked up anywhere in agent/ is a setting's or listed in OTHER_VARIABLES."""
+    """A CODEBOX_ name in the code, the scripts or the tests is a setting's or listed in OTHER_VARIABLES:
+    a user who sets it gets no warning."""
     import re
 
     from agent.config_env import ENV_PREFIX, OTHER_VARIABLES
 
     root = Path(__file__).resolve().parents[2]
     known = {ENV_PREFIX + key.upper() for key in KNOWN_KEYS} | set(OTHER_VARIABLES)
+    paths = [p for folder in ("agent", "tests", "bench", ".ci") for p in root.joinpath(folder).rglob("*")
+             if p.is_file() and p.suffix in (".py", ".sh", "") and p != Path(__file__)]
     found = set()
-    for path in [*root.joinpath("agent").rglob("*.py"), root / "dev.sh", root / "tests" / "conftest.py"]:
-        found |= set(re.findall(r"\bCODEBOX_[A-Z][A-Z0-9_]*[A-Z0-9]\b", path.read_text(encoding="utf-8")))
+    for path in [*paths, root / "dev.sh", root / "compose.yaml"]:
+        found |= set(re.findall(r"\bCODEBOX_[A-Z][A-Z0-9_]*[A-Z0-9]\b", path.read_text(encoding="utf-8",
+                                                                                    errors="replace")))
     found -= {"CODEBOX_MODULES"}  # a placeholder in generated code (agent/env/extensions.py)
     assert found - known == set()
+    assert {"CODEBOX_NO_INDEX", "CODEBOX_CACHE_DIR", "CODEBOX_MODEL"} <= found  # the scan does find them
+
+
+def test_the_docs_tables_are_the_codes() -> None:
+    """docs/configuration.md holds the tables agent.commands.config makes from the code."""
+    from agent.commands.config import settings_markdown, variables_markdown
+
+    page = (Path(__file__).resolve().parents[2] / "docs" / "configuration.md").read_text(encoding="utf-8")
+    for name, table in (("settings", settings_markdown()), ("variables", variables_markdown())):
+        start, end = f"<!-- {name}-table:start -->\n", f"<!-- {name}-table:end -->"
+        assert page[page.index(start) + len(start): page.index(end)] == table, f"regenerate the {name} table"

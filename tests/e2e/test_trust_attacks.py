@@ -261,5 +261,5 @@ def test_a_server_that_forges_its_usage_cannot_spend_past_the_budget(
     usage = report["usage"]
     assert usage["source"] == "estimated" and usage["input_tokens"] > 700 and usage["total_tokens"] <= 1000
     (forged,) = [e["data"] for e in events(events_path) if e["type"] == "usage.estimated"]
-    assert forged["reported"]["input_tokens"] == behaviour.forged_usage[0]  # type: ignore[index]
+    assert behaviour.forged_usage is not None and forged["reported"]["input_tokens"] == behaviour.forged_usage[0]
     assert "budget" in report["error"]
