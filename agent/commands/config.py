@@ -106,11 +106,12 @@ def setting_help() -> dict[str, str]:
     """Each setting's one-line docstring in agent.config (read from its source: one home for the words)."""
     import ast
     import inspect
+    import itertools
 
     tree = ast.parse(inspect.getsource(CodeboxSettings))
     body = tree.body[0].body if isinstance(tree.body[0], ast.ClassDef) else []
     found = {}
-    for node, after in zip(body, body[1:], strict=False):
+    for node, after in itertools.pairwise(body):
         if (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and isinstance(after, ast.Expr)
                 and isinstance(after.value, ast.Constant)):
             found[node.target.id] = str(after.value.value)

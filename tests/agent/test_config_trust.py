@@ -346,3 +346,22 @@ def test_the_docs_tables_are_the_codes() -> None:
     for name, table in (("settings", settings_markdown()), ("variables", variables_markdown())):
         start, end = f"<!-- {name}-table:start -->\n", f"<!-- {name}-table:end -->"
         assert page[page.index(start) + len(start): page.index(end)] == table, f"regenerate the {name} table"
+
+
+def test_batch_says_it_too_for_the_current_folders_project(
+    home: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    here = (home / "here").resolve()
+    (here / "pyproject.toml").write_text('[tool.codebox]\njobs = 1\nimage = "attacker:latest"\n')
+    import agent.commands.batch as batch_command
+
+    seen: dict[str, Any] = {}
+    monkeypatch.setattr(batch_command, "cmd_batch", lambda args: seen.setdefault("args", args) and 0)
+    assert main(["batch", "tasks.jsonl"]) == 0
+    assert seen["args"].jobs == 1 and seen["args"].image is None
+    label = f"{here / 'pyproject.toml'} [tool.codebox]"
+    assert capsys.readouterr().err.splitlines() == [
+        f"codebox: settings from a project: jobs = 1 from {label} (untrusted: tightens the default)",
+        f'codebox: {label}: image = "attacker:latest": refused (it chooses what runs in the sandbox); '
+        f"`codebox trust {here}` lets it apply",
+    ]
