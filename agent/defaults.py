@@ -31,3 +31,6 @@ DEFAULT_TOOL_TIMEOUT_S: Final = 60.0  # a tool call's timeout when the model giv
 
 # Batch tasks at once.
 DEFAULT_JOBS: Final = 2
+
+# Seconds per model request (OpenAIConfig.request_timeout_s; when streaming, the longest silence).
+DEFAULT_REQUEST_TIMEOUT_S: Final = 60.0

@@ -17,6 +17,7 @@ from agent.context import ContextStore
 from agent.errors import SandboxError  # the sandbox itself cannot go on: ends the run
 from agent.events import EventSink
 from agent.model.base import ModelClient, ModelError
+from agent.model.usage import request_chars, settle
 from agent.policy import Policy, Verdict
 from agent.protocol import (
     STATUS_FOR_REASON,
@@ -142,6 +143,7 @@ class _Run:
             model=self.agent.model.name,
             policy=self.agent.policy.name,
             max_steps=self.max_steps,  # the one that stops this run (a batch's cap is "none" until given)
+            timeout_s=min(self.task.timeout_s, self.limits.timeout_s),
             instructions=self.agent.instructions,
         )
         final: str | None = None
@@ -169,7 +171,7 @@ class _Run:
             self._check_stop()
             if self.step >= self.max_steps:
                 raise _Stop("max_steps", f"stopped after {self.step} model steps")
-            over = self.budget.check(self.context.size())
+            over = self.budget.check(self._request_chars())
             if over is not None:
                 raise _Stop("budget", over)
             self.step += 1
@@ -227,8 +229,8 @@ class _Run:
         if shortened:
             self.emit("context.trimmed", results=shortened, size=self.context.size())
         messages = list(self.context.messages)
-        history_chars = self.context.size()
         specs = self.agent.registry.specs()
+        sent_chars = request_chars(self.agent.instructions, messages, specs)
 
         def emit_model_event(type_: str, data: dict[str, Any]) -> None:
             if self.ended:  # stopped while a reply was still streaming in: hang up, so the server stops too
@@ -248,17 +250,23 @@ class _Run:
         except Exception as exc:  # a client bug must still end in a report
             self.emit("model.error", error=f"{type(exc).__name__}: {exc}")
             raise _Stop("model_error", f"model client failed: {type(exc).__name__}: {exc}") from exc
-        if output.usage:
-            self.usage = output.usage if self.usage is None else self.usage + output.usage
-        self._count(output, history_chars)
-        return output
+        return self._count(output, sent_chars)
 
-    def _count(self, output: ModelOutput, history_chars: int) -> None:
-        """The budget's count of this reply, and the batch's, if there is one."""
-        reply_chars = len(output.message or "") + sum(len(json.dumps(c.arguments)) for c in output.tool_calls)
-        counted = self.budget.record(output.usage, history_chars, reply_chars)
+    def _request_chars(self) -> int:
+        """The size of the request the history would make now (the budget's estimate of the next one)."""
+        return request_chars(self.agent.instructions, self.context.messages, self.agent.registry.specs())
+
+    def _count(self, output: ModelOutput, sent_chars: int) -> ModelOutput:
+        """The reply with the usage codebox counts (the server's when plausible: agent.model.usage),
+        counted in the report, the task's budget and the batch's, if there is one."""
+        counted, why = settle(output, sent_chars)
+        if why is not None and output.usage is not None:  # a count refused (none at all says itself: source)
+            self.emit("usage.estimated", reason=why, reported=_dump(output.usage), usage=_dump(counted))
+        self.usage = counted if self.usage is None else self.usage + counted
+        self.budget.record(counted, sent_chars)
         if self.limits.on_usage is not None:
             self.limits.on_usage(counted)
+        return output.model_copy(update={"usage": counted})
 
     def _interruptible(
         self, fn: Callable[[], T], on_interrupt: Callable[[], None] | None, let_finish: bool = False
@@ -437,5 +445,5 @@ def _smaller(a: N | None, b: N | None) -> N | None:
     return min(a, b)
 
 
-def _dump(usage: Usage | None) -> dict[str, int] | None:
+def _dump(usage: Usage | None) -> dict[str, Any] | None:
     return usage.model_dump() if usage else None

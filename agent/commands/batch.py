@@ -22,6 +22,7 @@ from agent.commands.common import (
     openai_options,
     prices_from_flags,
     sandbox_config_from_flags,
+    setting_origin,
     usage_error,
 )
 from agent.console.escape import printable
@@ -46,7 +47,8 @@ def cmd_batch(args: argparse.Namespace) -> int:
     from agent.console.batch_view import BatchView, print_table
     from agent.engines import JobLimits
 
-    problem = checks.model_option_problems(args.base_url, args.request_timeout, args.temperature) or (
+    problem = checks.model_option_problems(args.base_url, args.request_timeout, args.temperature,
+                                           setting_origin(args, "base_url", "--base-url")) or (
         checks.number_problem("--jobs", args.jobs, minimum=1)
         or checks.number_problem("--max-steps", args.max_steps, minimum=1)
         or checks.number_problem("--timeout", args.timeout, minimum=0, inclusive=False)

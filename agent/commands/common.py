@@ -36,6 +36,17 @@ def openai_options(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def setting_origin(args: argparse.Namespace, key: str, flag: str) -> str:
+    """How a message names where a setting's value came from: its flag, its variable, or its file and key."""
+    settings = getattr(args, "settings", None)
+    source = settings.sources.get(key) if settings is not None else None
+    if source is None or source.kind in ("flag", "default"):
+        return flag
+    if source.kind == "environment":
+        return str(source.where)
+    return f"{source.where}: {source.key}"
+
+
 def model_spec(args: argparse.Namespace, task: TaskSpec | None = None) -> str | None:
     return (task.model if task and task.model else None) or args.model or os.environ.get("CODEBOX_MODEL")
 

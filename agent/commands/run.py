@@ -21,6 +21,7 @@ from agent.commands.common import (
     openai_options,
     prices_from_flags,
     sandbox_config_from_flags,
+    setting_origin,
     usage_error,
     write_out,
 )
@@ -117,7 +118,8 @@ def _run_task_spec(args: argparse.Namespace, task_id: str) -> tuple[TaskSpec | N
     from agent.protocol import TaskSpec
     from agent.sandboxes.config import SandboxConfigError
 
-    problem = checks.model_option_problems(args.base_url, args.request_timeout, args.temperature)
+    problem = checks.model_option_problems(args.base_url, args.request_timeout, args.temperature,
+                                           setting_origin(args, "base_url", "--base-url"))
     test_cmd, split_problem = checks.split_test_command(args.test_cmd)
     if problem or split_problem:
         return None, None, problem or split_problem

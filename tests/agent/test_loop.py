@@ -365,15 +365,37 @@ def test_cancel_before_start() -> None:
 
 
 def test_usage_is_summed_into_the_report_and_events() -> None:
-    usage = {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15}
+    usage = {"input_tokens": 1000, "output_tokens": 5, "total_tokens": 1005}
     agent, sink, _, _ = make_agent(
         [{"tool_calls": [{"name": "search", "arguments": {"query": "x"}}], "usage": usage},
          {"message": "done", "usage": usage}]
     )
     report = agent.run(task())
-    assert report.usage is not None and report.usage.total_tokens == 30
-    assert sink.events[1].data["usage"]["input_tokens"] == 10
+    assert report.usage is not None and report.usage.total_tokens == 2010 and report.usage.source == "server"
+    assert sink.events[1].data["usage"] == {**usage, "source": "server"}
     assert sink.events[3].data["usage"]["output_tokens"] == 5
+
+
+def test_a_reply_without_usage_is_counted_by_codebox_and_the_report_says_so() -> None:
+    agent, sink, _, _ = make_agent(
+        [{"tool_calls": [{"name": "search", "arguments": {"query": "x"}}]},
+         {"message": "done", "usage": {"input_tokens": 1000, "output_tokens": 5, "total_tokens": 1005}}]
+    )
+    report = agent.run(task())
+    first = sink.events[1].data["usage"]
+    assert first["source"] == "estimated" and first["input_tokens"] > 700  # the instructions and tools alone
+    assert report.usage is not None and report.usage.source == "mixed"
+    assert report.usage.total_tokens == first["total_tokens"] + 1005
+    assert "usage.estimated" not in sink.types()  # no count at all is not a forgery: the source says it
+
+
+def test_an_implausible_usage_is_replaced_and_the_event_says_why() -> None:
+    forged = {"input_tokens": -5, "output_tokens": 0, "total_tokens": 0}
+    agent, sink, _, _ = make_agent([{"message": "done", "usage": forged}])
+    report = agent.run(task())
+    (event,) = [e.data for e in sink.events if e.type == "usage.estimated"]
+    assert event["reason"] == "negative input tokens (-5)" and event["reported"]["input_tokens"] == -5
+    assert report.usage is not None and report.usage.source == "estimated" and report.usage.input_tokens > 700
 
 
 def test_run_test_without_test_command_is_a_clear_error() -> None:
