@@ -260,7 +260,8 @@ def build_parser(settings: CodeboxSettings | None = None) -> argparse.ArgumentPa
     batch.add_argument("--no-warm", action="store_true",
                        help="do not prepare the next tasks' workspaces and sandboxes while tasks run (local engine)")
     batch.add_argument("--engine", choices=["local", "ray"], default="local",
-                       help="where tasks run: local threads (default) or a Ray cluster (pip install 'codebox[ray]')")
+                       help="where tasks run: local threads (default) or a Ray cluster "
+                       "(pip install 'codebox-agent[ray]')")
     batch.add_argument("--address", default="auto",
                        help="with --engine ray: the head's HOST:PORT, or auto (the cluster this machine is part of)")
     batch.add_argument("--max-retries", type=int, default=1, metavar="N",

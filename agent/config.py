@@ -446,7 +446,7 @@ def _check(key: str, value: Any) -> Any:
         if not isinstance(value, str):
             raise ValueError("must be a string")
         if key == "memory":
-            from agent.containers.spec import memory_limit  # the sandbox's own rule
+            from agent.sandboxes.config import memory_limit  # the sandbox's own rule
 
             return memory_limit(value)
         return value

@@ -47,7 +47,7 @@ def _number(value: float) -> str:
 
 
 def _memory(value: Any) -> str | None:
-    from agent.containers.spec import size_bytes
+    from agent.sandboxes.config import size_bytes
 
     if size_bytes(value, "memory limit") <= size_bytes(defaults.DEFAULT_MEMORY, "memory limit"):
         return None

@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
 from agent.defaults import DEFAULT_MAX_STEPS, DEFAULT_POLICY, DEFAULT_TIMEOUT_S, PolicyName
+from agent.sandboxes.result import Outcome
 
 
 def new_id(prefix: str) -> str:
@@ -129,6 +130,7 @@ EventType = Literal[
     "note",  # a note codebox sent to the model in the history (after an empty or cut-off reply)
     "model.retry",  # a model request failed and is retried: attempt, wait_s, reason
     "model.error",  # the model could not be reached or refused: no more retries
+    "model.fallback",  # the client changed how it asks for the rest of the run (unstreamed): reason, said
     "context.trimmed",  # old tool results were shortened to fit the budget
     "usage.estimated",  # the server's usage was implausible: codebox's estimate is counted (reason, reported, usage)
     "note",  # a note the loop sent to the model in the user's turn (text)
@@ -275,7 +277,7 @@ class TestRun(BaseModel):
     __test__ = False  # not a pytest class
 
     command: list[str]
-    outcome: str
+    outcome: Outcome
     exit_code: int | None = None
     duration_s: float = 0.0
     # The failing tests by name, as the output listed them (pytest, unittest, go test).
@@ -333,9 +335,3 @@ class Report(BaseModel):
     # --retry-errors run counts up) and the machine it ran on (host, and Ray node for the ray engine).
     attempt: int | None = None
     node: str | None = None
-
-    def render(self) -> str:
-        """A readable plain-text summary (escaped: safe to print on a terminal)."""
-        from agent.console.render import summary_text
-
-        return summary_text(self)

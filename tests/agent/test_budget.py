@@ -14,6 +14,7 @@ import agent.batch as batch
 import agent.engines.local as local_engine
 from agent.budget import BatchBudget, Prices, TaskBudget
 from agent.cli import main
+from agent.console.render import summary_text
 from agent.engines import TaskJob, TaskOutcome
 from agent.events import EventSink
 from agent.loop import Limits
@@ -124,7 +125,7 @@ def test_cost_in_the_report_and_max_cost() -> None:
     report = agent.run(task(max_cost=0.3))  # one reply costs 0.208: the second would make 0.416
     assert report.stop_reason == "budget" and report.steps == 1
     assert report.cost == pytest.approx(0.208)
-    assert "cost: 0.2080" in report.render()
+    assert "cost: 0.2080" in summary_text(report)
 
 
 def test_no_budget_no_cost() -> None:
