@@ -11,6 +11,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from agent.cli_errors import OneLineParser, parse
 from agent.commands.common import usage_error
 from agent.config import CodeboxSettings, ConfigError, load_settings, user_config_file
 from agent.defaults import POLICY_NAMES
@@ -142,7 +143,7 @@ def build_parser(settings: CodeboxSettings | None = None) -> argparse.ArgumentPa
     """The parser; its defaults are ``settings`` (the config files), built-in ones when None."""
     c = settings or CodeboxSettings()
     epilog = CONFIG_EPILOG.format(user=user_config_file())
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(  # one-line errors with a did-you-mean; the subcommands inherit it
         prog="codebox",
         description="A coding agent whose every tool call runs in a network-less Docker sandbox.",
         epilog=epilog,
@@ -251,7 +252,7 @@ def main(argv: list[str] | None = None) -> int:
         settings = load_settings()
     except ConfigError as exc:
         return usage_error(str(exc))
-    args = build_parser(settings).parse_args(argv)
+    args = parse(build_parser(settings), argv)
     if getattr(args, "_allow", None) is not None:  # `run`: a flag replaces the config's list
         args.allow = args._allow if args.allow is None else args.allow
         args.deny = args._deny if args.deny is None else args.deny
