@@ -61,10 +61,19 @@ class StatusLine:
             return
         now = time.monotonic()
         frame = SPINNER[int(now * 10) % len(SPINNER)]
-        line = Text(f"{frame} ", style="cyan") + self.label
-        line.append(f" {now - self.since:.1f}s", style="dim")
-        line.append(f" · {self.what} {clock(now - self.started)} · {STOP_HINT}", style="dim")
-        line.truncate(max(options.max_width - 1, 10), overflow="ellipsis")
+        width = max(options.max_width - 1, 10)
+        times = Text(f" {now - self.since:.1f}s · {self.what} {clock(now - self.started)}", style="dim")
+        hint = Text(f" · {STOP_HINT}", style="dim")
+        label = self.label.copy()
+        # What runs is cut before the times are, and the times before the hint: on a narrow
+        # terminal the line still says how long, and how to stop.
+        room = width - 2 - len(times) - len(hint)
+        if room < 12:
+            hint = Text("")
+            room = width - 2 - len(times)
+        label.truncate(max(room, 1), overflow="ellipsis")
+        line = Text(f"{frame} ", style="cyan") + label + times + hint
+        line.truncate(width, overflow="ellipsis")
         yield line
 
 

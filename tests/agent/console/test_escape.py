@@ -5,7 +5,6 @@ last test, failing tests, final message, error), the batch lines and table, usag
 from __future__ import annotations
 
 import io
-
 from pathlib import Path
 
 import pytest
