@@ -85,7 +85,7 @@ def _root_prog(parser: argparse.ArgumentParser) -> str:
     return parser.prog.split(" ", 1)[0]
 
 
-def parse(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse.Namespace:
+def parse_args(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse.Namespace:
     """parser.parse_args(argv), its errors knowing the words they are about."""
     global _ARGV
     _ARGV = argv

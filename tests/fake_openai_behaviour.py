@@ -36,6 +36,9 @@ class ServerBehaviour:
     # A streamed request with tools: served ("stream"), HTTP 200 with an empty event stream
     # ("empty"), or HTTP 500 with NO_STREAMING_WITH_TOOLS ("error").
     stream_with_tools: Literal["stream", "empty", "error"] = "stream"
+    # A server that forges its bill: every completion (whole or streamed) reports this usage,
+    # (prompt_tokens, completion_tokens, total_tokens), whatever it read and wrote.
+    forged_usage: tuple[int, int, int] | None = None
 
 
 LENIENT = ServerBehaviour()
@@ -46,6 +49,17 @@ LLAMA_CPP_PYTHON = ServerBehaviour(
     seconds_per_token=0.0,
     stream_with_tools="empty",
 )
+ZERO_USAGE = ServerBehaviour(forged_usage=(0, 0, 0))
+NEGATIVE_USAGE = ServerBehaviour(forged_usage=(-4000, -100, -4100))
+
+
+def forge_usage(completion: dict[str, Any], behaviour: ServerBehaviour) -> dict[str, Any]:
+    """The completion with the usage the behaviour forges (unchanged for an honest server)."""
+    if behaviour.forged_usage is None:
+        return completion
+    prompt, completion_tokens, total = behaviour.forged_usage
+    usage = {"prompt_tokens": prompt, "completion_tokens": completion_tokens, "total_tokens": total}
+    return {**completion, "usage": usage}
 
 _OTHER_ROLES = ("system", "user", "tool", "function")
 Problem = dict[str, Any]

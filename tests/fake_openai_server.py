@@ -41,6 +41,7 @@ from tests.fake_openai_behaviour import (
     ServerBehaviour,
     cannot_stream,
     completion_chunks,
+    forge_usage,
     generate,
     ignores_tools,
     requested_max_tokens,
@@ -293,6 +294,7 @@ class _Handler(BaseHTTPRequestHandler):
         generation_s = 0.0
         if _is_completion(reply):  # the model "generates" it: max_tokens and slow generation apply
             completion, tokens = generate(reply.body, requested_max_tokens(body))
+            completion = forge_usage(completion, owner.behaviour)
             reply = Reply(body=completion, headers=reply.headers, delay_s=reply.delay_s)
             generation_s = tokens * owner.behaviour.seconds_per_token
             if streamed:

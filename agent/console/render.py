@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, TextIO
 
-from agent.commands.common import PASSING_OUTCOMES
 from agent.console.escape import printable
 from agent.console.terminal import Styled, Writer
 from agent.console.terminal import safe_styled as safe
@@ -19,7 +18,7 @@ if TYPE_CHECKING:  # protocol imports this module (Report.render): no import bac
     from agent.protocol import AgentEvent, Report
 
 STATUS_STYLE = {"completed": "bold green", "stopped": "bold yellow", "cancelled": "bold yellow", "error": "bold red"}
-OUTCOME_STYLE = {"ok": "green", "passed": "green", "failed": "red", "error": "red", "timeout": "yellow"}
+OUTCOME_STYLE = {"ok": "green", "failed": "red", "error": "red", "timeout": "yellow"}
 MAX_FAILED_SHOWN = 10
 
 
@@ -43,7 +42,7 @@ class ChangeLog:
 
 def tests_passed_or_none(report: Report) -> bool:
     """The last test run passed, or the run ran none: what a green mark may promise."""
-    return report.last_test is None or report.last_test.outcome in PASSING_OUTCOMES
+    return report.last_test is None or report.last_test.outcome == "ok"
 
 
 def summary_lines(report: Report) -> list[Styled]:

@@ -25,11 +25,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agent.cancel import CancelToken
 from agent.engines.base import AdmitFn, OutcomeFn, StartFn, TaskJob, TaskOutcome, execute_job
 from agent.engines.node import ensure_image, local_image_id, missing_images, once_per_run, reap, save_image
 from agent.engines.snapshot import Snapshot, SnapshotKind, make_snapshot, shared_source, sweep_sources, unpack_snapshot
 from agent.errors import CodeboxError
-from agent.loop import CancelToken
 from agent.protocol import Report, StopReason
 from agent.runner import failed_report
 from agent.workspace import WorkspaceError, workspace_root
@@ -271,7 +271,7 @@ class _Run:
         image = job.task.image or job.sandbox.image
         image_id = self.images.ids.get(image)
         if image_id is not None:  # run on exactly the driver's image, whatever tags say on the node
-            job = job.model_copy(update={"sandbox": job.sandbox.model_copy(update={"image": image_id}),
+            job = job.model_copy(update={"sandbox": job.sandbox.replace(image=image_id),
                                          "task": job.task.model_copy(update={"image": image_id})})
         shipment = (image_id, [self.images.archives.get(image_id)], image) if image_id else None
         ref = self.remote.options(

@@ -197,11 +197,13 @@ def test_a_streamed_run_survives_a_cut_stream_and_keeps_deltas_out_of_the_file(
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     repo = tmp_path / "repo"
     shutil.copytree(DEMO_REPO, repo)
-    read = chat_completion("Reading the file first.", [("read_file", {"path": "backoff.py"}, "call_read")])
+    read = chat_completion("Reading the file first.", [("read_file", {"path": "backoff.py"}, "call_read")],
+                           usage=(1500, 30))
     replies = [
         stream_reply(completion_chunks(read, include_usage=True), cut="reset", cut_after=3),  # type: ignore[arg-type]
-        chat_reply("Reading the file first.", tool_calls=[("read_file", {"path": "backoff.py"}, "call_read")]),
-        chat_reply("It starts at 1: the first delay is skipped."),
+        chat_reply("Reading the file first.", tool_calls=[("read_file", {"path": "backoff.py"}, "call_read")],
+                   usage=(1500, 30)),
+        chat_reply("It starts at 1: the first delay is skipped.", usage=(1600, 30)),
     ]
     streams_tools = dataclasses.replace(LLAMA_CPP_PYTHON, stream_with_tools="stream")  # a chat format that can
     with FakeOpenAIServer(replies, behaviour=streams_tools) as server:
@@ -213,7 +215,8 @@ def test_a_streamed_run_survives_a_cut_stream_and_keeps_deltas_out_of_the_file(
     assert "model.retry" in types and "message.delta" not in types
     first = next((e["data"]["text"] for e in events if e["type"] == "message"), None)
     assert first == "Reading the file first."
-    assert report["usage"]["total_tokens"] == 30  # the two whole replies, the cut one not at all
+    assert report["usage"] == {"input_tokens": 3100, "output_tokens": 60, "total_tokens": 3160, "source": "server"}
+    # the two whole replies, the cut one not at all
 
 
 def test_a_run_stops_at_its_token_budget(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -35,10 +35,10 @@ else:
     ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'codebox-agent[ray]')")
 
 from agent.batch import run_batch
+from agent.cancel import CancelToken
 from agent.cli import main
 from agent.engines import TaskJob, TaskOutcome
 from agent.engines.ray import RayEngine
-from agent.loop import CancelToken
 from agent.protocol import TaskSpec
 from tests.repos import sh
 
