@@ -10,7 +10,6 @@ from pathlib import Path
 from agent.commands.common import (
     EXIT_CANCELLED,
     EXIT_OK,
-    env_progress,
     error_exit,
     usage_error,
 )
@@ -19,6 +18,7 @@ from agent.console.escape import printable
 
 def cmd_env_build(args: argparse.Namespace) -> int:
     from agent.cancel import CancelToken
+    from agent.console.progress import StepProgress
     from agent.defaults import DEFAULT_IMAGE
     from agent.env.build import EnvRequest, ensure_env
     from agent.env.cancel import EnvCancelled
@@ -35,8 +35,9 @@ def cmd_env_build(args: argparse.Namespace) -> int:
                          groups=args.group, requirements=args.requirements, apt=args.apt, index=index)
     cancel = CancelToken()  # Ctrl-C / SIGTERM: uv and the build container stop at once, nothing is tagged
     try:
-        with cancel_on_signals(cancel, io.StringIO()):  # quiet: the one line below says it
-            info = ensure_env(request, env_progress, cancel)
+        # Each step a line; on a terminal a live line under them: the step, its seconds, the total.
+        with StepProgress(sys.stderr) as progress, cancel_on_signals(cancel, io.StringIO()):  # quiet: see below
+            info = ensure_env(request, progress.log, cancel)
     except EnvCancelled as exc:
         print(f"codebox: {printable(exc)}", file=sys.stderr)
         return EXIT_CANCELLED
