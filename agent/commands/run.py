@@ -133,6 +133,7 @@ def _run_task_spec(args: argparse.Namespace, task_id: str) -> tuple[TaskSpec | N
             test_in_copy=args.test_in_copy,
             image=args.image,
             env=args.env or "auto",
+            allow_public_fallback=args.allow_public_fallback,
             max_steps=args.max_steps,
             timeout_s=args.timeout,
             max_total_tokens=args.max_total_tokens,
@@ -275,7 +276,8 @@ def _prepare_env(task: TaskSpec, base_image: str) -> Any:
     cancel = CancelToken()  # Ctrl-C / SIGTERM stop a build under way: its uv and container go at once
     try:
         with cancel_on_signals(cancel, io.StringIO()):  # quiet: the one line below says it
-            return choose_env(task.env, Path(task.repo), base_image, env_progress, cancel)
+            return choose_env(task.env, Path(task.repo), base_image, env_progress, cancel,
+                              allow_public_fallback=task.allow_public_fallback)
     except (KeyboardInterrupt, EnvCancelled):
         print("codebox: cancelled while preparing the environment", file=sys.stderr)
         return EXIT_CANCELLED
