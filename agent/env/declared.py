@@ -39,6 +39,7 @@ from typing import Any
 from packaging.utils import canonicalize_name
 from pydantic import BaseModel, Field
 
+from agent.console.escape import printable
 from agent.env.backend import BuildSystem, read_build_system
 from agent.env.digest import source_digest
 from agent.env.errors import EnvError
@@ -182,8 +183,8 @@ class _Collector:
         self.files.extend(f for f in reader.files[files:] if f not in self.files)
         self._taken = (len(reader.requirements), len(reader.self_refs), len(reader.notes), len(reader.files))
 
-    def requirement_lines(self, files: list[str], where: str) -> list[str]:
-        """The requirement texts of ``files`` (setuptools' ``file:``, hatch's hook), read on their own."""
+    def requirement_lines(self, files: list[str], where: str) -> list[tuple[str, str]]:
+        """(text, file:line) of the requirements in ``files`` (setuptools' ``file:``, hatch's hook), read apart."""
         reader = RequirementsFile(self.repo)
         for relative in files:
             try:
@@ -193,9 +194,9 @@ class _Collector:
         self.files.extend(f for f in reader.files if f not in self.files)
         self.notes.extend(reader.notes)
         self.sources.extend(reader.sources)
-        own = [f"{self.project.name}[{','.join(ref.extras)}]" for ref in reader.self_refs
+        own = [(f"{self.project.name}[{','.join(ref.extras)}]", ref.source) for ref in reader.self_refs
                if self.project.name and ref.extras]
-        return [r.text for r in reader.requirements] + own
+        return [(r.text, r.source) for r in reader.requirements] + own
 
 
 def _extras_of(text: str) -> set[str]:
@@ -231,8 +232,8 @@ def _read_dynamic_files(c: _Collector, data: dict[str, Any]) -> None:
                           table(dynamic, "dependencies").get("file")),
                          ("pyproject.toml [tool.hatch.metadata.hooks.requirements_txt] files", hatch.get("files"))):
         if files is not None:
-            for text in c.requirement_lines(_file_list(files, where), where):
-                c.add(text, where)
+            for text, line in c.requirement_lines(_file_list(files, where), where):
+                c.add(text, line)
     for source, extras in (("pyproject.toml [tool.setuptools.dynamic.optional-dependencies]",
                             table(dynamic, "optional-dependencies")),
                            ("pyproject.toml [tool.hatch.metadata.hooks.requirements_txt.optional-dependencies]",
@@ -240,7 +241,7 @@ def _read_dynamic_files(c: _Collector, data: dict[str, Any]) -> None:
         for name, value in extras.items():
             where = f"{source} {name}"
             files = value.get("file") if isinstance(value, dict) else value
-            c.extras.add(name, c.requirement_lines(_file_list(files, where), where), where)
+            c.extras.add(name, [text for text, _ in c.requirement_lines(_file_list(files, where), where)], where)
 
 
 def _file_list(value: Any, where: str) -> list[str]:
@@ -297,7 +298,7 @@ def _cfg_lines(c: _Collector, value: str, where: str) -> list[str]:
     found: list[str] = []
     for line in lines:
         if line.startswith("file:"):
-            found += c.requirement_lines(line[5:].replace(",", " ").split(), where)
+            found += [text for text, _ in c.requirement_lines(line[5:].replace(",", " ").split(), where)]
         elif line.startswith("attr:"):
             c.dynamic.append(f"{where}: {line[:80]!r} is computed by the build backend")
         else:
@@ -455,8 +456,19 @@ def read_declared(
 
     ``extras``/``groups`` add to the defaults (test, tests, testing, dev, when they exist);
     ``requirements`` are extra requirement files (relative to the repo); ``runner`` is added
-    when the project names no test runner of that name itself.
+    when the project names no test runner of that name itself. Every error is one line: what a
+    message quotes from the repository (a key with a line break in it) is escaped.
     """
+    try:
+        return _read_declared(repo, extras or [], groups or [], requirements or [], runner)
+    except EnvError as exc:
+        raise EnvError(printable(str(exc)), usage=exc.usage) from None
+    except RecursionError:
+        raise EnvError(f"{repo.name}: a declaration nested too deeply to read; refused", usage=True) from None
+
+
+def _read_declared(repo: Path, extras: list[str], groups: list[str], requirements: list[str],
+                   runner: str | None) -> Declared:
     pyproject = read_toml(repo, "pyproject.toml")
     setup = read_setup_py(repo)
     cfg = read_ini(repo, "setup.cfg")
@@ -476,13 +488,13 @@ def read_declared(
     for name in DEFAULT_EXTRAS:
         c.expand_extra(name, "default extras", required=False)
     c.expand_extra("tests-require", "setup.py", required=False)
-    for name in extras or []:
+    for name in extras:
         c.expand_extra(name, "--extra")
     for name in [g for g in DEFAULT_EXTRAS if _norm(g) in {_norm(k) for k in c.groups}]:
         c.expand_group(name, "default groups")
-    for name in groups or []:
+    for name in groups:
         c.expand_group(name, "--group")
-    _read_requirement_files(c, [*requirement_files(repo), *(requirements or [])])
+    _read_requirement_files(c, [*requirement_files(repo), *requirements])
     _read_tox(c, pyproject)
     file_sources, source_files = read_file_sources(repo)
     declared = Declared(requirements=_dedupe(c.requirements), project=project, files=[*c.files, *source_files],

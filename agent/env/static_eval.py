@@ -148,7 +148,10 @@ class Evaluator:
             return True
         if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr in _MUTATORS):
             return False
-        target = self.value(call.func.value)
+        try:
+            target = self.value(call.func.value)
+        except NotStatic:
+            return False  # helper.add(R): described as the call it is
         if type(target) not in (list, dict, set):
             return False
         args = [self.value(a) for a in call.args if not isinstance(a, ast.Starred)]
