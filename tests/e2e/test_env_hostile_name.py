@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from packaging.utils import canonicalize_name
 
 from tests.agent.env.projects import write
 from tests.agent.env.wheels import make_wheelhouse
@@ -49,7 +50,9 @@ def test_an_absolute_project_name_writes_nothing_and_exits_2(tmp_path: Path, com
     lines = proc.stderr.strip().splitlines()
     assert lines == [f"codebox: pyproject.toml [project] name: '{target}' is not a valid project name (PEP 508: "
                      "letters, digits and '.', '_', '-' inside); refused"], proc.stderr
-    assert not (tmp_path / "host").exists()
+    # The old write went where the name pointed, after canonicalization (dashes became underscores).
+    planted = Path(canonicalize_name(str(target)).replace("-", "_"))
+    assert not (tmp_path / "host").exists() and not planted.parent.exists()
     assert _tree(repo) == before
     leftovers = [p for p in _tree(temp) if "dist-info" in p]
     assert leftovers == [] and not any("dist-info" in p for p in _tree(home))
