@@ -3,9 +3,10 @@
 tox's own order decides which file is read, the first one found: tox.ini, setup.cfg (with a
 ``[tox:tox]`` section), pyproject.toml ``[tool.tox] legacy_tox_ini`` (a whole tox.ini inside a
 TOML string), pyproject.toml ``[tool.tox]`` (tox 4's TOML: ``env_run_base``), tox.toml.
-From ``[testenv]`` (``env_run_base``): ``deps`` — requirement lines, ``-r`` files (plain,
-``{toxinidir}/`` and ``{tox_root}/`` forms), ``-c`` constraints (noted), ``.[extra]`` — and
-``extras``. ``{[section]key}`` references are expanded; a factor-conditional line (``py38: x``)
+From ``[testenv]`` (``env_run_base``) and the environments that run the tests (named for a
+Python: ``[testenv:py311]``, ``[testenv:py{39,310}]``, ``env."3.12"``; or test/tests/unit/pytest):
+``deps`` — requirement lines, ``-r`` files (plain, ``{toxinidir}/`` and ``{tox_root}/`` forms),
+``-c`` constraints (noted), ``.[extra]`` — and ``extras``. ``{[section]key}`` references are expanded; a factor-conditional line (``py38: x``)
 and any other substitution are noted, not read. An index in ``setenv`` (``PIP_INDEX_URL`` and
 kin), ``indexserver`` or ``install_command`` is a named package source serving the deps.
 """
@@ -26,6 +27,8 @@ from agent.env.sources import PackageSource, source, tox_value, url_kind
 _FACTOR = re.compile(r"^[A-Za-z0-9_{},.!-]+:\s")
 _REFERENCE = re.compile(r"\{\[([^\]\n]+)\]([A-Za-z0-9_.-]+)\}")
 _ROOTS = ("{toxinidir}", "{tox_root}")
+# The environments that run the test suite, besides the base one: named for a Python version, or for tests.
+_RUN_ENV = re.compile(r"^((py|pypy)[0-9.]*|[0-9]+\.[0-9]+|(py|pypy)\{[0-9.,]+\}|test|tests|unit|pytest)$")
 _INDEX_VARIABLES = ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_FIND_LINKS", "UV_INDEX_URL", "UV_DEFAULT_INDEX",
                     "UV_EXTRA_INDEX_URL", "UV_INDEX", "UV_FIND_LINKS")
 MAX_REFERENCE_DEPTH = 5
@@ -66,15 +69,21 @@ def read_tox(repo: Path, pyproject: dict[str, Any] | None) -> ToxEnv | None:
 
 def _from_ini(cfg: configparser.ConfigParser, file: str) -> ToxEnv:
     env = ToxEnv(file=file)
-    if not cfg.has_section("testenv"):
-        return env
-    where = f"{file} [testenv] deps"
-    for line in _expand(cfg, cfg.get("testenv", "deps", fallback=""), where, env.notes, 0):
-        _dep(env, where, line)
-    extras = _expand(cfg, cfg.get("testenv", "extras", fallback=""), f"{file} [testenv] extras", env.notes, 0)
-    env.extras = [e for line in extras for e in line.replace(",", " ").split() if not _FACTOR.match(line)]
-    env.sources = _ini_sources(cfg, file)
+    for section in [s for s in cfg.sections() if s == "testenv" or (_test_env(s.partition(":")[2])
+                    and s.startswith("testenv:"))]:
+        where = f"{file} [{section}] deps"
+        for line in _expand(cfg, cfg.get(section, "deps", fallback=""), where, env.notes, 0):
+            _dep(env, where, line)
+        extras = _expand(cfg, cfg.get(section, "extras", fallback=""), f"{file} [{section}] extras", env.notes, 0)
+        env.extras += [e for line in extras for e in line.replace(",", " ").split() if not _FACTOR.match(line)]
+    if cfg.has_section("testenv"):
+        env.sources = _ini_sources(cfg, file)
     return env
+
+
+def _test_env(name: str) -> bool:
+    """An environment that runs the tests: named for a Python (py, py311, py{39,310}, 3.12, pypy3) or for tests."""
+    return bool(_RUN_ENV.match(name.strip()))
 
 
 def _expand(cfg: configparser.ConfigParser, value: str, where: str, notes: list[str], depth: int) -> list[str]:
@@ -154,14 +163,20 @@ def _urls(name: str, value: str, where: str) -> list[PackageSource]:
 
 def _from_toml(data: dict[str, Any], file: str, prefix: str) -> ToxEnv:
     base = table(data, "env_run_base")
-    where = f"{file} [{prefix}env_run_base]"
     env = ToxEnv(file=file)
-    for item in base.get("deps") or []:
-        if isinstance(item, str):
-            _dep(env, f"{where} deps", item.strip())
-        else:
-            env.notes.append(f"{where} deps: {str(item)[:80]!r} (a tox reference) not read")
-    env.extras = [e for e in base.get("extras") or [] if isinstance(e, str)]
+    tables = [(f"{file} [{prefix}env_run_base]", base)]
+    tables += [(f'{file} [{prefix}env."{name}"]', value) for name, value in table(data, "env").items()
+               if isinstance(value, dict) and _test_env(str(name))]
+    for where, values in tables:
+        deps = values.get("deps")
+        for item in deps if isinstance(deps, list) else []:
+            if isinstance(item, str):
+                _dep(env, f"{where} deps", item.strip())
+            else:
+                env.notes.append(f"{where} deps: {str(item)[:80]!r} (a tox reference) not read")
+        extras = values.get("extras")
+        env.extras += [e for e in extras if isinstance(e, str)] if isinstance(extras, list) else []
+    where = f"{file} [{prefix}env_run_base]"
     set_env = base.get("set_env")
     for key, value in (set_env if isinstance(set_env, dict) else {}).items():
         if key in _INDEX_VARIABLES and isinstance(value, str):

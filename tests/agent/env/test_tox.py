@@ -109,3 +109,16 @@ def test_broken_tox_files_are_refused_in_one_line(tmp_path: Path, files: dict[st
     with pytest.raises(EnvError, match=message) as info:
         read_declared(tmp_path)
     assert "\n" not in str(info.value) and info.value.usage
+
+
+def test_the_python_named_test_envs_are_read_too(tmp_path: Path) -> None:
+    """mdformat's shape (2024): the deps sit in [testenv:py{39,310,...}], not in [testenv]."""
+    repo = write(tmp_path, {
+        "pyproject.toml": '[tool.tox]\nlegacy_tox_ini = """\n[tox]\nenvlist = py{39,310,311}\n'
+                          '[testenv:py{39,310,311}]\ndeps =\n    -r tests/requirements.txt\n'
+                          '[testenv:profile]\ndeps =\n    pytest-profiling\n[testenv:docs]\ndeps = sphinx\n"""\n',
+        "tests/requirements.txt": "pytest\npytest-randomly\n"})
+    assert set(texts(repo)) == {"pytest", "pytest-randomly"}
+    native = write(tmp_path / "native", {
+        "tox.toml": '[env_run_base]\ndeps = ["beta"]\n[env."3.12"]\ndeps = ["gamma"]\n[env.docs]\ndeps = ["sphinx"]\n'})
+    assert set(texts(native)) == {"beta", "gamma"}
