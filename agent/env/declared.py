@@ -59,8 +59,6 @@ DEFAULT_RUNNER = "pytest"
 # The note of an environment for a repository that declares nothing (choose.py, build.py).
 NO_DEPENDENCIES = "the repository declares no dependencies: the base image is used as it is"
 _ABOUT_TESTS = re.compile(r"(^|[-_./])(test|tests|testing|dev|develop|ci)([-_.]|$)", re.IGNORECASE)
-# Requirements files inside the test folder, read like the top-level ones.
-TEST_FOLDER_FILES = ("tests/requirements.txt", "test/requirements.txt")
 
 
 class Declared(BaseModel):
@@ -346,7 +344,7 @@ def _literal_list(value: Any, where: str) -> list[str]:
 
 
 def requirement_files(repo: Path) -> list[str]:
-    """requirements.txt, and the requirements files whose names or folders say they are about tests or development."""
+    """requirements.txt, and the requirements files whose names say they are about tests or development."""
     found: list[str] = []
     if _present(repo, "requirements.txt"):
         found.append("requirements.txt")
@@ -358,7 +356,6 @@ def requirement_files(repo: Path) -> list[str]:
         for path in sorted(folder.glob("*.txt")):
             if _ABOUT_TESTS.search(path.stem):
                 found.append(f"requirements/{path.name}")
-    found += [f for f in TEST_FOLDER_FILES if not (repo / f.split("/")[0]).is_symlink() and _present(repo, f)]
     return found
 
 

@@ -1,14 +1,15 @@
-"""What tox would install for a test run, read statically: its base run environment's deps and extras.
+"""What tox would install for a test run, read statically: the deps and extras of its test environments.
 
 tox's own order decides which file is read, the first one found: tox.ini, setup.cfg (with a
 ``[tox:tox]`` section), pyproject.toml ``[tool.tox] legacy_tox_ini`` (a whole tox.ini inside a
 TOML string), pyproject.toml ``[tool.tox]`` (tox 4's TOML: ``env_run_base``), tox.toml.
 From ``[testenv]`` (``env_run_base``) and the environments that run the tests (named for a
 Python: ``[testenv:py311]``, ``[testenv:py{39,310}]``, ``env."3.12"``; or test/tests/unit/pytest):
-``deps`` — requirement lines, ``-r`` files (plain, ``{toxinidir}/`` and ``{tox_root}/`` forms),
-``-c`` constraints (noted), ``.[extra]`` — and ``extras``. ``{[section]key}`` references are expanded; a factor-conditional line (``py38: x``)
-and any other substitution are noted, not read. An index in ``setenv`` (``PIP_INDEX_URL`` and
-kin), ``indexserver`` or ``install_command`` is a named package source serving the deps.
+``deps`` (requirement lines, ``-r`` files in their plain, ``{toxinidir}/`` and ``{tox_root}/``
+forms, ``-c`` constraints, noted, ``.[extra]``) and ``extras``. ``{[section]key}`` references
+are expanded; a factor-conditional line (``py38: x``) and any other substitution are noted, not
+read. An index in ``setenv`` (``PIP_INDEX_URL`` and kin), ``indexserver`` or ``install_command``
+is a named package source serving the deps.
 """
 
 from __future__ import annotations

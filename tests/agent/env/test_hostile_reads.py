@@ -119,7 +119,7 @@ def test_a_symlinked_setup_cfg_pointing_outside_is_refused(tmp_path: Path) -> No
     refused(repo, r"^setup.cfg: the path leaves the repository; refused$")
 
 
-@pytest.mark.parametrize("name", ["pyproject.toml", "tox.ini", "pip.conf", "tests/requirements.txt"])
+@pytest.mark.parametrize("name", ["pyproject.toml", "tox.ini", "pip.conf", "requirements-dev.txt"])
 def test_every_file_read_refuses_a_symlink_out(tmp_path: Path, name: str) -> None:
     outside = tmp_path / "outside.txt"
     outside.write_text("[x]\n")
