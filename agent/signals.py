@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from types import FrameType
 from typing import TextIO
 
-from agent.loop import CancelToken
+from agent.cancel import CancelToken
 
 
 @contextlib.contextmanager

@@ -12,19 +12,22 @@ from typing import Any
 from pydantic import ValidationError
 
 from agent import checks
+from agent.cancel import CancelToken
 from agent.commands.common import (
     EXIT_CANCELLED,
     EXIT_OK,
     EXIT_STOPPED,
     EXIT_USAGE,
+    flag_problem,
     openai_options,
     prices_from_flags,
     sandbox_config_from_flags,
+    setting_origin,
     usage_error,
 )
 from agent.console.escape import printable
 from agent.errors import CodeboxError
-from agent.loop import CancelToken
+from agent.sandboxes.config import SandboxConfigError
 from agent.signals import cancel_on_signals
 
 
@@ -44,7 +47,8 @@ def cmd_batch(args: argparse.Namespace) -> int:
     from agent.console.batch_view import BatchView, print_table
     from agent.engines import JobLimits
 
-    problem = checks.model_option_problems(args.base_url, args.request_timeout, args.temperature) or (
+    problem = checks.model_option_problems(args.base_url, args.request_timeout, args.temperature,
+                                           setting_origin(args, "base_url", "--base-url")) or (
         checks.number_problem("--jobs", args.jobs, minimum=1)
         or checks.number_problem("--max-steps", args.max_steps, minimum=1)
         or checks.number_problem("--timeout", args.timeout, minimum=0, inclusive=False)
@@ -58,6 +62,8 @@ def cmd_batch(args: argparse.Namespace) -> int:
         # Each task's own limits apply; the flags, when given, cap them all.
         limits = JobLimits(max_steps=args.max_steps, timeout_s=args.timeout, max_total_tokens=args.max_total_tokens,
                            max_cost=args.max_cost, prices=prices)
+    except SandboxConfigError as exc:
+        return usage_error(flag_problem(exc))
     except ValidationError as exc:
         return usage_error(checks.validation_message(exc))
     except ValueError as exc:
@@ -146,8 +152,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
         print(f"codebox: {len(unpredicted)} task(s) have no prediction and are not evaluated", file=sys.stderr)
     try:
         config = sandbox_config_from_flags(args)
-    except ValueError as exc:
-        return usage_error(f"bad arguments: {exc}")
+    except SandboxConfigError as exc:
+        return usage_error(flag_problem(exc))
     cancel = CancelToken()
     with cancel_on_signals(cancel):
         results = run_eval(pairs, Path(args.out), jobs=args.jobs, config=config, timeout_s=args.timeout,

@@ -19,12 +19,12 @@ from agent.console.escape import printable
 
 
 def cmd_env_build(args: argparse.Namespace) -> int:
+    from agent.cancel import CancelToken
     from agent.defaults import DEFAULT_IMAGE
     from agent.env.build import EnvRequest, ensure_env
     from agent.env.cancel import EnvCancelled
     from agent.env.resolve import IndexConfig
     from agent.errors import CodeboxError
-    from agent.loop import CancelToken
     from agent.signals import cancel_on_signals
 
     repo = Path(args.repo).expanduser().resolve()

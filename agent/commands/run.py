@@ -14,14 +14,14 @@ from agent.commands.common import (
     EXIT_CANCELLED,
     EXIT_OK,
     EXIT_STOPPED,
-    PASSING_OUTCOMES,
     env_progress,
     error_exit,
+    flag_problem,
     model_spec,
     openai_options,
-    plain_sandbox_config_from_flags,
     prices_from_flags,
     sandbox_config_from_flags,
+    setting_origin,
     usage_error,
     write_out,
 )
@@ -90,7 +90,7 @@ def exit_code(report: Report, require_tests: bool = False) -> int:
         return EXIT_CANCELLED
     if report.status != "completed":
         return EXIT_STOPPED
-    if require_tests and (report.last_test is None or report.last_test.outcome not in PASSING_OUTCOMES):
+    if require_tests and (report.last_test is None or report.last_test.outcome != "ok"):
         return EXIT_STOPPED
     return EXIT_OK
 
@@ -101,7 +101,7 @@ def _tests_note(report: Report) -> str | None:
         return None
     if report.last_test is None:
         return "--require-tests: the run completed but no test ran"
-    if report.last_test.outcome not in PASSING_OUTCOMES:
+    if report.last_test.outcome != "ok":
         test = report.last_test
         return f"--require-tests: the last test run ended {one_line(test.outcome)} (exit {test.exit_code})"
     return None
@@ -116,8 +116,10 @@ def _run_task_spec(args: argparse.Namespace, task_id: str) -> tuple[TaskSpec | N
 
     from agent import checks
     from agent.protocol import TaskSpec
+    from agent.sandboxes.config import SandboxConfigError
 
-    problem = checks.model_option_problems(args.base_url, args.request_timeout, args.temperature)
+    problem = checks.model_option_problems(args.base_url, args.request_timeout, args.temperature,
+                                           setting_origin(args, "base_url", "--base-url"))
     test_cmd, split_problem = checks.split_test_command(args.test_cmd)
     if problem or split_problem:
         return None, None, problem or split_problem
@@ -140,6 +142,8 @@ def _run_task_spec(args: argparse.Namespace, task_id: str) -> tuple[TaskSpec | N
             max_cost=args.max_cost,
         )
         sandbox_config = sandbox_config_from_flags(args)
+    except SandboxConfigError as exc:
+        return None, None, flag_problem(exc)
     except ValidationError as exc:
         return None, None, checks.validation_message(exc)
     return task, sandbox_config, None
@@ -160,12 +164,14 @@ def _early_sandbox(args: argparse.Namespace, task_id: str) -> WarmPool | None:
     it always does.
     """
     from agent.containers.pool import PlannedTask, WarmPool
+    from agent.sandboxes.config import SandboxConfigError
 
     if args.isolated or args.env not in (None, "auto", "none"):
         return None  # it would not fit: an isolated run mounts its workspace; --env IMAGE runs that image
-    config = plain_sandbox_config_from_flags(args)
-    if config is None:
-        return None
+    try:
+        config = sandbox_config_from_flags(args)
+    except SandboxConfigError:
+        return None  # run_task's own check says it, in one line
     repo = Path(args.repo).expanduser().resolve()
     if not repo.is_dir():
         return None
@@ -190,9 +196,10 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def _cmd_run(args: argparse.Namespace, task_id: str, warm: WarmPool | None) -> int:
     from agent import checks
+    from agent.cancel import CancelToken
     from agent.console.render import ChangeLog
     from agent.events import FanoutSink, JsonlSink
-    from agent.loop import CancelToken, Limits
+    from agent.loop import Limits
     from agent.runner import run_task_isolated
     from agent.signals import cancel_on_signals
 
@@ -267,10 +274,10 @@ def _prepare_env(task: TaskSpec, base_image: str) -> Any:
     """The task's environment, chosen before the run (EnvInfo or None), or the exit code of a failure."""
     import io
 
+    from agent.cancel import CancelToken
     from agent.env.cancel import EnvCancelled
     from agent.env.choose import choose_env
     from agent.errors import CodeboxError
-    from agent.loop import CancelToken
     from agent.signals import cancel_on_signals
 
     cancel = CancelToken()  # Ctrl-C / SIGTERM stop a build under way: its uv and container go at once

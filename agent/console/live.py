@@ -211,6 +211,10 @@ class RunConsole:
         text = f"  model retry {one_line(d.get('attempt'))} in {wait:.1f}s: {one_line(d.get('reason'), 120)}"
         return [Text(text, style="yellow")]
 
+    def _on_model_fallback(self, event: AgentEvent, d: dict[str, Any]) -> list[Text]:
+        text = f"  note: {one_line(d.get('reason'), 120)} (the server said: {one_line(d.get('said'), 120)})"
+        return [Text(text, style="yellow")]
+
     def _on_model_error(self, event: AgentEvent, d: dict[str, Any]) -> list[Text]:
         return [Text("  model error: " + one_line(d.get("error"), 200), style="bold red")]
 

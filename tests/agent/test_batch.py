@@ -12,8 +12,8 @@ import pytest
 
 import agent.batch as batch
 import agent.runner as runner
+from agent.cancel import CancelToken
 from agent.cli import main
-from agent.loop import CancelToken
 from agent.protocol import Report, TaskSpec
 
 

@@ -11,7 +11,7 @@ import pytest
 from agent.console.batch_view import BatchView, table_text
 from agent.console.escape import one_line, printable
 from agent.console.live import RunConsole
-from agent.console.render import ChangeLog, print_summary
+from agent.console.render import ChangeLog, print_summary, summary_text
 from tests.hostile_text import BIDI, CLEAR, OSC52, TITLE, hostile_events, hostile_report
 
 
@@ -67,7 +67,7 @@ def test_the_summary_escapes_files_last_test_failing_tests_error_and_final_messa
 
 
 def test_report_render_is_escaped() -> None:
-    text = hostile_report().render()
+    text = summary_text(hostile_report())
     no_control(text)
     assert "final message:" in text and "\\x1b]0;pwned" in text
 

@@ -14,11 +14,11 @@ from pathlib import Path
 import docker
 import pytest
 
+from agent.cancel import CancelToken
 from agent.env.build import EnvRequest, ensure_env
 from agent.env.cancel import EnvCancelled
 from agent.env.fetch import cache_dir
 from agent.env.resolve import IndexConfig
-from agent.loop import CancelToken
 from tests.agent.env import projects
 from tests.agent.env.projects import write
 from tests.agent.env.slow import build_containers, env_images, slow_install, wait_for_install
