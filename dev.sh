@@ -23,6 +23,10 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ "$(cat "$stamp")" !
   started=$SECONDS
   say "step 1/2: upgrading pip in .venv"
   .venv/bin/python -m pip install --quiet --upgrade pip
+  # The distribution was named "codebox" before it became codebox-agent: drop that old install first.
+  if .venv/bin/python -m pip show --quiet codebox >/dev/null 2>&1; then
+    .venv/bin/python -m pip uninstall --quiet --yes codebox
+  fi
   say "step 2/2: installing codebox with [$extras] into .venv (first time: about 2 minutes; pip's own lines follow)"
   # Not --quiet: pip's "Collecting ..." lines and progress bars show that it is working.
   .venv/bin/python -m pip install -e ".[$extras]"

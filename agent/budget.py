@@ -1,16 +1,18 @@
 """Token and cost budgets: what a task or a batch may spend, and whether the next request fits.
 
-A task's budget (``max_total_tokens``, ``max_cost``) is checked before each model request:
-the run stops with reason ``budget`` when the request, as estimated, would take the total
-past the limit. The estimate of the next request:
+A task's budget (``max_total_tokens``, ``max_cost``) is checked before each model request,
+the first included: the run stops with reason ``budget`` when the request, as estimated,
+would take the total past the limit. What is spent is what agent.model.usage settled on for
+each reply: the server's usage when plausible, else codebox's own count (a server that
+reports zero or negative tokens cannot spend nothing). The estimate of the next request:
 
-- input: the last request's input tokens, plus what the history grew by since, at
-  ``CHARS_PER_TOKEN`` characters a token (the reply and the tool results it brought);
+- input: the last request's input tokens, plus what the request grew by since, at
+  ``CHARS_PER_TOKEN`` characters a token (the reply and the tool results it brought); before
+  the first reply, the whole request at that rate;
 - output: the client's ``max_tokens`` when one is set, else the largest reply seen so far.
 
-The first request is always sent (nothing is known yet). A batch's budget is spent by every
-reply of every task as it comes in; once spent, no further task starts, and the tasks already
-running go on to their own end or their own budget.
+A batch's budget is spent by every reply of every task as it comes in; once spent, no further
+task starts, and the tasks already running go on to their own end or their own budget.
 """
 
 from __future__ import annotations
@@ -19,9 +21,8 @@ import threading
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agent.model.usage import CHARS_PER_TOKEN
 from agent.protocol import Usage
-
-CHARS_PER_TOKEN = 4  # rough and on the generous side for code and English: it over-counts a little
 
 
 class Prices(BaseModel):
@@ -49,11 +50,8 @@ def round_cost(value: float) -> float:
 
 
 class TaskBudget:
-    """One run's token and cost limits; the loop asks ``check`` before each request.
-
-    It counts what the server reports; for a reply without usage it counts an estimate
-    (``CHARS_PER_TOKEN``), so a budget holds with servers that report nothing.
-    """
+    """One run's token and cost limits; the loop asks ``check`` before each request and
+    ``record``s each reply's settled usage (agent.model.usage.settle)."""
 
     def __init__(
         self,
@@ -69,36 +67,35 @@ class TaskBudget:
         self.spent = Usage()
         self.replies = 0
         self._last_input = 0
-        self._history_at_last = 0
+        self._sent_at_last = 0
         self._largest_output = 0
 
     @property
     def active(self) -> bool:
         return self.max_total_tokens is not None or self.max_cost is not None
 
-    def record(self, usage: Usage | None, history_chars: int, reply_chars: int) -> Usage:
-        """Count one reply (``history_chars``: the history's size when it was asked for); returns what was counted."""
-        if usage is None:
-            inp, out = history_chars // CHARS_PER_TOKEN, reply_chars // CHARS_PER_TOKEN
-            usage = Usage(input_tokens=inp, output_tokens=out, total_tokens=inp + out)
+    def record(self, usage: Usage, sent_chars: int) -> None:
+        """Count one reply (``sent_chars``: the size of the request that asked for it)."""
         self.spent = self.spent + usage
         self.replies += 1
         self._last_input = usage.input_tokens
-        self._history_at_last = history_chars
+        self._sent_at_last = sent_chars
         self._largest_output = max(self._largest_output, usage.output_tokens)
-        return usage
 
-    def next_request(self, history_chars: int) -> Usage:
+    def next_request(self, sent_chars: int) -> Usage:
         """The estimate of the next request (see the module's docstring)."""
-        inp = self._last_input + max(0, history_chars - self._history_at_last) // CHARS_PER_TOKEN
+        if self.replies == 0:
+            inp = -(-sent_chars // CHARS_PER_TOKEN)
+        else:
+            inp = self._last_input + max(0, sent_chars - self._sent_at_last) // CHARS_PER_TOKEN
         out = self.max_output_tokens or self._largest_output
         return Usage(input_tokens=inp, output_tokens=out, total_tokens=inp + out)
 
-    def check(self, history_chars: int) -> str | None:
-        """Why the next request does not fit, or None when it does (the first one always does)."""
-        if not self.active or self.replies == 0:
+    def check(self, sent_chars: int) -> str | None:
+        """Why the next request (``sent_chars`` in all) does not fit, or None when it does."""
+        if not self.active:
             return None
-        need = self.next_request(history_chars)
+        need = self.next_request(sent_chars)
         if self.max_total_tokens is not None and self.spent.total_tokens + need.total_tokens > self.max_total_tokens:
             return (
                 f"the token budget ({self.max_total_tokens}) is spent: {self.spent.total_tokens} used, "

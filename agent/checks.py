@@ -129,12 +129,12 @@ def split_test_command(text: str | None) -> tuple[list[str], str | None]:
 
 
 def model_option_problems(
-    base_url: str | None, request_timeout: float | None, temperature: float | None
+    base_url: str | None, request_timeout: float | None, temperature: float | None, base_url_from: str = "--base-url"
 ) -> str | None:
-    """The model options that can be judged without asking the model."""
+    """The model options that can be judged without asking the model (``base_url_from``: where the URL was given)."""
     env_url = os.environ.get("OPENAI_BASE_URL") or None
     return (
-        url_problem(base_url)
+        url_problem(base_url, base_url_from)
         or (url_problem(env_url, "OPENAI_BASE_URL") if base_url is None else None)
         or number_problem("--request-timeout", request_timeout, minimum=0, inclusive=False)
         or _temperature_problem(temperature)

@@ -1,4 +1,4 @@
-"""The `codebox` command: run, batch, eval, env, demo, image, view, gc."""
+"""The `codebox` command: run, batch, eval, env, config, trust, demo, image, view, gc."""
 
 from __future__ import annotations
 
@@ -9,10 +9,13 @@ import importlib
 import os
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
+from agent.cli_errors import OneLineParser, parse_args
 from agent.commands.common import usage_error
-from agent.config import CodeboxSettings, ConfigError, load_settings, user_config_file
+from agent.config import KNOWN_KEYS, CodeboxSettings, ConfigError, load_settings, shown, user_config_file
+from agent.config_env import unknown_variables
 from agent.defaults import POLICY_NAMES
 from agent.host_run import HOST_RUN_HELP
 
@@ -58,6 +61,9 @@ def _add_env_parser(sub: Any) -> None:
     build.add_argument("--image", help="the base image (default codebox-sandbox:latest)")
     build.add_argument("--find-links", action="append", default=[], metavar="DIR", help="a local folder of wheels")
     build.add_argument("--no-index", action="store_true", help="only --find-links folders, no package index")
+    _add_fallback_option(build)
+    build.add_argument("--print-declared", action="store_true",
+                       help="print what is read from the repository (JSON) and build nothing")
     _add_env_recipe_options(build)
     build.set_defaults(func="agent.commands.env:cmd_env_build")
     ls = env_sub.add_parser("ls", help="list environment images")
@@ -68,7 +74,38 @@ def _add_env_parser(sub: Any) -> None:
     rm.set_defaults(func="agent.commands.env:cmd_env_rm")
 
 
+def _add_fallback_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--allow-public-fallback", action="store_true",
+                   help="resolve the packages a repository's own package sources (private indexes, git/path "
+                        "sources) would serve from your index instead of refusing (those sources are never used)")
+
+
 # --- parser --------------------------------------------------------------------------------------
+
+# The namespace attribute that lists the settings given as flags (agent.config's "flag" source).
+GIVEN = "_given_settings"
+
+
+def _note_given(namespace: argparse.Namespace, dest: str) -> None:
+    setattr(namespace, GIVEN, {*getattr(namespace, GIVEN, ()), dest})
+
+
+class _SettingFlag(argparse.Action):
+    """`store` for a setting's flag, noting that it was given (its default is the setting in effect)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        setattr(namespace, self.dest, values)
+        _note_given(namespace, self.dest)
+
+
+class _SettingListFlag(argparse.Action):
+    """`append` for a list setting's flag (--allow, --deny): the flags' list replaces the setting's."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        setattr(namespace, self.dest, [*(getattr(namespace, self.dest, None) or []), values])
+        _note_given(namespace, self.dest)
 
 
 class _HelpFormatter(argparse.HelpFormatter):
@@ -83,14 +120,16 @@ class _HelpFormatter(argparse.HelpFormatter):
 
 def _add_model_options(p: argparse.ArgumentParser, c: CodeboxSettings) -> None:
     g = p.add_argument_group("model")
-    g.add_argument("--model", default=c.model,
+    g.add_argument("--model", default=c.model, action=_SettingFlag,
                    help="model name for an OpenAI-compatible API, or scripted:FILE (env CODEBOX_MODEL)")
-    g.add_argument("--base-url", default=c.base_url, help="OpenAI-compatible endpoint (env OPENAI_BASE_URL)")
-    g.add_argument("--api-key-env", default=c.api_key_env,
+    g.add_argument("--base-url", default=c.base_url, action=_SettingFlag,
+                   help="OpenAI-compatible endpoint (env CODEBOX_BASE_URL, then OPENAI_BASE_URL)")
+    g.add_argument("--api-key-env", default=c.api_key_env, action=_SettingFlag,
                    help="variable that holds the API key (default OPENAI_API_KEY)")
-    g.add_argument("--request-timeout", type=float, default=c.request_timeout, help="seconds per model request")
-    g.add_argument("--temperature", type=float, default=c.temperature)
-    g.add_argument("--api", choices=["chat", "responses"], default=c.api,
+    g.add_argument("--request-timeout", type=float, default=c.request_timeout, action=_SettingFlag,
+                   help="seconds per model request")
+    g.add_argument("--temperature", type=float, default=c.temperature, action=_SettingFlag)
+    g.add_argument("--api", choices=["chat", "responses"], default=c.api, action=_SettingFlag,
                    help="Chat Completions (default) or Responses")
     g.add_argument("--max-tokens", type=int, default=None, help="cap on the output tokens of one model reply")
     g.add_argument(
@@ -104,29 +143,67 @@ def _add_model_options(p: argparse.ArgumentParser, c: CodeboxSettings) -> None:
 
 def _add_sandbox_options(p: argparse.ArgumentParser, c: CodeboxSettings) -> None:
     g = p.add_argument_group("sandbox")
-    g.add_argument("--image", default=c.image,
+    g.add_argument("--image", default=c.image, action=_SettingFlag,
                    help="sandbox image (any image with python3; default codebox-sandbox:latest)")
     g.add_argument("--env", default=None, metavar="auto|none|IMAGE",
                    help="dependency environment: auto builds or reuses one from what the repo declares (default "
                         "for run; for batch, the task's own `env`), none uses the image as it is")
-    g.add_argument("--memory", default=c.memory, help="container memory limit, e.g. 512m or 2g")
-    g.add_argument("--pids", type=int, default=c.pids, help="container process limit")
-    g.add_argument("--cpus", type=float, default=c.cpus, help="container CPU limit")
+    g.add_argument("--memory", default=c.memory, action=_SettingFlag, help="container memory limit, e.g. 512m or 2g")
+    g.add_argument("--pids", type=int, default=c.pids, action=_SettingFlag, help="container process limit")
+    g.add_argument("--cpus", type=float, default=c.cpus, action=_SettingFlag, help="container CPU limit")
 
 
-def _add_limits(p: argparse.ArgumentParser, max_steps: int | None, timeout: float | None, what: str) -> None:
-    p.add_argument("--max-steps", type=int, default=max_steps, help=f"model steps before the run stops{what}")
-    p.add_argument("--timeout", type=float, default=timeout, help=f"wall-clock budget per task, seconds{what}")
-    _add_budget_options(p, what)
+def _add_write_options(p: argparse.ArgumentParser, c: CodeboxSettings) -> None:
+    p.add_argument("--policy", choices=list(POLICY_NAMES), default=c.policy, action=_SettingFlag,
+                   help="what the model may write: nothing, the --allow paths, or what you approve")
+    p.add_argument("--allow", action=_SettingListFlag, default=None, metavar="GLOB",
+                   help=f"writable paths, gitignore-style globs (default: {' '.join(c.allow) or '**'}). "
+                   + HOST_RUN_HELP)
+    p.add_argument("--deny", action=_SettingListFlag, default=None, metavar="GLOB",
+                   help=f"paths never written, gitignore-style globs (default: {' '.join(c.deny) or 'none'})")
+    p.set_defaults(_allow=c.allow, _deny=c.deny)
 
 
-def _add_budget_options(p: argparse.ArgumentParser, what: str) -> None:
+def _add_settings_parsers(sub: Any, c: CodeboxSettings, epilog: str) -> None:
+    config = sub.add_parser("config", help="every setting in effect and where it comes from (flag, variable, file)",
+                            formatter_class=_HelpFormatter, epilog=epilog)
+    config.add_argument("--repo", help="also the settings of this repository (as `codebox run --repo` reads them)")
+    config.add_argument("--json", action="store_true", help="as one JSON object")
+    _add_write_options(config, c)
+    config.add_argument("--test-cmd", default=c.test_cmd, action=_SettingFlag, help="the test command")
+    config.add_argument("--jobs", type=int, default=c.jobs, action=_SettingFlag, help="batch tasks at once")
+    _add_limits(config, c, c.max_steps, c.timeout, "")
+    _add_model_options(config, c)
+    _add_sandbox_options(config, c)
+    config.set_defaults(func="agent.commands.config:cmd_config")
+
+    trust = sub.add_parser("trust", help="let a project's own settings loosen or redirect (shown before recorded)")
+    trust.add_argument("path", nargs="?", help="the project folder (its pyproject.toml [tool.codebox], codebox.toml)")
+    trust.add_argument("--list", action="store_true", help="the trusted projects, and whether they changed since")
+    trust.add_argument("--revoke", metavar="PATH", help="stop trusting this project")
+    trust.add_argument("--yes", action="store_true", help="trust without asking (the changes are still printed)")
+    trust.set_defaults(func="agent.commands.config:cmd_trust")
+
+
+def _add_limits(p: argparse.ArgumentParser, c: CodeboxSettings, max_steps: int | None, timeout: float | None,
+                what: str) -> None:
+    p.add_argument("--max-steps", type=int, default=max_steps, action=_SettingFlag,
+                   help=f"model steps before the run stops{what}")
+    p.add_argument("--timeout", type=float, default=timeout, action=_SettingFlag,
+                   help=f"wall-clock budget per task, seconds{what}")
+    _add_budget_options(p, c, what)
+
+
+def _add_budget_options(p: argparse.ArgumentParser, c: CodeboxSettings, what: str) -> None:
     g = p.add_argument_group("budget")
-    g.add_argument("--max-total-tokens", type=int, default=None,
+    g.add_argument("--max-total-tokens", type=int, default=c.max_total_tokens, action=_SettingFlag,
                    help=f"stop (reason budget) before a model request that would pass this many tokens{what}")
-    g.add_argument("--max-cost", type=float, default=None, help=f"the same for the cost (needs the prices){what}")
-    g.add_argument("--price-input", type=float, default=None, metavar="PRICE", help="price per million input tokens")
-    g.add_argument("--price-output", type=float, default=None, metavar="PRICE", help="price per million output tokens")
+    g.add_argument("--max-cost", type=float, default=c.max_cost, action=_SettingFlag,
+                   help=f"the same for the cost (needs the prices){what}")
+    g.add_argument("--price-input", type=float, default=c.price_input, action=_SettingFlag, metavar="PRICE",
+                   help="price per million input tokens")
+    g.add_argument("--price-output", type=float, default=c.price_output, action=_SettingFlag, metavar="PRICE",
+                   help="price per million output tokens")
 
 
 def version_text() -> str:
@@ -149,8 +226,10 @@ class _VersionAction(argparse.Action):
 
 
 CONFIG_EPILOG = (
-    "Defaults come from, highest first: the flags, CODEBOX_* environment variables, [tool.codebox] in "
-    "./pyproject.toml, then {user}. Exit codes: 0 completed, 1 the task did not complete "
+    "Settings, highest first: the flags, the environment (CODEBOX_*; OPENAI_BASE_URL), {user}, a trusted "
+    "project, the built-in defaults. A project's settings (pyproject.toml [tool.codebox], codebox.toml; in "
+    "this folder and in --repo) may only tighten the defaults until you `codebox trust` it; `codebox config` "
+    "shows each setting and its source. Exit codes: 0 completed, 1 the task did not complete "
     "(or --require-tests and the last test failed or never ran), 2 usage error, 130 cancelled."
 )
 
@@ -159,7 +238,7 @@ def build_parser(settings: CodeboxSettings | None = None) -> argparse.ArgumentPa
     """The parser; its defaults are ``settings`` (the config files), built-in ones when None."""
     c = settings or CodeboxSettings()
     epilog = CONFIG_EPILOG.format(user=user_config_file())
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(  # one-line errors with a did-you-mean; the subcommands inherit it
         prog="codebox",
         description="A coding agent whose every tool call runs in a network-less Docker sandbox.",
         epilog=epilog,
@@ -171,14 +250,8 @@ def build_parser(settings: CodeboxSettings | None = None) -> argparse.ArgumentPa
     run.add_argument("goal", help="what the agent should do")
     run.add_argument("--repo", required=True,
                      help="the repository (mounted read-only unless the policy allows writes)")
-    run.add_argument("--policy", choices=list(POLICY_NAMES), default=c.policy,
-                     help="what the model may write: nothing, the --allow paths, or what you approve")
-    run.add_argument("--allow", action="append", default=None, metavar="GLOB",
-                     help=f"writable paths, gitignore-style globs (default: {' '.join(c.allow) or '**'}). "
-                     + HOST_RUN_HELP)
-    run.add_argument("--deny", action="append", default=None, metavar="GLOB",
-                     help=f"paths never written, gitignore-style globs (default: {' '.join(c.deny) or 'none'})")
-    run.add_argument("--test-cmd", default=c.test_cmd,
+    _add_write_options(run, c)
+    run.add_argument("--test-cmd", default=c.test_cmd, action=_SettingFlag,
                      help='the test command run_test runs, e.g. "python3 -m pytest -q"')
     run.add_argument(
         "--test-in-copy",
@@ -198,16 +271,17 @@ def build_parser(settings: CodeboxSettings | None = None) -> argparse.ArgumentPa
     run.add_argument("--no-diff", action="store_true", help="do not print the diff of what the run changed")
     run.add_argument("--require-tests", action="store_true",
                      help="exit 1 unless the last test run passed (a failing or missing test run fails the command)")
-    _add_limits(run, c.max_steps, c.timeout, "")
+    _add_limits(run, c, c.max_steps, c.timeout, "")
     _add_model_options(run, c)
     _add_sandbox_options(run, c)
+    _add_fallback_option(run)
     _add_env_recipe_options(run)
-    run.set_defaults(func="agent.commands.run:cmd_run", _allow=c.allow, _deny=c.deny)
+    run.set_defaults(func="agent.commands.run:cmd_run")
 
     batch = sub.add_parser("batch", help="run a JSONL file of tasks, N at a time", formatter_class=_HelpFormatter,
                            epilog=epilog)
     batch.add_argument("tasks", help="JSONL: one task a line (id, repo, goal, policy, test_cmd, ...)")
-    batch.add_argument("--jobs", type=int, default=c.jobs, help="tasks at once")
+    batch.add_argument("--jobs", type=int, default=c.jobs, action=_SettingFlag, help="tasks at once")
     batch.add_argument("--out", default="codebox-out", help="folder for reports, event logs, patches and the summary")
     batch.add_argument("--filter", metavar="REGEX", help="run only the tasks whose id matches (re.search)")
     batch.add_argument("--retry-errors", action="store_true", help="run again the tasks that ended in error")
@@ -215,7 +289,8 @@ def build_parser(settings: CodeboxSettings | None = None) -> argparse.ArgumentPa
     batch.add_argument("--no-warm", action="store_true",
                        help="do not prepare the next tasks' workspaces and sandboxes while tasks run (local engine)")
     batch.add_argument("--engine", choices=["local", "ray"], default="local",
-                       help="where tasks run: local threads (default) or a Ray cluster (pip install 'codebox[ray]')")
+                       help="where tasks run: local threads (default) or a Ray cluster "
+                       "(pip install 'codebox-agent[ray]')")
     batch.add_argument("--address", default="auto",
                        help="with --engine ray: the head's HOST:PORT, or auto (the cluster this machine is part of)")
     batch.add_argument("--max-retries", type=int, default=1, metavar="N",
@@ -223,9 +298,10 @@ def build_parser(settings: CodeboxSettings | None = None) -> argparse.ArgumentPa
     batch.add_argument("--budget-tokens", type=int, default=None,
                        help="tokens the whole batch may spend: no task starts once they are spent")
     batch.add_argument("--budget-cost", type=float, default=None, help="the same for the cost (needs the prices)")
-    _add_limits(batch, None, None, " (caps every task's own value; default: the task's)")
+    _add_limits(batch, c, None, None, " (caps every task's own value; default: the task's)")
     _add_model_options(batch, c)
     _add_sandbox_options(batch, c)
+    _add_fallback_option(batch)
     _add_env_recipe_options(batch)
     batch.set_defaults(func="agent.commands.batch:cmd_batch")
 
@@ -252,6 +328,7 @@ def build_parser(settings: CodeboxSettings | None = None) -> argparse.ArgumentPa
     build.set_defaults(func="agent.commands.maintenance:cmd_image")
 
     _add_env_parser(sub)
+    _add_settings_parsers(sub, c, epilog)
 
     view = sub.add_parser("view", help="runs and batches as one HTML page (a batch --out folder, events or report)")
     view.add_argument("path", help="a batch --out folder, a task folder, an events .jsonl or a report .json")
@@ -265,15 +342,61 @@ def build_parser(settings: CodeboxSettings | None = None) -> argparse.ArgumentPa
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
+# The commands whose --repo is a project too (its settings count), and those that say which settings came
+# from a project before they run.
+REPO_COMMANDS = ("run", "config")
+ANNOUNCING_COMMANDS = ("run", "batch", "eval")
+
+
+def parse(argv: list[str] | None) -> argparse.Namespace | int:
+    """The arguments with every setting in effect as their defaults, or the exit code of a usage error.
+
+    Parsed twice when the command has a --repo: its settings can be read only once it is known.
+    """
     try:
         settings = load_settings()
+        args = parse_args(build_parser(settings), argv)  # one-line errors, with a did-you-mean
+        repo = getattr(args, "repo", None) if args.command in REPO_COMMANDS else None
+        if repo:
+            settings = load_settings(repo=Path(repo).expanduser())
+            args = parse_args(build_parser(settings), argv)
     except ConfigError as exc:
         return usage_error(str(exc))
-    args = build_parser(settings).parse_args(argv)
-    if getattr(args, "_allow", None) is not None:  # `run`: a flag replaces the config's list
+    if getattr(args, "_allow", None) is not None:  # a flag replaces the configured list
         args.allow = args._allow if args.allow is None else args.allow
         args.deny = args._deny if args.deny is None else args.deny
+    settings.given_as_flags({key: getattr(args, key) for key in getattr(args, GIVEN, ())})
+    args.settings = settings
+    return args
+
+
+def announce(settings: CodeboxSettings) -> None:
+    """One line when a project's file set any setting in effect, one per refused value, one per unread file."""
+    from agent.console.escape import printable
+
+    keys = settings.from_projects()
+    if keys:
+        by_file: dict[str, list[str]] = {}
+        for key in keys:
+            source = settings.sources[key]
+            trust = "trusted" if source.trusted else "untrusted: tightens the default"
+            by_file.setdefault(f"{source.where} ({trust})", []).append(f"{key} = {shown(getattr(settings, key))}")
+        text = "; ".join(f"{', '.join(items)} from {where}" for where, items in by_file.items())
+        print(f"codebox: settings from a project: {printable(text)}", file=sys.stderr)
+    for refusal in settings.refused:
+        print(f"codebox: {refusal.line()}", file=sys.stderr)
+    for note in settings.notes:
+        print(f"codebox: {printable(note)}", file=sys.stderr)
+
+
+def main(argv: list[str] | None = None) -> int:
+    for warning in unknown_variables(os.environ, KNOWN_KEYS):
+        print(f"codebox: {warning}", file=sys.stderr)
+    args = parse(argv)
+    if isinstance(args, int):
+        return args
+    if args.command in ANNOUNCING_COMMANDS:
+        announce(args.settings)
     return command_function(args.func)(args)
 
 

@@ -1,23 +1,29 @@
-"""The user's defaults: a `codebox.toml` in the user's config folder, `[tool.codebox]` in the
-pyproject.toml of the current folder, CODEBOX_* environment variables; command-line flags win.
+"""The user's defaults, where each one comes from, and which of a project's settings count.
 
-Precedence, highest first: flags, environment (CODEBOX_MODEL ...), ./pyproject.toml
-[tool.codebox], $XDG_CONFIG_HOME/codebox/codebox.toml (~/.config/codebox/codebox.toml).
+Order, highest first (docs/configuration.md and `codebox config` show the same table):
 
-Every command reads these before it parses its flags, so this module imports no pydantic (and
-codebox needs no pydantic-settings): the sources are merged here and the values they set are
-checked here, with the same words as the flags' checks ("max_steps: must be at least 1 (got 0)").
-The built-in defaults come from agent.defaults.
+  flag > environment (CODEBOX_<KEY>; OPENAI_BASE_URL for base_url) > user config
+  ($XDG_CONFIG_HOME/codebox/codebox.toml) > trusted project > built-in default
+
+A project is a folder's `[tool.codebox]` in pyproject.toml and its codebox.toml (which wins):
+the current folder's, and the --repo's (which wins). Until the user trusts it (`codebox trust
+PATH`, agent.trust), a project's value counts only where it tightens the default it replaces
+(agent.config_rules says so per key); any other value is refused, in one line, and ignored.
+
+Every command reads these before it parses its flags, so this module imports no pydantic: the
+sources are merged here and their values checked here, with the same words as the flags'
+checks ("max_steps: must be at least 1 (got 0)"). The built-in defaults come from agent.defaults.
 """
 
 from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable
+import stat
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
+from agent.config_env import config_dir, read_environment
 from agent.console.escape import one_line
 from agent.defaults import (
     DEFAULT_CPUS,
@@ -38,15 +44,7 @@ class ConfigError(CodeboxError):
 
 
 def user_config_file() -> Path:
-    root = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(root) / "codebox" / "codebox.toml"
-
-
-def project_config_file() -> Path:
-    return Path.cwd() / "pyproject.toml"
-
-
-ENV_PREFIX = "CODEBOX_"
+    return config_dir() / "codebox.toml"
 
 
 class CodeboxSettings:
@@ -54,18 +52,20 @@ class CodeboxSettings:
 
     A plain class, not a dataclass (whose import costs `--help` more than the rest of this
     module): the annotations are the keys, the class attributes their built-in defaults.
+    load_settings also says where each value came from (``sources``), which project values were
+    refused (``refused``), the projects it read (``projects``) and what it could not read (``notes``).
     """
 
     model: str | None = None
     """Model name for an OpenAI-compatible API, or scripted:FILE."""
     base_url: str | None = None
-    """OpenAI-compatible endpoint (default: OPENAI_BASE_URL, else OpenAI)."""
+    """OpenAI-compatible endpoint (default: OpenAI's)."""
     api_key_env: str | None = None
     """The variable that holds the API key (default OPENAI_API_KEY)."""
     api: Literal["chat", "responses"] | None = None
     """Chat Completions (default) or Responses."""
     request_timeout: float | None = None
-    """Seconds per model request."""
+    """Seconds per model request (default 60)."""
     temperature: float | None = None
     """Sampling temperature."""
     policy: PolicyName = DEFAULT_POLICY
@@ -80,6 +80,14 @@ class CodeboxSettings:
     """Model steps before a run stops."""
     timeout: float = DEFAULT_TIMEOUT_S
     """Wall-clock budget per task, seconds."""
+    max_total_tokens: int | None = None
+    """Tokens a task may spend (none: no limit)."""
+    max_cost: float | None = None
+    """What a task may cost, at the prices below (none: no limit)."""
+    price_input: float | None = None
+    """Price per million input tokens."""
+    price_output: float | None = None
+    """Price per million output tokens."""
     image: str | None = None
     """Sandbox image (default codebox-sandbox:latest)."""
     memory: str = DEFAULT_MEMORY
@@ -96,124 +104,340 @@ class CodeboxSettings:
         for key in KNOWN_KEYS:
             value = values[key] if key in values else getattr(CodeboxSettings, key)
             setattr(self, key, list(value) if isinstance(value, list) else value)
+        self.sources: dict[str, Source] = {key: DEFAULT_SOURCE for key in KNOWN_KEYS}
+        self.refused: list[Refusal] = []
+        self.projects: list[Project] = []
+        self.notes: list[str] = []
 
     def __repr__(self) -> str:
         return "CodeboxSettings(" + ", ".join(f"{key}={getattr(self, key)!r}" for key in KNOWN_KEYS) + ")"
 
+    def given_as_flags(self, values: dict[str, Any]) -> None:
+        """These values came from the command line (agent.cli knows which flags were given)."""
+        for key, value in values.items():
+            if key in self.sources:
+                setattr(self, key, value)
+                self.sources[key] = Source("flag", "--" + key.replace("_", "-"))
+
+    def from_projects(self) -> list[str]:
+        """The keys whose value in effect came from a project's file."""
+        return [key for key in KNOWN_KEYS if self.sources[key].kind == "project"]
+
 
 KNOWN_KEYS: tuple[str, ...] = tuple(CodeboxSettings.__annotations__)
+
+SourceKind = Literal["default", "project", "user", "environment", "flag"]
+
+
+class Source(NamedTuple):
+    """Where a setting's value came from."""
+
+    kind: SourceKind
+    where: str = ""  # the file (with its table), the variable, or the flag
+    key: str = ""  # the key in that file
+    trusted: bool = False  # a project's file: trusted by the user, or untrusted (its value only tightens)
+
+    def __str__(self) -> str:
+        if self.kind == "default":
+            return "default"
+        if self.kind == "flag":
+            return f"flag {self.where}"
+        if self.kind == "environment":
+            return f"environment {self.where}"
+        text = f"{self.where}: {self.key}"
+        if self.kind == "project":
+            text += " (trusted project)" if self.trusted else " (untrusted project: tightens the default)"
+        return text
+
+
+DEFAULT_SOURCE = Source("default")
+
+
+class ProjectFile(NamedTuple):
+    """One file's codebox settings in a project, as written."""
+
+    name: str  # "pyproject.toml" or "codebox.toml"
+    label: str  # the file and its table, for messages: "/repo/pyproject.toml [tool.codebox]"
+    values: dict[str, Any]
+
+
+Trust = Literal["trusted", "untrusted", "changed"]
+
+
+class Project(NamedTuple):
+    """A folder's codebox settings (lowest first: pyproject.toml, then codebox.toml) and the user's trust."""
+
+    root: Path
+    files: tuple[ProjectFile, ...]
+    digest: str
+    trust: Trust  # "changed": trusted once, edited since (so untrusted)
+
+
+class Refusal(NamedTuple):
+    """A project's value that does not count: it loosens or redirects, is unknown or is not valid."""
+
+    label: str
+    key: str
+    value: Any
+    why: str
+    root: Path
+    trustable: bool  # trusting the project would let it apply (false: unknown key or bad value)
+
+    def line(self) -> str:
+        hint = f"; `codebox trust {self.root}` lets it apply" if self.trustable else ""
+        value = one_line(shown(self.value), 80)
+        return one_line(f"{self.label}: {self.key} = {value}: refused ({self.why}){hint}", 400)
+
 
 # What each key holds. Values come typed from TOML and as text from the environment; a number
 # given as text is read as one (CODEBOX_JOBS=4).
 _TEXT = frozenset({"model", "base_url", "api_key_env", "test_cmd", "image", "memory"})
 _CHOICES: dict[str, tuple[str, ...]] = {"api": ("chat", "responses"), "policy": POLICY_NAMES}
-_INTEGERS = frozenset({"max_steps", "pids", "jobs"})
-_NUMBERS = frozenset({"request_timeout", "temperature", "timeout", "cpus"})
+_INTEGERS = frozenset({"max_steps", "pids", "jobs", "max_total_tokens"})
+_NUMBERS = frozenset({"request_timeout", "temperature", "timeout", "cpus", "max_cost", "price_input",
+                      "price_output"})
 # Written as JSON in an environment variable: CODEBOX_DENY='["*.pem", "*.key"]'.
-_LISTS = frozenset({"allow", "deny"})
+LISTS = frozenset({"allow", "deny"})
 # The bounds of the numbers: (at least, more than, at most).
 _BOUNDS: dict[str, tuple[float | None, float | None, float | None]] = {
     "request_timeout": (None, 0, None),
     "temperature": (0, None, 2),
     "max_steps": (1, None, None),
     "timeout": (None, 0, None),
+    "max_total_tokens": (1, None, None),
+    "max_cost": (None, 0, None),
+    "price_input": (0, None, None),
+    "price_output": (0, None, None),
     "pids": (16, None, None),
-    "cpus": (None, 0, None),
+    "cpus": (0.01, None, None),  # Docker's least
     "jobs": (1, None, None),
 }
 
+MAX_PROJECT_FILE_BYTES = 1_000_000  # no real pyproject.toml comes near this
+_PROJECT_FILES: tuple[tuple[str, tuple[str, ...], str], ...] = (
+    ("pyproject.toml", ("tool", "codebox"), " [tool.codebox]"),
+    ("codebox.toml", (), ""),
+)
 
-def _read_toml(path: Path, table: tuple[str, ...] = ()) -> dict[str, Any]:
-    """The file's table, {} when the file is absent; ConfigError when it is not valid TOML."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return {}
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(one_line(f"{path}: cannot read it as TOML: {exc}", 300)) from exc
+
+# --- reading -------------------------------------------------------------------------------------
+
+
+def _parse_toml(text: str, path: Path, table: tuple[str, ...]) -> dict[str, Any]:
     import tomllib  # here: with no file, `codebox --help` does without it
 
     try:
         data: Any = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
+    except (tomllib.TOMLDecodeError, RecursionError) as exc:
         raise ConfigError(one_line(f"{path}: cannot read it as TOML: {exc}", 300)) from exc
     for key in table:
         data = data.get(key, {}) if isinstance(data, dict) else {}
     return data if isinstance(data, dict) else {}
 
 
-def _read_environment() -> tuple[dict[str, Any], dict[str, str]]:
-    """The CODEBOX_<KEY> variables of known keys (any letter case), and the variable each came from.
+def _read_toml(path: Path, table: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The user's file's table, {} when the file is absent; ConfigError when it is not valid TOML."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(one_line(f"{path}: cannot read it as TOML: {exc}", 300)) from exc
+    return _parse_toml(text, path, table)
 
-    A list is written as JSON (``CODEBOX_ALLOW='["src/**"]'``); JSON null leaves the key unset.
+
+def _read_project_file(root: Path, name: str) -> str | None:
+    """A project's file, read as hostile input: inside the folder, a regular file, bounded, UTF-8.
+
+    None when absent; ConfigError saying why it is not read (a FIFO would block, a symlink could
+    point at any file of the user's).
     """
-    wanted = {ENV_PREFIX + key.upper(): key for key in KNOWN_KEYS}
-    values: dict[str, Any] = {}
-    names: dict[str, str] = {}
-    for name, text in os.environ.items():
-        key = wanted.get(name.upper())
-        if key is None:
-            continue
-        value: Any = text
-        if key in _LISTS:
-            import json
-
-            try:
-                value = json.loads(text)
-            except ValueError:
-                raise ConfigError(
-                    f"the environment variable {one_line(name, 60)}: {key}: a list is written as JSON, "
-                    f"e.g. {name}='[\"src/**\"]' (got {one_line(text, 60)!r})"
-                ) from None
-            if value is None:
-                continue
-        values[key], names[key] = value, name
-    return values, names
+    path = root / name
+    try:
+        if not os.path.lexists(path):
+            return None
+        real = path.resolve()
+        if root.resolve() not in real.parents:
+            raise ConfigError(f"{path}: a link to a file outside {root}; not read")
+        info = real.stat()
+        if not stat.S_ISREG(info.st_mode):
+            raise ConfigError(f"{path}: not a regular file; not read")
+        if info.st_size > MAX_PROJECT_FILE_BYTES:
+            raise ConfigError(f"{path}: {info.st_size} bytes is too large; not read")
+        with open(real, "rb") as f:
+            return f.read(MAX_PROJECT_FILE_BYTES + 1).decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start}); not read") from None
+    except OSError as exc:
+        raise ConfigError(one_line(f"{path}: cannot read it: {exc}", 300)) from None
 
 
-def load_settings() -> CodeboxSettings:
-    """The user's defaults; ConfigError with the file and key when one is wrong."""
-    env, env_names = _read_environment()
-    # Lowest first: each later source overrides the keys it sets.
-    sources = [
-        (str(user_config_file()), _read_toml(user_config_file())),
-        (f"{project_config_file()} [tool.codebox]", _read_toml(project_config_file(), ("tool", "codebox"))),
-        ("the environment", env),
-    ]
-    merged: dict[str, Any] = {}
-    for _, data in sources:
-        merged.update(data)
-    if not merged:
-        return CodeboxSettings()
-
-    def origin(key: str) -> str:
-        if key in env:
-            return f"the environment variable {env_names[key]}"
-        return next((name for name, data in reversed(sources[:2]) if key in data), "the configuration")
-
-    unknown = [key for key in merged if key not in KNOWN_KEYS]
-    if unknown:
-        key = unknown[0]
-        raise ConfigError(one_line(f"{origin(key)}: {key}: unknown key (known: {', '.join(KNOWN_KEYS)})", 400))
-    return _validated(merged, origin)
-
-
-def _validated(merged: dict[str, Any], origin: Callable[[str], str]) -> CodeboxSettings:
-    checked: dict[str, Any] = {}
-    for key, value in merged.items():
+def read_project(root: Path) -> tuple[list[ProjectFile], list[str]]:
+    """A folder's codebox settings (lowest first) and, one line each, the files it could not read."""
+    files: list[ProjectFile] = []
+    notes: list[str] = []
+    for name, table, suffix in _PROJECT_FILES:
         try:
-            checked[key] = _check(key, value)
-        except ValueError as exc:
-            scalar = isinstance(value, str | int | float) and not isinstance(value, bool)
-            got = f" (got {_shown(value)})" if scalar else ""
-            raise ConfigError(one_line(f"{origin(key)}: {key}: {exc}{got}", 400)) from None
-    return CodeboxSettings(**checked)
+            text = _read_project_file(root, name)
+            if text is None:
+                continue
+            values = _parse_toml(text, root / name, table)
+        except ConfigError as exc:
+            notes.append(f"{exc}: its codebox settings are ignored")
+            continue
+        if values:
+            files.append(ProjectFile(name, f"{root / name}{suffix}", values))
+    return files, notes
 
 
-def _shown(value: str | float) -> str:
+def project_digest(files: list[ProjectFile]) -> str:
+    """What the user trusts: the settings as written, file by file (an edit to them needs trusting again)."""
+    import hashlib
     import json
 
-    return json.dumps(value) if isinstance(value, str) else format(value, "g")
+    text = json.dumps([[f.name, f.values] for f in files], sort_keys=True, default=str, ensure_ascii=False)
+    return "sha256:" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _project_roots(cwd: Path, repo: Path | None) -> list[Path]:
+    """The folders whose settings count, lowest first: the current folder, then the --repo."""
+    roots = [cwd.resolve()]
+    if repo is not None and repo.is_dir() and repo.resolve() not in roots:
+        roots.append(repo.resolve())
+    return roots
+
+
+def _projects(roots: list[Path], notes: list[str]) -> list[Project]:
+    read = [(root, *read_project(root)) for root in roots]
+    found = [(root, files) for root, files, _ in read if files]
+    for _, _, unread in read:
+        notes += unread
+    trusted: dict[str, str] = {}
+    if found:
+        from agent.trust import TrustError, trusted_digests
+
+        try:
+            trusted = trusted_digests()
+        except TrustError as exc:
+            raise ConfigError(str(exc)) from None
+    projects = []
+    for root, files in found:
+        digest = project_digest(files)
+        known = trusted.get(str(root))
+        trust: Trust = "untrusted" if known is None else "trusted" if known == digest else "changed"
+        if trust == "changed":
+            notes.append(f"{root}: its codebox settings changed since you trusted them; they count as untrusted "
+                         f"until `codebox trust {root}` again")
+        projects.append(Project(root, tuple(files), digest, trust))
+    return projects
+
+
+# --- merging -------------------------------------------------------------------------------------
+
+
+def load_settings(repo: Path | None = None, cwd: Path | None = None) -> CodeboxSettings:
+    """The settings in effect (without the flags: agent.cli adds those); ConfigError with the
+    file (or variable) and key when the user's own value is wrong."""
+    try:
+        env, env_names = read_environment(KNOWN_KEYS, LISTS)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    user_path = user_config_file()
+    user = _read_toml(user_path)
+    unknown = [key for key in user if key not in KNOWN_KEYS]
+    if unknown:
+        raise ConfigError(one_line(f"{user_path}: {unknown[0]}: unknown key (known: {', '.join(KNOWN_KEYS)})", 400))
+    notes: list[str] = []
+    projects = _projects(_project_roots(cwd or Path.cwd(), repo), notes)
+    refused: list[Refusal] = []
+    # Highest first: each layer's values, with where each came from.
+    layers: list[dict[str, tuple[Any, Source]]] = [
+        {key: (value, Source("environment", env_names[key])) for key, value in env.items()},
+        {key: (value, Source("user", str(user_path), key)) for key, value in user.items()},
+    ]
+    for project in reversed(projects):  # the --repo's over the current folder's
+        layers.append(_project_layer(project, refused))
+    values: dict[str, Any] = {}
+    sources: dict[str, Source] = {}
+    for key in KNOWN_KEYS:
+        for layer in layers:
+            if key in layer:
+                value, source = layer[key]
+                values[key] = value if source.kind == "project" else _checked(key, value, source)
+                sources[key] = source
+                break
+    settings = CodeboxSettings(**values)
+    settings.sources.update(sources)
+    settings.refused, settings.projects, settings.notes = refused, projects, notes
+    return settings
+
+
+def check_file(file: ProjectFile) -> dict[str, Any]:
+    """A project file's values, every one valid; ConfigError naming the file and key otherwise."""
+    checked = {}
+    for key, raw in file.values.items():
+        if key not in KNOWN_KEYS:
+            raise ConfigError(one_line(f"{file.label}: {key}: unknown key (known: {', '.join(KNOWN_KEYS)})", 400))
+        checked[key] = _checked(key, raw, Source("project", file.label, key))
+    return checked
+
+
+def check_value(key: str, value: Any) -> Any:
+    """The value as the setting holds it; ValueError saying what is wrong with it."""
+    return _check(key, value)
+
+
+def _project_layer(project: Project, refused: list[Refusal]) -> dict[str, tuple[Any, Source]]:
+    """A project's values that count: every valid one of a trusted project, only the tightening ones otherwise."""
+    from agent.config_rules import refusal
+
+    trusted = project.trust == "trusted"
+    layer: dict[str, tuple[Any, Source]] = {}
+    for file in project.files:  # codebox.toml last: it wins
+        for key, raw in file.values.items():
+            if key not in KNOWN_KEYS:
+                refused.append(Refusal(file.label, key, raw, "unknown key", project.root, False))
+                continue
+            try:
+                value = _check(key, raw)
+            except ValueError as exc:
+                refused.append(Refusal(file.label, key, raw, str(exc), project.root, False))
+                continue
+            why = None if trusted else refusal(key, value)
+            if why is not None:
+                refused.append(Refusal(file.label, key, raw, why, project.root, True))
+                continue
+            layer[key] = (value, Source("project", file.label, key, trusted))
+    return layer
+
+
+def origin(source: Source, key: str) -> str:
+    """The source as an error message starts: the file (and table), or the variable."""
+    if source.kind == "environment":
+        return f"the environment variable {source.where}"
+    return source.where or key
+
+
+def _checked(key: str, value: Any, source: Source) -> Any:
+    """The value as the setting holds it; ConfigError naming the source and key when it is wrong."""
+    try:
+        return _check(key, value)
+    except ValueError as exc:
+        got = f" (got {shown(value)})" if _scalar(value) else ""
+        raise ConfigError(one_line(f"{origin(source, key)}: {key}: {exc}{got}", 400)) from None
+
+
+def _scalar(value: Any) -> bool:
+    return isinstance(value, str | int | float) and not isinstance(value, bool)
+
+
+def shown(value: Any) -> str:
+    """A value as a TOML file would hold it: text and lists as JSON, numbers plainly."""
+    import json
+
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return format(value, "g") if isinstance(value, float) else str(value)
+    return json.dumps(value, default=str, ensure_ascii=False)
 
 
 def _check(key: str, value: Any) -> Any:
@@ -221,6 +445,10 @@ def _check(key: str, value: Any) -> Any:
     if key in _TEXT:
         if not isinstance(value, str):
             raise ValueError("must be a string")
+        if key == "memory":
+            from agent.sandboxes.config import memory_limit  # the sandbox's own rule
+
+            return memory_limit(value)
         return value
     if key in _CHOICES:
         choices = _CHOICES[key]
@@ -228,7 +456,7 @@ def _check(key: str, value: Any) -> Any:
             quoted = [f"'{c}'" for c in choices]
             raise ValueError("must be " + (", ".join(quoted[:-1]) + " or " + quoted[-1]))
         return value
-    if key in _LISTS:
+    if key in LISTS:
         if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
             raise ValueError("must be a list of strings")
         return list(value)

@@ -1,9 +1,8 @@
 """The built-in defaults the parser shows and the models use, importable without pydantic.
 
 `codebox --help` builds its parser from these alone; agent.protocol's TaskSpec and the
-sandbox's limits (agent.containers.config.SandboxConfig, and the pydantic-free
-agent.containers.spec.PlainSandboxConfig of `codebox run`'s early start) take their defaults
-from here too, so there is one source.
+sandbox's settings (agent.sandboxes.config.SandboxConfig) take their defaults from here too, so
+there is one source.
 """
 
 from __future__ import annotations
@@ -34,3 +33,6 @@ DEFAULT_ENV_BUILD_TIMEOUT_S: Final = 1800.0
 
 # Batch tasks at once.
 DEFAULT_JOBS: Final = 2
+
+# Seconds per model request (OpenAIConfig.request_timeout_s; when streaming, the longest silence).
+DEFAULT_REQUEST_TIMEOUT_S: Final = 60.0

@@ -13,11 +13,11 @@ import sys
 import tempfile
 from pathlib import Path
 
+from agent.cancel import CancelToken
 from agent.console.escape import printable
 from agent.console.live import RunConsole
 from agent.console.render import print_summary
 from agent.events import FanoutSink, JsonlSink
-from agent.loop import CancelToken
 from agent.model.scripted import ScriptedModel
 from agent.protocol import TaskSpec
 from agent.runner import run_task
@@ -50,7 +50,7 @@ def _diff(before: dict[str, str], after: dict[str, str]) -> str:
 
 def run_demo(keep: bool = False, image: str | None = None, out: Path | None = None) -> int:
     from agent.containers.image import ImageError, ensure_sandbox_image
-    from agent.containers.sandbox import SandboxConfig
+    from agent.sandboxes.config import SandboxConfig
 
     say = print
     say("codebox demo — the model is SCRIPTED (agent/demo/script.json): no model key or network needed.")

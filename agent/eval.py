@@ -14,11 +14,11 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from agent.containers.config import SandboxConfig
+from agent.cancel import CancelToken
 from agent.containers.image import ImageError, image_problem
 from agent.containers.sandbox import Sandbox, SandboxError
-from agent.loop import CancelToken
 from agent.protocol import TaskSpec
+from agent.sandboxes.config import SandboxConfig
 from agent.workspace import Workspace, WorkspaceError, create_workspace, git
 
 EvalStatus = Literal["resolved", "unresolved", "patch_failed", "error"]
@@ -193,7 +193,7 @@ def _evaluate_into(
         result.error = f"not pytest node ids (path.py::name): {', '.join(not_pytest[:5])}"
         return
     if task.image:
-        config = config.model_copy(update={"image": task.image})
+        config = config.replace(image=task.image)
     try:
         problem = image_problem(config.image)  # missing, or built by a codebox with other build files
         if problem:

@@ -12,10 +12,12 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from agent.budget import Prices, TaskBudget, round_cost
+from agent.cancel import CancelToken
 from agent.context import ContextStore
 from agent.errors import SandboxError  # the sandbox itself cannot go on: ends the run
 from agent.events import EventSink
 from agent.model.base import ModelClient, ModelError
+from agent.model.usage import request_chars, settle
 from agent.policy import Policy, Verdict
 from agent.protocol import (
     STATUS_FOR_REASON,
@@ -31,7 +33,8 @@ from agent.protocol import (
     Usage,
     UserMessage,
 )
-from agent.tools import PreparedCall, RunEffects, ToolContext, ToolInputError, ToolRegistry, ToolResult
+from agent.sandboxes.result import ToolResult, failure
+from agent.tools import PreparedCall, RunEffects, ToolContext, ToolInputError, ToolRegistry
 
 DEFAULT_INSTRUCTIONS = """\
 You are codebox, a coding agent working on a repository you did not write.
@@ -43,25 +46,6 @@ how you checked it, and call no tool in that reply."""
 
 T = TypeVar("T")
 N = TypeVar("N", int, float)
-
-
-class CancelToken:
-    """Set from any thread (a signal handler, a UI) to stop a run at once."""
-
-    def __init__(self) -> None:
-        self._event = threading.Event()
-        self.reason = ""
-
-    def cancel(self, reason: str = "cancelled") -> None:
-        self.reason = reason
-        self._event.set()
-
-    @property
-    def cancelled(self) -> bool:
-        return self._event.is_set()
-
-    def wait(self, timeout: float) -> bool:
-        return self._event.wait(timeout)
 
 
 @dataclass
@@ -146,6 +130,11 @@ class _Run:
         event = AgentEvent(type=type_, task_id=self.task.id, seq=self.seq, step=self.step, data=data)
         self.agent.sink.emit(event)
 
+    @property
+    def max_steps(self) -> int:
+        """The steps this run may take: the task's own, or the run's cap when that is smaller."""
+        return min(self.task.max_steps, self.limits.max_steps)
+
     def execute(self) -> Report:
         self.emit(
             "turn.start",
@@ -153,7 +142,8 @@ class _Run:
             repo=self.task.repo,
             model=self.agent.model.name,
             policy=self.agent.policy.name,
-            max_steps=self.limits.max_steps,
+            max_steps=self.max_steps,  # the one that stops this run (a batch's cap is "none" until given)
+            timeout_s=min(self.task.timeout_s, self.limits.timeout_s),
             instructions=self.agent.instructions,
         )
         final: str | None = None
@@ -179,9 +169,9 @@ class _Run:
     def _loop(self) -> str:
         while True:
             self._check_stop()
-            if self.step >= min(self.task.max_steps, self.limits.max_steps):
+            if self.step >= self.max_steps:
                 raise _Stop("max_steps", f"stopped after {self.step} model steps")
-            over = self.budget.check(self.context.size())
+            over = self.budget.check(self._request_chars())
             if over is not None:
                 raise _Stop("budget", over)
             self.step += 1
@@ -239,8 +229,8 @@ class _Run:
         if shortened:
             self.emit("context.trimmed", results=shortened, size=self.context.size())
         messages = list(self.context.messages)
-        history_chars = self.context.size()
         specs = self.agent.registry.specs()
+        sent_chars = request_chars(self.agent.instructions, messages, specs)
 
         def emit_model_event(type_: str, data: dict[str, Any]) -> None:
             if self.ended:  # stopped while a reply was still streaming in: hang up, so the server stops too
@@ -260,17 +250,23 @@ class _Run:
         except Exception as exc:  # a client bug must still end in a report
             self.emit("model.error", error=f"{type(exc).__name__}: {exc}")
             raise _Stop("model_error", f"model client failed: {type(exc).__name__}: {exc}") from exc
-        if output.usage:
-            self.usage = output.usage if self.usage is None else self.usage + output.usage
-        self._count(output, history_chars)
-        return output
+        return self._count(output, sent_chars)
 
-    def _count(self, output: ModelOutput, history_chars: int) -> None:
-        """The budget's count of this reply, and the batch's, if there is one."""
-        reply_chars = len(output.message or "") + sum(len(json.dumps(c.arguments)) for c in output.tool_calls)
-        counted = self.budget.record(output.usage, history_chars, reply_chars)
+    def _request_chars(self) -> int:
+        """The size of the request the history would make now (the budget's estimate of the next one)."""
+        return request_chars(self.agent.instructions, self.context.messages, self.agent.registry.specs())
+
+    def _count(self, output: ModelOutput, sent_chars: int) -> ModelOutput:
+        """The reply with the usage codebox counts (the server's when plausible: agent.model.usage),
+        counted in the report, the task's budget and the batch's, if there is one."""
+        counted, why = settle(output, sent_chars)
+        if why is not None and output.usage is not None:  # a count refused (none at all says itself: source)
+            self.emit("usage.estimated", reason=why, reported=_dump(output.usage), usage=_dump(counted))
+        self.usage = counted if self.usage is None else self.usage + counted
+        self.budget.record(counted, sent_chars)
         if self.limits.on_usage is not None:
             self.limits.on_usage(counted)
+        return output.model_copy(update={"usage": counted})
 
     def _interruptible(
         self, fn: Callable[[], T], on_interrupt: Callable[[], None] | None, let_finish: bool = False
@@ -320,7 +316,7 @@ class _Run:
         except Exception as exc:  # ToolInputError, or anything a hostile argument provokes
             reason = str(exc) if isinstance(exc, ToolInputError) else f"the call could not be checked: {_exc(exc)}"
             self.emit("tool.start", **base, decision="invalid", reason=reason)
-            self._finish(call, "invalid", ToolResult(content=reason, is_error=True, outcome="error"), 0.0)
+            self._finish(call, "invalid", failure(reason, "error"), 0.0)
             return
         try:
             verdict = self.agent.policy.decide(prepared)
@@ -337,7 +333,7 @@ class _Run:
         )
         if not verdict.allowed:
             content = f"Denied by policy ({self.agent.policy.name}): {verdict.reason}. The call was not run."
-            self._finish(call, "deny", ToolResult(content=content, is_error=True, outcome="denied"), 0.0)
+            self._finish(call, "deny", failure(content, "denied"), 0.0)
             return
         started = time.monotonic()
         try:
@@ -348,12 +344,12 @@ class _Run:
             )
         except _Stop as stop:
             content = f"The call was interrupted: the run stopped ({stop.reason})."
-            result = ToolResult(content=content, is_error=True, outcome=stop.reason)
+            result = failure(content, "interrupted", stop_reason=stop.reason)
             with contextlib.suppress(_Stop):  # the loop guard must not replace the reason
                 self._finish(call, "allow", result, time.monotonic() - started)
             raise
         except SandboxError as exc:
-            result = ToolResult(content=f"Sandbox failure: {exc}", is_error=True, outcome="sandbox_error")
+            result = failure(f"Sandbox failure: {exc}", "sandbox_error")
             self._finish(call, "allow", result, time.monotonic() - started)
             raise _Stop("sandbox_error", str(exc)) from exc
         self._finish(call, "allow", result, time.monotonic() - started, prepared)
@@ -364,11 +360,7 @@ class _Run:
         except SandboxError:
             raise
         except Exception as exc:  # a tool's crash is a result the model sees, not the end of the run
-            return ToolResult(
-                content=f"Tool {prepared.handler.name} failed: {type(exc).__name__}: {exc}",
-                is_error=True,
-                outcome="error",
-            )
+            return failure(f"Tool {prepared.handler.name} failed: {type(exc).__name__}: {exc}", "error")
 
     def _finish(
         self,
@@ -378,38 +370,37 @@ class _Run:
         duration: float,
         prepared: PreparedCall | None = None,
     ) -> None:
-        self.context.append(
-            ToolResultMessage(call_id=call.id, name=call.name, content=result.content, is_error=result.is_error)
-        )
+        content = result.shown()
+        self.context.append(ToolResultMessage(call_id=call.id, name=call.name, content=content, is_error=not result.ok))
         self.emit(
             "tool.end",
             name=call.name,
             call_id=call.id,
             decision=decision,
-            is_error=result.is_error,
+            is_error=not result.ok,
             outcome=result.outcome,
             duration_s=round(duration, 4),
-            content=result.content,
+            content=content,
             summary=self.agent.registry.summary(call),
             data=result.data,
         )
-        error = result.content.splitlines()[0][:300] if result.is_error and result.content else None
+        error = content.splitlines()[0][:300] if not result.ok and content else None
         self.records.append(
             ToolCallRecord(
                 call_id=call.id,
                 name=call.name,
                 decision=decision,
-                ok=not result.is_error,
+                ok=result.ok,
                 error=error,
                 duration_s=round(duration, 4),
             )
         )
         if prepared is not None:
             prepared.handler.note_effects(prepared.write_paths, result, self.effects)
-            if prepared.handler.writes and not result.is_error:
+            if prepared.handler.writes and result.ok:
                 # The tree changed: running the same failing test again is a fair retry now.
                 self.failing_calls.clear()
-        if result.is_error:
+        if not result.ok:
             key = call.name + json.dumps(call.arguments, sort_keys=True, default=str) + (call.raw_arguments or "")
             self.failing_calls[key] += 1
             if self.failing_calls[key] >= self.limits.loop_guard_repeats:
@@ -454,5 +445,5 @@ def _smaller(a: N | None, b: N | None) -> N | None:
     return min(a, b)
 
 
-def _dump(usage: Usage | None) -> dict[str, int] | None:
+def _dump(usage: Usage | None) -> dict[str, Any] | None:
     return usage.model_dump() if usage else None

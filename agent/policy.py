@@ -37,8 +37,6 @@ class Verdict:
 
 class Policy(ABC):
     name: str
-    # Whether this policy can ever allow a write: the runner starts a write container only then.
-    allows_writes: bool
 
     def decide(self, call: PreparedCall) -> Verdict:
         if not call.handler.writes:
@@ -51,7 +49,6 @@ class Policy(ABC):
 
 class ReadOnlyPolicy(Policy):
     name = "read-only"
-    allows_writes = False
 
     def decide_write(self, call: PreparedCall) -> Verdict:
         return Verdict("deny", f"{call.handler.name} writes files and the policy is read-only")
@@ -110,7 +107,6 @@ class WorkspaceWritePolicy(Policy):
     """
 
     name = "workspace-write"
-    allows_writes = True
 
     def __init__(
         self, allow: Iterable[str] = ("**",), deny: Iterable[str] = (), protected: Iterable[str] = HOST_RUN_GLOBS
@@ -168,7 +164,6 @@ class ApproveOncePolicy(Policy):
     """
 
     name = "ask"
-    allows_writes = True
 
     def __init__(self, ask: AskFn, rules: WorkspaceWritePolicy | None = None) -> None:
         self.ask = ask

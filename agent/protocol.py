@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
 from agent.defaults import DEFAULT_MAX_STEPS, DEFAULT_POLICY, DEFAULT_TIMEOUT_S, PolicyName
 from agent.env.recipe import Recipe
+from agent.sandboxes.result import Outcome
 
 
 def new_id(prefix: str) -> str:
@@ -66,17 +67,30 @@ MessageList: TypeAdapter[list[Message]] = TypeAdapter(list[Message])
 # --- model ---------------------------------------------------------------------------------------
 
 
+UsageSource = Literal["server", "estimated", "mixed"]
+
+
 class Usage(BaseModel):
     input_tokens: int = 0
     output_tokens: int = 0
     total_tokens: int = 0
+    # Whose count this is: the server's (it passed agent.model.usage's checks), codebox's own
+    # estimate (the server sent none, or an implausible one), or a sum of both kinds.
+    source: UsageSource | None = None
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
             input_tokens=self.input_tokens + other.input_tokens,
             output_tokens=self.output_tokens + other.output_tokens,
             total_tokens=self.total_tokens + other.total_tokens,
+            source=_sources(self.source, other.source),
         )
+
+
+def _sources(a: UsageSource | None, b: UsageSource | None) -> UsageSource | None:
+    if a is None or a == b:
+        return b
+    return a if b is None else "mixed"
 
 
 class ModelOutput(BaseModel):
@@ -117,7 +131,9 @@ EventType = Literal[
     "note",  # a note codebox sent to the model in the history (after an empty or cut-off reply)
     "model.retry",  # a model request failed and is retried: attempt, wait_s, reason
     "model.error",  # the model could not be reached or refused: no more retries
+    "model.fallback",  # the client changed how it asks for the rest of the run (unstreamed): reason, said
     "context.trimmed",  # old tool results were shortened to fit the budget
+    "usage.estimated",  # the server's usage was implausible: codebox's estimate is counted (reason, reported, usage)
     "note",  # a note the loop sent to the model in the user's turn (text)
     "turn.end",  # the run ended: reason, and the report
 ]
@@ -170,6 +186,8 @@ class TaskSpec(BaseModel):
     # "none" (the image as it is), an image name (an environment made before), or an object
     # (EnvSpec: auto with a recipe, e.g. {"pip": [...], "pre_install": [...]}).
     env: Annotated[str, Field(min_length=1)] | EnvSpec = "auto"
+    # Resolve what the repository's own package sources would serve from the user's index (--allow-public-fallback).
+    allow_public_fallback: bool = False
     max_steps: int = Field(default=DEFAULT_MAX_STEPS, ge=1)
     timeout_s: float = Field(default=DEFAULT_TIMEOUT_S, gt=0)
     model: str | None = None
@@ -272,7 +290,7 @@ class TestRun(BaseModel):
     __test__ = False  # not a pytest class
 
     command: list[str]
-    outcome: str
+    outcome: Outcome
     exit_code: int | None = None
     duration_s: float = 0.0
     # The failing tests by name, as the output listed them (pytest, unittest, go test).
@@ -336,9 +354,3 @@ class Report(BaseModel):
     # --retry-errors run counts up) and the machine it ran on (host, and Ray node for the ray engine).
     attempt: int | None = None
     node: str | None = None
-
-    def render(self) -> str:
-        """A readable plain-text summary (escaped: safe to print on a terminal)."""
-        from agent.console.render import summary_text
-
-        return summary_text(self)

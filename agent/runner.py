@@ -9,19 +9,21 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agent.containers.config import SandboxConfig
+from agent.cancel import CancelToken
 from agent.containers.image import ImageError, image_problem
-from agent.containers.sandbox import Sandbox, SandboxError, SandboxReply
+from agent.containers.sandbox import Sandbox, SandboxError
 from agent.env.cancel import EnvCancelled
 from agent.env.choose import choose_for_task
 from agent.errors import CodeboxError
 from agent.events import EventSink
 from agent.host_run import host_run_globs
-from agent.loop import CancelToken, CodingAgent, Limits
+from agent.loop import CodingAgent, Limits
 from agent.model.base import ModelClient, ModelError
 from agent.model.factory import build_model
 from agent.policy import ApproveOncePolicy, AskFn, Policy, ReadOnlyPolicy, WorkspaceWritePolicy
 from agent.protocol import STATUS_FOR_REASON, AgentEvent, EnvInfo, Report, StopReason, TaskSpec
+from agent.sandboxes.config import SandboxConfig
+from agent.sandboxes.result import ToolResult
 from agent.tools import ToolContext, ToolRegistry
 from agent.workspace import Workspace, WorkspaceError, create_workspace, with_patch
 
@@ -127,7 +129,7 @@ def run_task(
     except CodeboxError as exc:
         return failed_report(task, model.name, "sandbox_error", f"environment: {exc}", sink)
     if env is not None:
-        config = config.model_copy(update={"image": env.run_image})
+        config = config.replace(image=env.run_image)
     # A warm sandbox fits only if it has this repo and this config (the env's image included).
     claimed = warm.claim(task.id, repo, config) if warm is not None else None
     sandbox = claimed or Sandbox(repo, config, task_id=task.id)
@@ -147,7 +149,7 @@ def run_task(
 def task_sandbox_config(task: TaskSpec, sandbox_config: SandboxConfig | None) -> SandboxConfig:
     """The sandbox's limits and image for this task, before its environment is chosen (a task's image wins)."""
     config = sandbox_config or SandboxConfig()
-    return config.model_copy(update={"image": task.image}) if task.image else config
+    return config.replace(image=task.image) if task.image else config
 
 
 def env_progress(line: str) -> None:
@@ -219,7 +221,7 @@ class _EarlyStart:
             raise SandboxError(f"the sandbox could not start: {self.error}")
         return self.sandbox
 
-    def call(self, tool: str, args: dict[str, Any], timeout_s: float | None = None) -> SandboxReply:
+    def call(self, tool: str, args: dict[str, Any], timeout_s: float | None = None) -> ToolResult:
         return self._ready().call(tool, args, timeout_s)
 
     def close(self) -> None:

@@ -30,8 +30,8 @@ sys.path.insert(0, str(ROOT))
 import agent.runner  # noqa: E402
 from agent.batch import run_batch  # noqa: E402
 from agent.containers.image import ensure_sandbox_image  # noqa: E402
-from agent.containers.sandbox import SandboxConfig  # noqa: E402
 from agent.protocol import Report, TaskSpec  # noqa: E402
+from agent.sandboxes.config import SandboxConfig  # noqa: E402
 
 DEMO = ROOT / "agent" / "demo"
 CGROUP = Path("/sys/fs/cgroup/memory/docker")

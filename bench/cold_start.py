@@ -48,9 +48,11 @@ if str(ROOT) not in sys.path:
 
 from agent.batch import run_batch  # noqa: E402
 from agent.console.batch_view import BatchView  # noqa: E402
+from agent.console.render import summary_text  # noqa: E402
 from agent.containers.image import ensure_sandbox_image  # noqa: E402
-from agent.containers.sandbox import Sandbox, SandboxConfig  # noqa: E402
+from agent.containers.sandbox import Sandbox  # noqa: E402
 from agent.protocol import AgentEvent, Report, TaskSpec  # noqa: E402
+from agent.sandboxes.config import SandboxConfig  # noqa: E402
 
 MB = 1024 * 1024
 SCRIPT = {
@@ -197,7 +199,7 @@ class Bench:
         out = self.work / f"out-{self.batches}"
         reports = run_batch(tasks, out, jobs=1, sandbox_config=self.config, view=view, warm=warm)
         shutil.rmtree(out, ignore_errors=True)
-        assert [r.status for r in reports] == ["completed", "completed"], [r.render() for r in reports]
+        assert [r.status for r in reports] == ["completed", "completed"], [summary_text(r) for r in reports]
         return view.first_result_at[ids[1]] - view.started_at[ids[1]]
 
     def warm_task_start(self) -> None:

@@ -24,12 +24,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from agent.console.render import summary_text  # noqa: E402
 from agent.containers.image import ensure_sandbox_image  # noqa: E402
-from agent.containers.sandbox import Sandbox, SandboxConfig  # noqa: E402
+from agent.containers.sandbox import Sandbox  # noqa: E402
 from agent.events import MemorySink  # noqa: E402
 from agent.model.scripted import ScriptedModel  # noqa: E402
 from agent.protocol import TaskSpec  # noqa: E402
 from agent.runner import run_task  # noqa: E402
+from agent.sandboxes.config import SandboxConfig  # noqa: E402
 
 TEST_CMD = ["python3", "-m", "pytest", "-q", "-p", "no:cacheprovider"]
 
@@ -45,7 +47,7 @@ def loop_per_call(repo: Path, calls: int, image: str) -> tuple[float, float, flo
 
     report = run_task(task, ScriptedModel(turns), sink, sandbox_config=SandboxConfig(image=image),
                       limits=Limits(max_steps=calls + 5, loop_guard_repeats=calls + 5))
-    assert report.status == "completed", report.render()
+    assert report.status == "completed", summary_text(report)
     # Per call through the loop: from one tool.start to the next (model turn, policy, sandbox,
     # history, events), skipping the first (the sandbox's warm-up).
     starts = [e.time for e in sink.events if e.type == "tool.start"]

@@ -23,6 +23,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from fake_openai_server import FakeOpenAIServer, chat_reply  # noqa: E402
 
+from agent.console.render import summary_text  # noqa: E402
 from agent.containers.image import ensure_sandbox_image  # noqa: E402
 from agent.events import MemorySink  # noqa: E402
 from agent.model.openai_client import OpenAIChatClient, OpenAIConfig  # noqa: E402
@@ -51,7 +52,7 @@ def main() -> None:
                 started = time.monotonic()
                 report = run_task(TaskSpec(repo=str(repo), goal="read"), model, MemorySink())
                 times.append(time.monotonic() - started)
-            assert report.status == "completed", report.render()
+            assert report.status == "completed", summary_text(report)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     task = statistics.median(times[1:])

@@ -23,7 +23,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from agent.containers.sandbox import Sandbox, SandboxConfig  # noqa: E402
+from agent.containers.sandbox import Sandbox  # noqa: E402
+from agent.sandboxes.config import SandboxConfig  # noqa: E402
 
 # Runs inside the container: times the clean-start steps on a private directory standing in for /tmp.
 INSIDE = r"""

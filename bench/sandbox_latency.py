@@ -26,7 +26,8 @@ if str(ROOT) not in sys.path:
 
 import docker  # noqa: E402
 
-from agent.containers.sandbox import Sandbox, SandboxConfig  # noqa: E402
+from agent.containers.sandbox import Sandbox  # noqa: E402
+from agent.sandboxes.config import SandboxConfig  # noqa: E402
 
 
 def _times(fn: Callable[[], object], n: int, warmup: int = 3) -> list[float]:

@@ -269,10 +269,11 @@ def _encode(resp: dict[str, Any]) -> bytes:
 
 
 def shutdown() -> None:
-    """Kill what run_test started, if run_test ever ran (its module is loaded on first use)."""
-    run_test = sys.modules.get("sandbox.tools.run_test")
-    if run_test is not None:
-        run_test.shutdown()
+    """Kill what the code-running tools started, those that ever ran (a module loads on first use)."""
+    for name in sorted(catalog.CODE_TOOLS):
+        module = sys.modules.get(catalog.TOOL_MODULES[name])
+        if module is not None:
+            module.shutdown()
 
 
 def _which(name: str) -> Optional[str]:

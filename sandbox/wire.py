@@ -19,12 +19,7 @@ checks the id and the types before using a response.
 
 from __future__ import annotations
 
-from sandbox.tools.catalog import NAMES as _TOOL_NAMES
-
 PROTOCOL_VERSION = 1
-
-# Tools the server answers (sandbox.tools.catalog). "ping" is the readiness probe; it returns {"version": ...}.
-TOOLS = ("ping", *_TOOL_NAMES)
 
 OUTCOMES = (
     "ok",  # the tool did its job (run_test: the command exited 0)
@@ -32,8 +27,8 @@ OUTCOMES = (
     "failed",  # run_test: the command ran and exited non-zero
     "timeout",  # run_test: killed at the deadline (data.killed lists what)
     "oom",  # run_test: killed by the kernel for memory (host checks the container state too)
-    "container_died",  # set by the host: the server stopped answering or the container is gone
 )
+# The host adds its own outcomes (a dead container, a policy's refusal ...): agent.sandboxes.result.Outcome.
 
 # The longest response line the host accepts; anything longer is refused as garbage.
 MAX_RESPONSE_BYTES = 4 * 1024 * 1024

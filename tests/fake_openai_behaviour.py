@@ -5,7 +5,10 @@ one) as seen on the wire: a request its pydantic models refuse (an assistant mes
 ``content: null``) is answered with HTTP 500 and the whole list of validation errors, in which
 the one that names ``content`` comes after the other roles' complaints; tools sent without ``tool_choice`` are left out
 of the prompt, so the model answers in prose; generation takes time per token and runs to the
-end unless ``max_tokens`` stops it.
+end unless ``max_tokens`` stops it; a streamed request that carries tools cannot be served
+(its chatml-function-calling handler raises "Automatic streaming tool choice is not supported"):
+the answer is HTTP 200 with an empty event stream (``stream_with_tools="empty"``), or, as other
+builds of the server answer it, an HTTP 500 with that text (``"error"``).
 
 Also here: a reply as the chunks of a stream (``completion_chunks``).
 """
@@ -15,9 +18,10 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 PROSE_WITHOUT_TOOLS = "To fix this I would first read the file and then change the loop."
+NO_STREAMING_WITH_TOOLS = "Automatic streaming tool choice is not supported"  # llama-cpp-python's words
 
 
 @dataclass(frozen=True)
@@ -29,12 +33,33 @@ class ServerBehaviour:
     validation_status: int = 400  # the status of a validation error (llama-cpp-python: 500)
     seconds_per_token: float = 0.0  # generation time per output token (streamed as generated)
     refuse_stream_options: bool = False  # an older server: 400 for stream_options
+    # A streamed request with tools: served ("stream"), HTTP 200 with an empty event stream
+    # ("empty"), or HTTP 500 with NO_STREAMING_WITH_TOOLS ("error").
+    stream_with_tools: Literal["stream", "empty", "error"] = "stream"
+    # A server that forges its bill: every completion (whole or streamed) reports this usage,
+    # (prompt_tokens, completion_tokens, total_tokens), whatever it read and wrote.
+    forged_usage: tuple[int, int, int] | None = None
 
 
 LENIENT = ServerBehaviour()
 LLAMA_CPP_PYTHON = ServerBehaviour(
-    refuse_null_content=True, tools_need_tool_choice=True, validation_status=500, seconds_per_token=0.0
+    refuse_null_content=True,
+    tools_need_tool_choice=True,
+    validation_status=500,
+    seconds_per_token=0.0,
+    stream_with_tools="empty",
 )
+ZERO_USAGE = ServerBehaviour(forged_usage=(0, 0, 0))
+NEGATIVE_USAGE = ServerBehaviour(forged_usage=(-4000, -100, -4100))
+
+
+def forge_usage(completion: dict[str, Any], behaviour: ServerBehaviour) -> dict[str, Any]:
+    """The completion with the usage the behaviour forges (unchanged for an honest server)."""
+    if behaviour.forged_usage is None:
+        return completion
+    prompt, completion_tokens, total = behaviour.forged_usage
+    usage = {"prompt_tokens": prompt, "completion_tokens": completion_tokens, "total_tokens": total}
+    return {**completion, "usage": usage}
 
 _OTHER_ROLES = ("system", "user", "tool", "function")
 Problem = dict[str, Any]
@@ -93,6 +118,12 @@ def validation_message(problems: list[Problem]) -> str:
 def ignores_tools(body: Any, behaviour: ServerBehaviour) -> bool:
     return bool(behaviour.tools_need_tool_choice and isinstance(body, dict) and body.get("tools")
                 and "tool_choice" not in body)
+
+
+def cannot_stream(body: Any, behaviour: ServerBehaviour) -> bool:
+    """A streamed request with tools, to a server that cannot stream tool calls."""
+    return bool(behaviour.stream_with_tools != "stream" and isinstance(body, dict) and body.get("stream")
+                and body.get("tools"))
 
 
 def requested_max_tokens(body: Any) -> int | None:

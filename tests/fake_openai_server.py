@@ -18,7 +18,8 @@ that says the script ran out (400 is not retried by the client, so a test fails 
 A request with ``stream: true`` gets a scripted chat.completion as a stream of chunks; a
 ``stream_reply`` is a stream as written (chunks split anywhere, cut in the middle).
 ``behaviour`` makes the server as strict and slow as a real one (``LLAMA_CPP_PYTHON``, see
-``fake_openai_behaviour``): chat requests are checked before any scripted reply is used.
+``fake_openai_behaviour``): chat requests are checked before any scripted reply is used, and a
+streamed request with tools to a server that cannot stream them is refused as that server does.
 """
 
 from __future__ import annotations
@@ -35,9 +36,12 @@ from typing import Any, Literal
 
 from tests.fake_openai_behaviour import (
     LENIENT,
+    NO_STREAMING_WITH_TOOLS,
     PROSE_WITHOUT_TOOLS,
     ServerBehaviour,
+    cannot_stream,
     completion_chunks,
+    forge_usage,
     generate,
     ignores_tools,
     requested_max_tokens,
@@ -290,6 +294,7 @@ class _Handler(BaseHTTPRequestHandler):
         generation_s = 0.0
         if _is_completion(reply):  # the model "generates" it: max_tokens and slow generation apply
             completion, tokens = generate(reply.body, requested_max_tokens(body))
+            completion = forge_usage(completion, owner.behaviour)
             reply = Reply(body=completion, headers=reply.headers, delay_s=reply.delay_s)
             generation_s = tokens * owner.behaviour.seconds_per_token
             if streamed:
@@ -449,6 +454,10 @@ class FakeOpenAIServer:
                 status = self.behaviour.validation_status
                 kind = "internal_server_error" if status >= 500 else "invalid_request_error"
                 return error_reply(status, validation_message(problems), error_type=kind)
+            if cannot_stream(body, self.behaviour):  # before the script: the request never reaches a model
+                if self.behaviour.stream_with_tools == "error":
+                    return error_reply(500, NO_STREAMING_WITH_TOOLS, error_type="internal_server_error")
+                return Reply(stream=[], cut="eof")  # 200, text/event-stream, and not one event
             if ignores_tools(body, self.behaviour):
                 return chat_reply(PROSE_WITHOUT_TOOLS, usage=(198, 14))
         return self._next_reply(request)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -13,31 +12,23 @@ from agent.loop import CodingAgent, Limits
 from agent.model.scripted import ScriptedModel
 from agent.policy import Policy, ReadOnlyPolicy
 from agent.protocol import TaskSpec
+from agent.sandboxes.result import ToolResult
 from agent.tools import ToolContext, ToolRegistry
-
-
-@dataclass
-class FakeReply:
-    ok: bool = True
-    output: str = ""
-    error: str | None = None
-    outcome: str = "ok"
-    data: dict[str, Any] = field(default_factory=dict)
 
 
 class FakeSandbox:
     """Answers each tool with a function of its arguments; records every call."""
 
-    def __init__(self, handlers: dict[str, Callable[[dict[str, Any]], FakeReply]] | None = None) -> None:
+    def __init__(self, handlers: dict[str, Callable[[dict[str, Any]], ToolResult]] | None = None) -> None:
         self.handlers = handlers or {}
         self.calls: list[tuple[str, dict[str, Any]]] = []
         self.closed = threading.Event()
 
-    def call(self, tool: str, args: dict[str, Any], timeout_s: float | None = None) -> FakeReply:
+    def call(self, tool: str, args: dict[str, Any], timeout_s: float | None = None) -> ToolResult:
         self.calls.append((tool, args))
         handler = self.handlers.get(tool)
         if handler is None:
-            return FakeReply(output=f"{tool} ok")
+            return ToolResult(output=f"{tool} ok")
         return handler(args)
 
     def close(self) -> None:

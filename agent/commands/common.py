@@ -16,11 +16,11 @@ from agent.console.escape import printable
 
 if TYPE_CHECKING:
     from agent.protocol import TaskSpec
+    from agent.sandboxes.config import SandboxConfig, SandboxConfigError
 
 # 0: the task completed; 1: it did not (stopped, error; or --require-tests and the last test
 # failed or never ran); 2: a usage error, found before anything ran; 130: cancelled.
 EXIT_OK, EXIT_STOPPED, EXIT_USAGE, EXIT_CANCELLED = 0, 1, 2, 130
-PASSING_OUTCOMES = ("ok", "passed")
 
 
 def openai_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -36,6 +36,17 @@ def openai_options(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def setting_origin(args: argparse.Namespace, key: str, flag: str) -> str:
+    """How a message names where a setting's value came from: its flag, its variable, or its file and key."""
+    settings = getattr(args, "settings", None)
+    source = settings.sources.get(key) if settings is not None else None
+    if source is None or source.kind in ("flag", "default"):
+        return flag
+    if source.kind == "environment":
+        return str(source.where)
+    return f"{source.where}: {source.key}"
+
+
 def model_spec(args: argparse.Namespace, task: TaskSpec | None = None) -> str | None:
     return (task.model if task and task.model else None) or args.model or os.environ.get("CODEBOX_MODEL")
 
@@ -48,22 +59,19 @@ def _sandbox_options(args: argparse.Namespace) -> dict[str, Any]:
     return {k: v for k, v in options.items() if v is not None}
 
 
-def sandbox_config_from_flags(args: argparse.Namespace) -> Any:
-    """SandboxConfig from the flags; ValidationError on a bad value (--memory lots, --pids 5)."""
-    from agent.containers.config import SandboxConfig
+def sandbox_config_from_flags(args: argparse.Namespace) -> SandboxConfig:
+    """SandboxConfig from the flags (no pydantic: `codebox run`'s early start uses it too);
+    SandboxConfigError on a bad value (--memory lots, --pids 5): say it with ``flag_problem``."""
+    from agent.sandboxes.config import SandboxConfig
 
     return SandboxConfig(**_sandbox_options(args))
 
 
-def plain_sandbox_config_from_flags(args: argparse.Namespace) -> Any:
-    """The same config as sandbox_config_from_flags, without pydantic (PlainSandboxConfig), or
-    None where that one might refuse the flags: then the caller does nothing early."""
-    from agent.containers.spec import PlainSandboxConfig
+def flag_problem(exc: SandboxConfigError) -> str:
+    """A bad sandbox setting in the words of the flag that gave it: ``--pids: must be at least 16 (got 5)``."""
+    from agent.checks import FLAG_FOR_FIELD
 
-    try:
-        return PlainSandboxConfig(**_sandbox_options(args))
-    except (TypeError, ValueError):
-        return None
+    return f"{FLAG_FOR_FIELD.get(exc.field, exc.field)}: {str(exc).split(': ', 1)[1]}"
 
 
 def prices_from_flags(args: argparse.Namespace) -> Any:

@@ -14,14 +14,13 @@ from agent.commands.common import (
     EXIT_CANCELLED,
     EXIT_OK,
     EXIT_STOPPED,
-    PASSING_OUTCOMES,
-    env_progress,
     error_exit,
+    flag_problem,
     model_spec,
     openai_options,
-    plain_sandbox_config_from_flags,
     prices_from_flags,
     sandbox_config_from_flags,
+    setting_origin,
     usage_error,
     write_out,
 )
@@ -90,7 +89,7 @@ def exit_code(report: Report, require_tests: bool = False) -> int:
         return EXIT_CANCELLED
     if report.status != "completed":
         return EXIT_STOPPED
-    if require_tests and (report.last_test is None or report.last_test.outcome not in PASSING_OUTCOMES):
+    if require_tests and (report.last_test is None or report.last_test.outcome != "ok"):
         return EXIT_STOPPED
     return EXIT_OK
 
@@ -101,7 +100,7 @@ def _tests_note(report: Report) -> str | None:
         return None
     if report.last_test is None:
         return "--require-tests: the run completed but no test ran"
-    if report.last_test.outcome not in PASSING_OUTCOMES:
+    if report.last_test.outcome != "ok":
         test = report.last_test
         return f"--require-tests: the last test run ended {one_line(test.outcome)} (exit {test.exit_code})"
     return None
@@ -116,8 +115,10 @@ def _run_task_spec(args: argparse.Namespace, task_id: str) -> tuple[TaskSpec | N
 
     from agent import checks
     from agent.protocol import TaskSpec
+    from agent.sandboxes.config import SandboxConfigError
 
-    problem = checks.model_option_problems(args.base_url, args.request_timeout, args.temperature)
+    problem = checks.model_option_problems(args.base_url, args.request_timeout, args.temperature,
+                                           setting_origin(args, "base_url", "--base-url"))
     test_cmd, split_problem = checks.split_test_command(args.test_cmd)
     if problem or split_problem:
         return None, None, problem or split_problem
@@ -133,12 +134,15 @@ def _run_task_spec(args: argparse.Namespace, task_id: str) -> tuple[TaskSpec | N
             test_in_copy=args.test_in_copy,
             image=args.image,
             env=args.env or "auto",
+            allow_public_fallback=args.allow_public_fallback,
             max_steps=args.max_steps,
             timeout_s=args.timeout,
             max_total_tokens=args.max_total_tokens,
             max_cost=args.max_cost,
         )
         sandbox_config = sandbox_config_from_flags(args)
+    except SandboxConfigError as exc:
+        return None, None, flag_problem(exc)
     except ValidationError as exc:
         return None, None, checks.validation_message(exc)
     from agent.env.errors import EnvError
@@ -166,12 +170,14 @@ def _early_sandbox(args: argparse.Namespace, task_id: str) -> WarmPool | None:
     it always does.
     """
     from agent.containers.pool import PlannedTask, WarmPool
+    from agent.sandboxes.config import SandboxConfigError
 
     if args.isolated or args.env not in (None, "auto", "none"):
         return None  # it would not fit: an isolated run mounts its workspace; --env IMAGE runs that image
-    config = plain_sandbox_config_from_flags(args)
-    if config is None:
-        return None
+    try:
+        config = sandbox_config_from_flags(args)
+    except SandboxConfigError:
+        return None  # run_task's own check says it, in one line
     repo = Path(args.repo).expanduser().resolve()
     if not repo.is_dir():
         return None
@@ -184,7 +190,36 @@ def _early_sandbox(args: argparse.Namespace, task_id: str) -> WarmPool | None:
     return pool
 
 
+def _preflight_problem(args: argparse.Namespace) -> str | None:
+    """The command line's mistakes found with the standard library alone: before any container."""
+    from agent import preflight
+
+    return (
+        preflight.repo_problem(args.repo)
+        or (None if args.isolated else preflight.read_only_problem(args.repo, args.policy))
+        or preflight.model_problem(model_spec(args), args.api_key_env or "OPENAI_API_KEY", args.base_url)
+    )
+
+
+def _model_problem(args: argparse.Namespace) -> str | None:
+    """The model built once as the run will build it: a script that is not one, a bad option."""
+    from agent.model.base import ModelError
+    from agent.model.factory import build_model
+
+    spec = model_spec(args)
+    if spec is None:
+        return None
+    try:
+        build_model(spec, **openai_options(args))
+    except ModelError as exc:
+        return str(exc)
+    return None
+
+
 def cmd_run(args: argparse.Namespace) -> int:
+    problem = _preflight_problem(args)
+    if problem:
+        return usage_error(problem)
     task_id = f"task_{uuid.uuid4().hex[:12]}"
     warm = _early_sandbox(args, task_id)
     try:
@@ -196,9 +231,10 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def _cmd_run(args: argparse.Namespace, task_id: str, warm: WarmPool | None) -> int:
     from agent import checks
+    from agent.cancel import CancelToken
     from agent.console.render import ChangeLog
     from agent.events import FanoutSink, JsonlSink
-    from agent.loop import CancelToken, Limits
+    from agent.loop import Limits
     from agent.runner import run_task_isolated
     from agent.signals import cancel_on_signals
 
@@ -212,7 +248,8 @@ def _cmd_run(args: argparse.Namespace, task_id: str, warm: WarmPool | None) -> i
     if task.policy == "ask" and not _has_terminal():
         return usage_error("--policy ask needs a terminal to ask on; use workspace-write with --allow")
     problem = (
-        checks.output_file_problem(args.report, "--report")
+        _model_problem(args)
+        or checks.output_file_problem(args.report, "--report")
         or checks.output_file_problem(args.output_last_message, "--output-last-message")
         or checks.missing_test_program(task, sandbox_config.image)
     )
@@ -240,7 +277,8 @@ def _cmd_run(args: argparse.Namespace, task_id: str, warm: WarmPool | None) -> i
     cancel = CancelToken()
     patch_text = ""
     try:
-        with cancel_on_signals(cancel):
+        # On a live console the notice goes above its status line, not through it.
+        with cancel_on_signals(cancel, console if console is not None and console.styled else sys.stderr):
             options: dict[str, Any] = dict(
                 sandbox_config=sandbox_config,
                 cancel=cancel,
@@ -273,16 +311,18 @@ def _prepare_env(task: TaskSpec, sandbox_config: Any) -> Any:
     """The task's environment, chosen before the run (EnvInfo or None), or the exit code of a failure."""
     import io
 
+    from agent.cancel import CancelToken
+    from agent.console.progress import StepProgress
     from agent.env.cancel import EnvCancelled
     from agent.env.choose import choose_for_task
     from agent.errors import CodeboxError
-    from agent.loop import CancelToken
     from agent.signals import cancel_on_signals
 
     cancel = CancelToken()  # Ctrl-C / SIGTERM stop a build under way: its uv and container go at once
     try:
-        with cancel_on_signals(cancel, io.StringIO()):  # quiet: the one line below says it
-            return choose_for_task(task, Path(task.repo), sandbox_config, env_progress, cancel)
+        # Each step a line; on a terminal a live line under them: the step, its seconds, the total.
+        with StepProgress(sys.stderr) as progress, cancel_on_signals(cancel, io.StringIO()):  # quiet: see below
+            return choose_for_task(task, Path(task.repo), sandbox_config, progress.log, cancel)
     except (KeyboardInterrupt, EnvCancelled):
         print("codebox: cancelled while preparing the environment", file=sys.stderr)
         return EXIT_CANCELLED

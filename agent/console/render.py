@@ -12,49 +12,51 @@ from typing import TYPE_CHECKING, TextIO
 from agent.console.escape import printable
 from agent.console.terminal import Styled, Writer
 from agent.console.terminal import safe_styled as safe
+from agent.net_diff import NetDiff
 
 if TYPE_CHECKING:  # protocol imports this module (Report.render): no import back at run time
     from agent.protocol import AgentEvent, Report
 
 STATUS_STYLE = {"completed": "bold green", "stopped": "bold yellow", "cancelled": "bold yellow", "error": "bold red"}
-OUTCOME_STYLE = {"ok": "green", "passed": "green", "failed": "red", "error": "red", "timeout": "yellow"}
+OUTCOME_STYLE = {"ok": "green", "failed": "red", "error": "red", "timeout": "yellow"}
 MAX_FAILED_SHOWN = 10
 
 
 class ChangeLog:
-    """An event sink that keeps the diff of every patch the run applied, in order.
+    """An event sink that keeps what the run changed, once per file (agent.net_diff).
 
-    The diff is the one the sandbox computed while applying each patch (apply_patch's
-    ``data.diff``), so it shows what this run changed, and nothing the repository had
-    changed before it; a file patched twice appears twice, in the order of the patches.
+    Each file's diff goes from its content before the run's first patch to it to its content
+    at the end, as the sandbox computed it: nothing the repository had changed before the run
+    shows up, and a file patched three times appears once.
     """
 
     def __init__(self) -> None:
-        self.diffs: list[str] = []
-        self.truncated = False
+        self.net = NetDiff()
 
     def emit(self, event: AgentEvent) -> None:
-        data = event.data
-        if event.type != "tool.end" or data.get("decision") != "allow" or data.get("is_error"):
-            return
-        result = data.get("data") or {}
-        diff = result.get("diff") if isinstance(result, dict) else None
-        if isinstance(diff, str) and diff.strip():
-            self.diffs.append(diff if diff.endswith("\n") else diff + "\n")
-            self.truncated = self.truncated or bool(result.get("diff_truncated"))
+        self.net.add_event(event.type, event.data)
 
     def close(self) -> None:
         pass
 
 
+def tests_passed_or_none(report: Report) -> bool:
+    """The last test run passed, or the run ran none: what a green mark may promise."""
+    return report.last_test is None or report.last_test.outcome == "ok"
+
+
 def summary_lines(report: Report) -> list[Styled]:
     """The summary as styled lines; every value that came from outside is escaped."""
     r = report
-    status = Styled(f"■ {r.status} ({r.stop_reason})", style=STATUS_STYLE.get(r.status, "bold"))
+    tests_failed = r.status == "completed" and not tests_passed_or_none(r)
+    style = "bold yellow" if tests_failed else STATUS_STYLE.get(r.status, "bold")
+    status = Styled(f"■ {r.status} ({r.stop_reason})", style=style)
     status.append(
         f" task {printable(r.task_id)} · {r.steps} steps · {len(r.tool_calls)} tool calls · {r.duration_s:.1f}s",
         style="",
     )
+    if tests_failed:
+        status.append(" · the last test run did not pass", style="yellow")
     lines = [status]
     if r.error:
         lines.append(Styled("error: ", style="bold red") + safe(r.error, "red"))
@@ -103,14 +105,18 @@ def summary_text(report: Report) -> str:
 
 def diff_lines(changes: ChangeLog) -> list[Styled]:
     """The run's diff, escaped, coloured line by line (+ green, - red, @@ cyan, headers bold)."""
-    if not changes.diffs:
+    net = changes.net
+    text = net.text()
+    if not text and not net.unknown:
         return [Styled("diff: no file changed", style="dim")]
-    lines = [Styled("diff of what the run changed:", style="bold")]
-    for diff in changes.diffs:
-        for raw in printable(diff.rstrip("\n"), multiline=True).split("\n"):
-            lines.append(Styled(raw, style=_diff_style(raw)))
-    if changes.truncated:
-        lines.append(Styled("(the diff of at least one patch was cut: see the files themselves)", style="yellow"))
+    head = "diff of what the run changed, patch by patch:" if net.by_patch else "diff of what the run changed:"
+    lines = [Styled(head, style="bold")]
+    for raw in printable(text.rstrip("\n"), multiline=True).split("\n") if text else []:
+        lines.append(Styled(raw, style=_diff_style(raw)))
+    if net.unknown:
+        lines.append(Styled("not shown (too large to keep): " + printable(", ".join(net.unknown)), style="yellow"))
+    if net.truncated:
+        lines.append(Styled("(the diff of at least one file was cut: see the files themselves)", style="yellow"))
     return lines
 
 

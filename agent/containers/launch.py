@@ -29,11 +29,11 @@ from agent.containers.logs import log as _log
 from agent.containers.spec import (
     ROLE_TOOLS,
     RepoAccessError,
-    SandboxLimits,
     container_options,
     precompile_package,
 )
 from agent.errors import SandboxError
+from agent.sandboxes.config import SandboxConfig
 from sandbox import wire
 
 IMAGE_HELP = "build it with: codebox image build"
@@ -89,7 +89,7 @@ def start_error(exc: BaseException, detail: str, closed: bool) -> SandboxError:
 
 def launch(
     client: EngineClient,
-    config: SandboxLimits,
+    config: SandboxConfig,
     repo: Path,
     role: str,
     task_id: str,
@@ -169,7 +169,7 @@ class PendingLaunch:
     """
 
     def __init__(
-        self, config: SandboxLimits, repo: Path, task_id: str, labels: dict[str, str] | None = None
+        self, config: SandboxConfig, repo: Path, task_id: str, labels: dict[str, str] | None = None
     ) -> None:
         self.config = config
         self.repo = repo

@@ -8,9 +8,9 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from agent.containers.engine_api import Conflict, EngineClient, EngineError, NotFound, connect_engine
 from agent.containers.logs import log as _log
@@ -147,12 +147,6 @@ def reap_leftovers(
         remove_container(client, cid)
         removed.append(cid)
     return removed
-
-
-def iter_codebox_containers(client: EngineClient | None = None) -> Iterator[dict[str, Any]]:
-    """Summaries (docker API dicts) of every container that carries a codebox.task label."""
-    client = client or connect_engine(CodeboxError)
-    yield from client.containers(all=True, filters={"label": [LABEL_TASK]})
 
 
 def reap_in_background(

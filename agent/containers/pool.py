@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING, NamedTuple
 from agent.containers.launch import PendingLaunch
 from agent.containers.leftovers import LABEL_POOL
 from agent.containers.logs import log as _log
-from agent.containers.spec import SandboxLimits, same_config
 from agent.errors import SandboxError
+from agent.sandboxes.config import SandboxConfig
 
 if TYPE_CHECKING:
     from agent.containers.sandbox import Sandbox
@@ -39,12 +39,11 @@ _LABELS = {LABEL_POOL: "warm"}
 
 
 class PlannedTask(NamedTuple):
-    """A queued task, as the pool starts its sandbox: its id, the folder mounted, the limits
-    (a SandboxConfig, or for ``launch`` a pydantic-free PlainSandboxConfig)."""
+    """A queued task, as the pool starts its sandbox: its id, the folder mounted, its settings."""
 
     task_id: str
     repo: Path
-    config: SandboxLimits
+    config: SandboxConfig
 
 
 class _Warm:
@@ -77,7 +76,7 @@ class _Warm:
     def close(self) -> None:
         self.sandbox.close()  # a start under way sees the sandbox closed and removes its container
 
-    def hand_over(self, config: SandboxLimits) -> Sandbox:
+    def hand_over(self, config: SandboxConfig) -> Sandbox:
         return self.sandbox
 
     def _start(self) -> None:
@@ -116,7 +115,7 @@ class _Launched:
     def close(self) -> None:
         self.pending.close()
 
-    def hand_over(self, config: SandboxLimits) -> Sandbox:
+    def hand_over(self, config: SandboxConfig) -> Sandbox:
         from agent.containers.sandbox import Sandbox
 
         p = self.planned
@@ -156,7 +155,7 @@ class WarmPool:
             launched.pending.wait_sent(sent_timeout_s)
         return True
 
-    def claim(self, task_id: str, repo: Path, config: SandboxLimits) -> Sandbox | None:
+    def claim(self, task_id: str, repo: Path, config: SandboxConfig) -> Sandbox | None:
         """This task's sandbox, started or starting (the caller owns and closes it); None: start one.
 
         A start still under way is not waited for here: the sandbox's first call waits for it
@@ -169,7 +168,7 @@ class WarmPool:
         self._top_up()
         if warm is None:
             return None
-        matches = warm.planned.repo == Path(repo) and same_config(warm.planned.config, config)
+        matches = warm.planned.repo == Path(repo) and warm.planned.config == config
         failed = warm.failed
         if failed is not None or not matches or warm.closed:
             if failed is not None:

@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import dataclasses
 import json
 import logging
 import secrets
@@ -65,23 +66,21 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from pydantic import BaseModel, Field
-
 from agent.containers.attach_stream import LineTooLong, StreamClosed, StreamDeadline, StreamError
-from agent.containers.config import SandboxConfig
 from agent.containers.engine_api import EngineClient, EngineError, connect_engine, oom_killed_since
 from agent.containers.launch import Container, PendingLaunch, discard, launch, start_error, stderr_tail
 from agent.containers.leftovers import reap_leftovers
-from agent.containers.spec import ROLE_TOOLS, ROLE_WRITE, SandboxLimits
+from agent.containers.spec import ROLE_TOOLS, ROLE_WRITE
 from agent.errors import SandboxError
+from agent.sandboxes.config import SandboxConfig
+from agent.sandboxes.result import ToolResult
 from sandbox import wire
-from sandbox.tools.catalog import WRITE_TOOLS
+from sandbox.tools.catalog import CODE_TOOLS, WRITE_TOOLS
 
 __all__ = [
     "Sandbox",
     "SandboxConfig",
     "SandboxError",
-    "SandboxReply",
     "reap_leftovers",
 ]
 
@@ -91,15 +90,6 @@ _log = logging.getLogger("codebox.sandbox")
 # How long a fresh container may take to answer its first ping.
 STARTUP_TIMEOUT_S = 30.0
 _REPLACED = "the container was killed and will be replaced"
-
-
-class SandboxReply(BaseModel):
-    ok: bool
-    output: str
-    error: str | None = None
-    outcome: str
-    data: dict[str, Any] = Field(default_factory=dict)
-    duration_s: float
 
 
 # --------------------------------------------------------------------------------------------------
@@ -133,7 +123,7 @@ class _Failure(Exception):
 class Sandbox:
     """A task's sandbox: a read-only tool container and, on demand, a write container.
 
-    ``call`` and ``apply_patch`` are serialised (one request at a time); ``close`` may
+    ``call`` is serialised (one request at a time); ``close`` may
     be called from any thread, also while a call runs (the call then returns a
     ``container_died`` reply).
     """
@@ -141,7 +131,7 @@ class Sandbox:
     def __init__(
         self,
         repo: Path,
-        config: SandboxLimits | None = None,
+        config: SandboxConfig | None = None,
         task_id: str | None = None,
         client: EngineClient | None = None,
         labels: dict[str, str] | None = None,
@@ -150,7 +140,7 @@ class Sandbox:
         """``launched``: the tool container, launched ahead for this repo and config (the caller
         checked that they match): its first start adopts it and only sends the first ping."""
         self.repo = Path(repo).resolve()
-        self.config: SandboxLimits = config or SandboxConfig()
+        self.config: SandboxConfig = config or SandboxConfig()
         self.task_id = task_id or uuid.uuid4().hex[:12]
         self._client = client
         self._labels = dict(labels or {})  # extra container labels (e.g. codebox.pool)
@@ -181,7 +171,7 @@ class Sandbox:
         with self._call_lock:
             self._ensure(ROLE_TOOLS, needed_s=0.0)
 
-    def call(self, tool: str, args: dict[str, Any], timeout_s: float | None = None) -> SandboxReply:
+    def call(self, tool: str, args: dict[str, Any], timeout_s: float | None = None) -> ToolResult:
         """Run read_file / search / run_test (ping too) in the read-only tool container.
 
         A tool that writes (``sandbox.tools.catalog.WRITE_TOOLS``: apply_patch) is routed to
@@ -194,7 +184,7 @@ class Sandbox:
             return self._request(ROLE_WRITE, tool, dict(args), self._timeout(timeout_s))
         args = dict(args)
         timeout = self._timeout(timeout_s)
-        if tool == "run_test":
+        if tool in CODE_TOOLS:
             # The request's timeout bounds the run (the server uses the smaller of the two);
             # without an explicit one, the run's own timeout_s is the deadline.
             inner = args.get("timeout_s")
@@ -204,10 +194,6 @@ class Sandbox:
             else:
                 args["timeout_s"] = timeout
         return self._request(ROLE_TOOLS, tool, args, timeout)
-
-    def apply_patch(self, patch: str, timeout_s: float | None = None) -> SandboxReply:
-        """Apply a patch in the write container (repo rw, .git ro); started on first use and reused."""
-        return self.call("apply_patch", {"patch": patch}, timeout_s)
 
     def close(self) -> None:
         """Remove both containers. Idempotent; safe from any thread (and from a signal handler)."""
@@ -254,7 +240,7 @@ class Sandbox:
             return self.config.default_timeout_s
         return float(timeout_s)
 
-    def _request(self, role: str, tool: str, args: dict[str, Any], timeout_s: float) -> SandboxReply:
+    def _request(self, role: str, tool: str, args: dict[str, Any], timeout_s: float) -> ToolResult:
         with self._call_lock:
             wait_s = timeout_s + self.config.call_grace_s
             box = self._ensure(role, needed_s=wait_s)
@@ -268,14 +254,14 @@ class Sandbox:
             except _Failure as failure:
                 return self._died(box, str(failure), time.monotonic() - started, oom=failure.oom)
             reply = self._to_reply(response, time.monotonic() - started)
-            failed = tool == "run_test" and reply.outcome in ("failed", "timeout")
+            failed = tool in CODE_TOOLS and reply.outcome in ("failed", "timeout")
             if failed and oom_killed_since(self._docker(), box.id, started_wall):
                 message = (
                     "out of memory: the kernel killed a process of the test "
                     f"(sandbox memory limit {self.config.memory})"
                 )
                 data = {**reply.data, "oom": True}
-                reply = reply.model_copy(update={"ok": False, "outcome": "oom", "error": message, "data": data})
+                reply = dataclasses.replace(reply, ok=False, outcome="oom", error=message, data=data)
             return reply
 
     def _exchange(
@@ -332,8 +318,8 @@ class Sandbox:
         return response
 
     @staticmethod
-    def _to_reply(response: dict[str, Any], duration_s: float) -> SandboxReply:
-        return SandboxReply(
+    def _to_reply(response: dict[str, Any], duration_s: float) -> ToolResult:
+        return ToolResult(
             ok=response["ok"],
             output=response["output"],
             error=response.get("error"),
@@ -342,10 +328,10 @@ class Sandbox:
             duration_s=duration_s,
         )
 
-    def _died(self, box: Container, message: str, duration_s: float, oom: bool) -> SandboxReply:
+    def _died(self, box: Container, message: str, duration_s: float, oom: bool) -> ToolResult:
         """Kill and forget a container that failed a call; the next call starts a fresh one."""
         self._drop(box)
-        return SandboxReply(
+        return ToolResult(
             ok=False,
             output=message,
             error=message,

@@ -1,10 +1,8 @@
 """What a sandbox container looks like: its command, its mounts, its labels and every hardening
-option, in one place; and the limits it is made from, as a pydantic-free object.
+option, in one place, made from a SandboxConfig (agent.sandboxes.config).
 
 No pydantic here (nor in agent.containers.engine_api and agent.containers.launch): `codebox run`
-creates its container from these before pydantic is imported. ``container_options`` takes any
-object with SandboxConfig's attributes (``SandboxLimits``): the validated SandboxConfig
-(agent.containers.config) or a ``PlainSandboxConfig``.
+creates its container from these before pydantic is imported.
 """
 
 from __future__ import annotations
@@ -14,12 +12,13 @@ import os
 import re
 import stat
 from pathlib import Path
-from typing import Any, NamedTuple, Protocol
+from typing import Any
 
-from agent import defaults
 from agent.containers.leftovers import owner_labels
 from agent.errors import CodeboxError
+from agent.sandboxes.config import SandboxConfig, size_bytes
 from sandbox import wire
+from sandbox.tools.catalog import WRITE_TOOLS
 
 ROLE_TOOLS = "tools"
 ROLE_WRITE = "write"
@@ -51,104 +50,6 @@ ALARM_MARGIN_S = 30
 HUP_GRACE_S = 2.0
 
 
-class SandboxLimits(Protocol):
-    """What a sandbox is made from: SandboxConfig's attributes (read-only here)."""
-
-    @property
-    def image(self) -> str: ...
-    @property
-    def memory(self) -> str: ...
-    @property
-    def pids_limit(self) -> int: ...
-    @property
-    def cpus(self) -> float: ...
-    @property
-    def tmpfs_size(self) -> str: ...
-    @property
-    def lifetime_s(self) -> float: ...
-    @property
-    def output_limit(self) -> int: ...
-    @property
-    def call_grace_s(self) -> float: ...
-    @property
-    def default_timeout_s(self) -> float: ...
-    @property
-    def user(self) -> str | None: ...
-    @property
-    def allow_shell(self) -> bool: ...
-
-
-_SIZE = re.compile(r"(\d+(?:\.\d+)?)([bkmgBKMG][bB]?)?")
-_UNIT_BYTES = {"b": 1, "k": 2**10, "m": 2**20, "g": 2**30}
-MIN_MEMORY_BYTES = 6 * 2**20  # Docker refuses less
-
-
-def memory_limit(value: str) -> str:
-    """A container memory limit in Docker's size syntax, stripped; ValueError (a sentence) if Docker
-    would refuse it. SandboxConfig's validator and PlainSandboxConfig both apply this rule."""
-    match = _SIZE.fullmatch(value.strip())
-    if not match:
-        raise ValueError("a size is a number with a unit b, k, m or g, e.g. 512m or 2g")
-    number, unit = float(match.group(1)), (match.group(2) or "b").lower()[0]
-    if number * _UNIT_BYTES[unit] < MIN_MEMORY_BYTES:
-        raise ValueError("Docker needs at least 6m of memory")
-    return value.strip()
-
-
-class _PlainFields(NamedTuple):
-    image: str = defaults.DEFAULT_IMAGE
-    memory: str = defaults.DEFAULT_MEMORY
-    pids_limit: int = defaults.DEFAULT_PIDS
-    cpus: float = defaults.DEFAULT_CPUS
-    tmpfs_size: str = defaults.DEFAULT_TMPFS_SIZE
-    lifetime_s: float = defaults.DEFAULT_LIFETIME_S
-    output_limit: int = defaults.DEFAULT_OUTPUT_LIMIT
-    call_grace_s: float = defaults.DEFAULT_CALL_GRACE_S
-    default_timeout_s: float = defaults.DEFAULT_TOOL_TIMEOUT_S
-    user: str | None = None
-    allow_shell: bool = False
-
-
-class PlainSandboxConfig(_PlainFields):
-    """SandboxConfig's fields and defaults without pydantic, for `codebox run`'s early start.
-
-    It refuses (ValueError) what SandboxConfig refuses, and a little more (a value of the wrong
-    type, an infinite number): then the early start does not happen and SandboxConfig reports
-    the mistake as usual. Its messages are never shown to a user.
-    """
-
-    __slots__ = ()
-
-    def __new__(cls, *args: Any, **kwargs: Any) -> PlainSandboxConfig:
-        v = _PlainFields(*args, **kwargs)
-        texts = (v.image, v.memory, v.tmpfs_size)
-        ints = (v.pids_limit, v.output_limit)
-        floats = (v.cpus, v.lifetime_s, v.call_grace_s, v.default_timeout_s)
-        typed = (
-            all(isinstance(t, str) for t in texts)
-            and (v.user is None or isinstance(v.user, str))
-            and isinstance(v.allow_shell, bool)
-            and all(isinstance(n, int) and not isinstance(n, bool) for n in ints)
-            and all(isinstance(n, int | float) and not isinstance(n, bool) and math.isfinite(n) for n in floats)
-        )
-        if not typed:
-            raise ValueError("a sandbox limit of the wrong type")
-        if v.pids_limit < defaults.MIN_PIDS or v.output_limit <= 0 or v.call_grace_s < 0:
-            raise ValueError("a sandbox limit out of range")
-        if v.cpus <= 0 or v.lifetime_s <= 0 or v.default_timeout_s <= 0:
-            raise ValueError("a sandbox limit out of range")
-        return super().__new__(cls, *v._replace(memory=memory_limit(v.memory)))
-
-
-# The attributes a sandbox is made from: two configs with equal values make the same sandbox.
-CONFIG_FIELDS: tuple[str, ...] = _PlainFields._fields
-
-
-def same_config(a: SandboxLimits, b: SandboxLimits) -> bool:
-    """Do two configs (SandboxConfig or PlainSandboxConfig, in any mix) make the same sandbox?"""
-    return all(getattr(a, name) == getattr(b, name) for name in CONFIG_FIELDS)
-
-
 def _safe_name(text: str, limit: int = 40) -> str:
     cleaned = re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-.") or "task"
     return cleaned[:limit]
@@ -172,7 +73,7 @@ def _is_root(user: str) -> bool:
     return user.split(":", 1)[0].strip() in ("0", "root")
 
 
-def container_user(config: SandboxLimits, repo: Path, role: str) -> str:
+def container_user(config: SandboxConfig, repo: Path, role: str) -> str:
     """uid:gid of a container: the repository's owner (or --user), except that the tool
     container never runs as root: then UNPRIVILEGED_USER, which must be able to read the repo."""
     user = config.user or _repo_owner(repo)
@@ -188,7 +89,7 @@ def container_user(config: SandboxLimits, repo: Path, role: str) -> str:
     return UNPRIVILEGED_USER
 
 
-def _command(config: SandboxLimits, role: str) -> list[str]:
+def _command(config: SandboxConfig, role: str) -> list[str]:
     cfg = config
     server = [
         "python3",
@@ -203,8 +104,8 @@ def _command(config: SandboxLimits, role: str) -> list[str]:
         "--reap-all",
         "--wipe-tmp",
     ]
-    if role == ROLE_WRITE:  # the write container runs nothing but the patch engine
-        server += ["--tools", "apply_patch"]
+    if role == ROLE_WRITE:  # the write container runs nothing but the tools that write
+        server += ["--tools", ",".join(sorted(WRITE_TOOLS))]
     if cfg.allow_shell:
         server.append("--allow-shell")
     alarm_s = max(1, math.ceil(cfg.lifetime_s)) + ALARM_MARGIN_S
@@ -229,16 +130,8 @@ def _binds(repo: Path, role: str) -> list[str]:
     return binds
 
 
-def size_bytes(text: str, what: str = "size") -> int:
-    """Bytes of a size in docker's syntax ("512m", "1.5g", "100"); ValueError if it is not one."""
-    match = _SIZE.fullmatch(text.strip())
-    if not match:
-        raise ValueError(f"the {what} {text!r} is not a size (a number with a unit b, k, m or g, e.g. 512m)")
-    return int(float(match.group(1)) * _UNIT_BYTES[(match.group(2) or "b").lower()[0]])
-
-
 def container_options(
-    config: SandboxLimits,
+    config: SandboxConfig,
     repo: Path,
     role: str,
     task_id: str,

@@ -18,11 +18,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 from pydantic import BaseModel, Field
 
 from agent.budget import Prices
-from agent.containers.config import SandboxConfig
+from agent.cancel import CancelToken
 from agent.events import EventSink
-from agent.loop import CancelToken, Limits
+from agent.loop import Limits
 from agent.protocol import AgentEvent, EnvInfo, Report, TaskSpec
 from agent.runner import failed_report, run_task_isolated
+from agent.sandboxes.config import SandboxConfig
 from agent.workspace import Workspace
 
 if TYPE_CHECKING:

@@ -9,11 +9,11 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
+from agent.cancel import CancelToken
 from agent.containers.pool import PlannedTask, WarmPool
 from agent.engines.base import AdmitFn, OutcomeFn, PreparedJob, StartFn, TaskJob, TaskOutcome, execute_job
 from agent.env.choose import choose_for_task
 from agent.events import EventSink
-from agent.loop import CancelToken
 from agent.runner import env_progress, failed_report, task_sandbox_config
 from agent.workspace import create_workspace
 
@@ -151,7 +151,7 @@ class _Ahead:
             config = task_sandbox_config(task, job.sandbox)
             env = choose_for_task(task, repo, config, env_progress, self.cancel)
             if env is not None:
-                config = config.model_copy(update={"image": env.run_image})
+                config = config.replace(image=env.run_image)
             self.pool.prestart(PlannedTask(task.id, repo, config))
         except Exception as exc:  # CodeboxError and the rest: the task chooses its env itself and reports it
             _log.info("task %s: no sandbox ahead of time (%s)", task.id, exc)

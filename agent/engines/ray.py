@@ -8,7 +8,7 @@ its image is there, unpacks the snapshot and runs execute_job; the TaskOutcome c
 by value, and only the driver (agent.batch) writes ``--out``. A small actor on the driver's
 node (the board) counts attempts, tells the driver which tasks started, and carries a
 cancel to the nodes. Ray itself is imported only when the engine runs: `pip install
-'codebox[ray]'`.
+'codebox-agent[ray]'`.
 """
 
 from __future__ import annotations
@@ -25,11 +25,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agent.cancel import CancelToken
 from agent.engines.base import AdmitFn, OutcomeFn, StartFn, TaskJob, TaskOutcome, execute_job
 from agent.engines.node import ensure_image, local_image_id, missing_images, once_per_run, reap, save_image
 from agent.engines.snapshot import Snapshot, SnapshotKind, make_snapshot, shared_source, sweep_sources, unpack_snapshot
 from agent.errors import CodeboxError
-from agent.loop import CancelToken
 from agent.protocol import Report, StopReason
 from agent.runner import failed_report
 from agent.workspace import WorkspaceError, workspace_root
@@ -51,7 +51,7 @@ def _import_ray() -> Any:
     try:
         return importlib.import_module("ray")
     except ImportError as exc:
-        raise RayEngineError(f"the ray engine needs Ray: pip install 'codebox[ray]' ({exc})") from None
+        raise RayEngineError(f"the ray engine needs Ray: pip install 'codebox-agent[ray]' ({exc})") from None
 
 
 @dataclass
@@ -271,7 +271,7 @@ class _Run:
         image = job.task.image or job.sandbox.image
         image_id = self.images.ids.get(image)
         if image_id is not None:  # run on exactly the driver's image, whatever tags say on the node
-            job = job.model_copy(update={"sandbox": job.sandbox.model_copy(update={"image": image_id}),
+            job = job.model_copy(update={"sandbox": job.sandbox.replace(image=image_id),
                                          "task": job.task.model_copy(update={"image": image_id})})
         shipment = (image_id, [self.images.archives.get(image_id)], image) if image_id else None
         ref = self.remote.options(

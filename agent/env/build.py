@@ -56,6 +56,7 @@ from agent.env.recipe import Recipe
 from agent.env.reqlines import Requirement, parse_requirement
 from agent.env.resolve import IndexConfig, Lock, Target, check_python, resolve
 from agent.env.sdists import build_requirements, resolve_with_sdists
+from agent.env.source_policy import check_sources
 from agent.env.tools import ensure_tools
 from agent.env.tree import Tree, read_tree
 from agent.protocol import EnvInfo
@@ -87,6 +88,8 @@ class EnvRequest(BaseModel):
     index: IndexConfig = Field(default_factory=IndexConfig.from_environ)
     runner: str | None = DEFAULT_RUNNER
     limits: BuildLimits = Field(default_factory=BuildLimits)
+    # Resolve what a repository's own package sources would serve from the user's index (source_policy.py).
+    allow_public_fallback: bool = False
 
     def full_recipe(self) -> Recipe:
         """The flags' recipe, then the task's and the recipes file's (``recipe``)."""
@@ -128,8 +131,9 @@ def _read_inputs(request: EnvRequest) -> _Inputs:
     recipe = request.full_recipe()
     apt.check_names(recipe.apt)
     declared = read_declared(request.repo, recipe.extras, recipe.groups, recipe.requirements, request.runner)
+    declared.notes += check_sources(declared, request.index, request.allow_public_fallback)
     pip = [parse_requirement(text, "the recipe's pip") for text in recipe.pip]
-    backend, requires = plan.backend_of(request.repo)
+    backend, requires = plan.backend_of(request.repo, declared)
     build = plan.needs_build(declared, request.repo, recipe, backend, requires)
     tree = read_tree(request.repo) if build else None
     return _Inputs(declared=declared, recipe=recipe, pip=pip, backend=backend, build_requires=requires, build=build,
@@ -183,7 +187,7 @@ def inputs_key(base_id: str, inputs: _Inputs, request: EnvRequest) -> str:
         "recipe": inputs.recipe.key(),
         "as_of": asof.cache_part(request.as_of),
         "index": request.index.model_dump(mode="json"),
-        "uv_index": os.environ.get("UV_INDEX_URL") or os.environ.get("UV_DEFAULT_INDEX") or "",
+        "uv_index": sorted(IndexConfig.user_indexes()),  # every index the user gives uv (resolve.py)
         "tree": inputs.tree.key if inputs.tree is not None else None,
     }
     return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()[:32]

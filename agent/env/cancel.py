@@ -23,7 +23,7 @@ POLL_S = 0.1
 
 
 class Cancel(Protocol):
-    """What a build watches: agent.loop.CancelToken fits (set from a signal handler or another thread)."""
+    """What a build watches: agent.cancel.CancelToken fits (set from a signal handler or another thread)."""
 
     @property
     def cancelled(self) -> bool: ...

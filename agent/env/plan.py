@@ -9,7 +9,6 @@ anywhere. Also here: the backend ``[build-system]`` names and what its build nee
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from packaging.requirements import InvalidRequirement
@@ -22,64 +21,35 @@ from agent.env.project_build import Backend
 from agent.env.recipe import Recipe
 from agent.env.reqlines import Requirement, parse_requirement
 from agent.env.resolve import Lock
-from agent.env.safe_read import read_ini, read_toml, string_list, table
-from agent.env.setup_py import read_setup_py
+from agent.env.safe_read import read_toml, table
 
-DEFAULT_BACKEND = "setuptools.build_meta:__legacy__"
-DEFAULT_REQUIRES = ["setuptools>=40.8.0", "wheel"]
-# Metadata that only the backend can tell when it is dynamic. A dynamic version alone is read from the
-# sources statically, unless a version tool writes a version file from the git metadata at build time.
-_DYNAMIC = {"dependencies", "optional-dependencies", "entry-points", "scripts", "gui-scripts"}
+# A dynamic version alone is read from the sources statically, unless a version tool writes a version
+# file from the git metadata while the project builds: then the build must run for that file to exist.
 VERSION_TOOLS = {"setuptools-scm", "hatch-vcs", "versioneer", "pbr", "vcs-versioning", "poetry-dynamic-versioning",
                  "setuptools-git-versioning", "flit-scm", "dunamai", "pdm-backend", "versioningit", "miniver"}
-_SETUP_KEYS = {"name", "version", "install_requires", "extras_require", "entry_points", "tests_require"}
-_BACKEND = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*(:[A-Za-z_][A-Za-z0-9_.]*)?$")
+# Entry points (pytest plugins, console scripts) only the backend can tell.
+_DYNAMIC_ENTRY_POINTS = {"entry-points", "scripts", "gui-scripts"}
 
 
-def backend_of(repo: Path) -> tuple[Backend, list[Requirement]]:
-    """The project's backend and ``[build-system]`` requires (PEP 517's fallback when not declared)."""
+def backend_of(repo: Path, declared: Declared) -> tuple[Backend, list[Requirement]]:
+    """The project's backend and ``[build-system]`` requires (PEP 517's fallback when not declared);
+    no backend at all for a folder with no build files (only a recipe's steps run then)."""
+    system = declared.build_system
     data = read_toml(repo, "pyproject.toml") or {}
-    system = table(data, "build-system")
-    where = "pyproject.toml [build-system]"
-    texts = string_list(system.get("requires"), f"{where} requires") if "requires" in system else DEFAULT_REQUIRES
-    requires = [parse_requirement(t, f"{where} requires") for t in texts]
-    name = system.get("build-backend")
-    if name is None:
-        has_build = bool(system) or bool(table(data, "project")) or (repo / "setup.py").is_file() or \
-            (repo / "setup.cfg").is_file()
-        return Backend(name=DEFAULT_BACKEND if has_build else None), requires
-    if not isinstance(name, str) or not _BACKEND.match(name):
-        raise EnvError(f"{where} build-backend {name!r} is not a module:object reference", usage=True)
-    paths = []
-    for folder in string_list(system.get("backend-path"), f"{where} backend-path"):
-        resolved = (repo / folder).resolve()
-        if Path(folder).is_absolute() or (resolved != repo.resolve() and repo.resolve() not in resolved.parents):
-            raise EnvError(f"{where} backend-path {folder!r} leaves the repository; refused", usage=True)
-        paths.append(folder)
-    return Backend(name=name, path=paths), requires
+    has_build = system.declared or bool(table(data, "build-system")) or bool(table(data, "project")) or \
+        (repo / "setup.py").is_file() or (repo / "setup.cfg").is_file()
+    if not has_build:
+        return Backend(name=None), system.requires
+    return Backend(name=system.backend, path=list(system.backend_path)), system.requires
 
 
-def metadata_is_dynamic(repo: Path, build_requires: list[Requirement]) -> bool:
-    """True when the files do not state the project's dependencies or entry points as literals, or its
-    version comes from a version tool (which writes a version file while the project builds)."""
-    data = read_toml(repo, "pyproject.toml") or {}
-    project = table(data, "project")
-    if project:
-        dynamic = project.get("dynamic") or []
-        fields = {str(d) for d in dynamic} if isinstance(dynamic, list) else set()
-        versioned = "version" in fields and bool(VERSION_TOOLS & {r.name for r in build_requires})
-        return versioned or bool(_DYNAMIC & fields)
-    if table(data, "tool", "poetry"):
-        return False
-    setup = read_setup_py(repo)
-    cfg = read_ini(repo, "setup.cfg")
-    cfg_static = cfg is not None and cfg.has_option("metadata", "name") and cfg.has_option("metadata", "version") \
-        and not cfg.get("metadata", "version").strip().startswith(("attr:", "file:"))
-    if setup is None:
-        return cfg is not None and not cfg_static
-    if _SETUP_KEYS & set(setup.computed):
-        return True
-    return not (cfg_static or {"name", "version"} <= set(setup.values))
+def version_file_at_build(repo: Path, build_requires: list[Requirement]) -> bool:
+    """The version is ``dynamic`` and a version tool (setuptools-scm, hatch-vcs, ...) is in the build requirements."""
+    project = table(read_toml(repo, "pyproject.toml") or {}, "project")
+    dynamic = project.get("dynamic") or []
+    fields = {str(d) for d in dynamic} if isinstance(dynamic, list) else set()
+    return ("version" in fields and bool(VERSION_TOOLS & {r.name for r in build_requires})) or \
+        bool(_DYNAMIC_ENTRY_POINTS & fields)
 
 
 def needs_build(declared: Declared, repo: Path, recipe: Recipe, backend: Backend,
@@ -89,7 +59,8 @@ def needs_build(declared: Declared, repo: Path, recipe: Recipe, backend: Backend
         return True
     if backend.name is None:
         return False
-    return declared.project.extension_modules or metadata_is_dynamic(repo, build_requires)
+    return declared.project.extension_modules or declared.metadata_is_dynamic or \
+        version_file_at_build(repo, build_requires)
 
 
 def build_requirements(requires: list[Requirement], backend: Backend, declared: Declared,

@@ -145,8 +145,8 @@ class ProjectBuild:
             # The .git mount belongs to the host's user: git would call it "dubious" and stop.
             "GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "safe.directory", "GIT_CONFIG_VALUE_0": "*",
             "GIT_OPTIONAL_LOCKS": "0",
-            "CODEBOX_BACKEND": self.backend.name or "",
-            "CODEBOX_BACKEND_PATH": ":".join(self.backend.path),
+            "PEP517_BACKEND": self.backend.name or "",
+            "PEP517_BACKEND_PATH": ":".join(self.backend.path),
         }
 
     def _root_script(self) -> str:

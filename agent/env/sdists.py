@@ -24,9 +24,9 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 from pydantic import BaseModel
 
+from agent.env.backend import DEFAULT_REQUIRES as DEFAULT_BUILD_REQUIRES
 from agent.env.cancel import NEVER, Cancel
 from agent.env.errors import EnvError
-from agent.env.extensions import DEFAULT_BUILD_REQUIRES
 from agent.env.fetch import cache_dir, fetch_pin
 from agent.env.reqlines import Requirement, parse_requirement
 from agent.env.resolve import IndexConfig, Lock, NeedsSource, Pin, Target, resolve

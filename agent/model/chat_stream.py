@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent.model.retry_rules import SERVER_ERROR_EVENT, StreamInterrupted, short
+from agent.model.retry_rules import SERVER_ERROR_EVENT, EmptyStream, StreamInterrupted, short
 
 TextFn = Callable[[str], None]
 
@@ -125,6 +125,8 @@ class ChatStreamAssembler:
 
     def result(self) -> dict[str, Any]:
         """The chat.completion body; StreamInterrupted when the stream never said it was done."""
+        if self._finish is None and self.chunks == 0:
+            raise EmptyStream("the stream ended before its first chunk (HTTP 200 and nothing in it)")
         if self._finish is None:
             raise StreamInterrupted(f"the stream ended after {self.chunks} chunks without a finish_reason")
         message: dict[str, Any] = {"role": "assistant", "content": "".join(self._text) or None}

@@ -8,6 +8,7 @@ from urllib.parse import urlparse
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agent.defaults import DEFAULT_REQUEST_TIMEOUT_S
 from agent.model.base import ModelError
 
 DEFAULT_API_KEY_ENV = "OPENAI_API_KEY"
@@ -35,7 +36,7 @@ class OpenAIConfig(BaseModel):
     """The variable that holds the key (the key itself is never stored here)."""
     api: Literal["chat", "responses"] = "chat"
     """Chat Completions, or the Responses API."""
-    request_timeout_s: float = Field(default=60.0, gt=0)
+    request_timeout_s: float = Field(default=DEFAULT_REQUEST_TIMEOUT_S, gt=0)
     """Per request; when streaming, the longest silence between two chunks."""
     temperature: float | None = None
     """None: not sent, the server's default applies."""

@@ -33,6 +33,7 @@ from agent.model.retry_rules import (
     parse_retry_after,
     server_message,
     short,
+    will_repeat,
 )
 from agent.protocol import Message, ModelOutput, ToolSpec
 
@@ -131,6 +132,8 @@ class OpenAIClientBase:
                 f"{label} was refused with HTTP {status}, a validation error (the same request would be "
                 f"refused again, so it was not retried): {said}"
             )
+        if will_repeat(exc):
+            return f"{label} was refused with HTTP {status}: the server does not support it (not retried): {said}"
         return f"{label} failed with HTTP {status}: {said}"
 
     def _not_found_hint(self, exc: openai.APIStatusError, said: str) -> str:

@@ -8,7 +8,11 @@ tools (llama-cpp-python answers null, or no content, with HTTP 500).
 
 Replies are streamed by default (``stream: false`` in the config, ``--no-stream`` on the
 command line, for servers that stream badly): text deltas go out as ``message.delta`` while
-the reply comes in, and the reply is used only once the stream has ended properly.
+the reply comes in, and the reply is used only once the stream has ended properly. A server
+that cannot stream a reply to a request with tools (llama-cpp-python's chatml-function-calling:
+an HTTP 500 saying so, or a 200 with an empty stream) is found out on the first such request,
+which is sent again unstreamed at once; the rest of the run is unstreamed, and one
+``model.fallback`` event says why.
 Retries, error messages and the key's handling live in ``openai_base``.
 """
 
@@ -25,7 +29,15 @@ from agent.model.base import EmitFn, ModelError
 from agent.model.chat_stream import ChatStreamAssembler
 from agent.model.config import OpenAIConfig
 from agent.model.openai_base import OpenAIClientBase
-from agent.model.retry_rules import SERVER_ERROR_EVENT, StreamInterrupted, parse_retry_after, server_message, short
+from agent.model.retry_rules import (
+    SERVER_ERROR_EVENT,
+    EmptyStream,
+    StreamInterrupted,
+    cannot_stream_with_tools,
+    parse_retry_after,
+    server_message,
+    short,
+)
 from agent.model.wire import arguments_to_wire, make_tool_call, parse_usage
 from agent.protocol import AssistantMessage, Message, ModelOutput, ToolCall, ToolResultMessage, ToolSpec, UserMessage
 
@@ -145,6 +157,8 @@ class OpenAIChatClient(OpenAIClientBase):
     def __init__(self, config: OpenAIConfig | None = None, **options: Any) -> None:
         super().__init__(config, **options)
         self._stream_usage = self.config.stream_usage  # off for good once a server refuses it
+        self.streaming = self.config.stream  # off for good once a server cannot stream with tools
+        self._streamed_with_tools = 0  # streamed replies to requests with tools that came whole
 
     def request_body(self, instructions: str, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> dict[str, Any]:
         cfg = self.config
@@ -161,9 +175,33 @@ class OpenAIChatClient(OpenAIClientBase):
         return body
 
     def fetch(self, body: dict[str, Any], timeout: float, attempt: int, emit: EmitFn) -> Any:
-        if not self.config.stream:
-            return self.json_of(self._client.chat.completions.with_raw_response.create(**body, timeout=timeout))
-        return self._stream(body, timeout, attempt, emit)
+        if not self.streaming:
+            return self._whole(body, timeout)
+        try:
+            data = self._stream(body, timeout, attempt, emit)
+        except (openai.APIStatusError, StreamInterrupted) as exc:
+            if not (body.get("tools") and self._cannot_stream_with_tools(exc)):
+                raise
+            self.streaming = False
+            emit("model.fallback", {
+                "reason": "the server cannot stream replies to requests with tools: the run goes on unstreamed",
+                "said": self._reason(exc),
+            })
+            return self._whole(body, timeout)
+        if body.get("tools"):
+            self._streamed_with_tools += 1
+        return data
+
+    def _whole(self, body: dict[str, Any], timeout: float) -> Any:
+        return self.json_of(self._client.chat.completions.with_raw_response.create(**body, timeout=timeout))
+
+    def _cannot_stream_with_tools(self, exc: BaseException) -> bool:
+        """The server says so in words; or its first stream with tools came empty (an HTTP 200
+        with nothing in it). An empty stream after streams that worked is a failure like any
+        other, retried."""
+        if cannot_stream_with_tools(exc):
+            return True
+        return isinstance(exc, EmptyStream) and self._streamed_with_tools == 0
 
     def _stream(self, body: dict[str, Any], timeout: float, attempt: int, emit: EmitFn) -> Any:
         options: dict[str, Any] = {"stream": True}
@@ -188,6 +226,10 @@ class OpenAIChatClient(OpenAIClientBase):
             raise
         except openai.APIConnectionError as e:  # includes a read timeout between two chunks
             cause = e.__cause__ or e
+            if assembler.chunks == 0 and not isinstance(e, openai.APITimeoutError):
+                raise EmptyStream(
+                    f"the stream broke before its first chunk ({type(cause).__name__}: {cause})"
+                ) from e
             raise StreamInterrupted(
                 f"the connection broke after {assembler.chunks} chunks ({type(cause).__name__}: {cause})"
             ) from e

@@ -14,6 +14,9 @@ import openai
 # 408 request timeout, 409 conflict (lock timeouts), 429 rate limit; and 5xx that are not validation errors.
 RETRYABLE_STATUS = frozenset({408, 409, 429})
 BODY_LIMIT = 20_000  # the server's message is kept whole up to this; a larger body is a server bug
+# 502, 503, 504 say "not now" (a proxy, an overloaded or starting server): the same words again
+# are expected, and waiting is what fixes them, as for connection errors, timeouts and 429.
+WAIT_STATUS = frozenset({502, 503, 504})
 
 # What a request-validation error looks like in a 5xx body. llama-cpp-python answers a request
 # its pydantic models refuse with HTTP 500 and the ValidationError's text; FastAPI with a list
@@ -31,11 +34,32 @@ _VALIDATION = re.compile(
 
 SERVER_ERROR_EVENT = "the server sent an error in the stream"
 
+# A server that cannot stream a reply when the request carries tools says so in these words
+# (llama-cpp-python's chatml-function-calling handler raises "Automatic streaming tool choice is
+# not supported", which its server turns into an HTTP 500); the same request fails the same way.
+_NO_STREAMING_WITH_TOOLS = re.compile(
+    r"streaming tool choice is not supported"
+    r"|stream(?:ing)?\b.{0,40}\btool(?:s| calls?| choice)?\b.{0,40}\bnot (?:supported|implemented)"
+    r"|tool(?:s| calls?)\b.{0,40}\bstream(?:ing)?\b.{0,40}\bnot (?:supported|implemented)",
+    re.IGNORECASE,
+)
+# A 5xx that says the server cannot do what was asked: waiting will not teach it.
+_UNSUPPORTED = re.compile(r"\bnot (?:supported|implemented)\b|\bunsupported\b|NotImplementedError", re.IGNORECASE)
+
 
 class StreamInterrupted(Exception):
     """A streamed reply stopped before its end (connection cut, no final chunk, an error event).
 
     Retried like any failed request: a reply is used whole or not at all.
+    """
+
+
+class EmptyStream(StreamInterrupted):
+    """HTTP 200 and an event stream that ended, or broke, before its first chunk.
+
+    What llama-cpp-python's server answers a streamed request with tools when its chat handler
+    cannot stream tool calls. On a first request that carries tools it means "cannot stream
+    here" (the client then goes on unstreamed); later it is an interrupted stream like any other.
     """
 
 
@@ -114,20 +138,39 @@ def is_validation_error(text: str) -> bool:
     return bool(_VALIDATION.search(text))
 
 
+def _said(exc: BaseException) -> str:
+    """What the server said in a failed reply: an error body, or an error event in a stream."""
+    if isinstance(exc, openai.APIStatusError):
+        return server_message(exc)
+    if isinstance(exc, StreamInterrupted) and str(exc).startswith(SERVER_ERROR_EVENT):
+        return str(exc)
+    return ""
+
+
+def cannot_stream_with_tools(exc: BaseException) -> bool:
+    """The server said it cannot stream a reply to a request with tools (in its words)."""
+    return bool(_NO_STREAMING_WITH_TOOLS.search(_said(exc)))
+
+
+def will_repeat(exc: BaseException) -> bool:
+    """A failure the same request meets again however long one waits: a validation error in a
+    5xx, or a server that says it does not support what was asked ("not supported", "not
+    implemented"). 502/503/504 are "not now" whatever their words (see WAIT_STATUS)."""
+    if isinstance(exc, openai.APIStatusError) and (exc.status_code < 500 or exc.status_code in WAIT_STATUS):
+        return False
+    said = _said(exc)
+    return bool(said) and (is_validation_error(said) or bool(_UNSUPPORTED.search(said)))
+
+
 def is_retryable(exc: BaseException) -> bool:
-    """Connection errors, timeouts, cut streams, 408/409/429, and 5xx that are not validation errors."""
+    """Connection errors, timeouts, cut streams, 408/409/429 and 5xx, unless the failure will repeat."""
+    if will_repeat(exc):
+        return False
     if isinstance(exc, openai.APIConnectionError | StreamInterrupted):
         return True  # APIConnectionError includes APITimeoutError
     if isinstance(exc, openai.APIStatusError):
-        if exc.status_code in RETRYABLE_STATUS:
-            return True
-        return exc.status_code >= 500 and not is_validation_error(server_message(exc))
+        return exc.status_code in RETRYABLE_STATUS or exc.status_code >= 500
     return False
-
-
-# 502, 503, 504 say "not now" (a proxy, an overloaded or starting server): the same words again
-# are expected, and waiting is what fixes them, as for connection errors, timeouts and 429.
-WAIT_STATUS = frozenset({502, 503, 504})
 
 
 def fingerprint(exc: BaseException) -> str | None:

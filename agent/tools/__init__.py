@@ -8,13 +8,10 @@ from agent.tools.apply_patch import ApplyPatchArgs, ApplyPatchTool
 from agent.tools.base import (
     RunEffects,
     SandboxPort,
-    SandboxReplyLike,
     ToolArgs,
     ToolContext,
     ToolHandler,
     ToolInputError,
-    ToolResult,
-    result_from_reply,
 )
 from agent.tools.read_file import ReadFileArgs, ReadFileTool
 from agent.tools.registry import PreparedCall, ToolRegistry, default_tools, format_validation_error
@@ -31,7 +28,6 @@ __all__ = [
     "RunTestArgs",
     "RunTestTool",
     "SandboxPort",
-    "SandboxReplyLike",
     "SearchArgs",
     "SearchTool",
     "ToolArgs",
@@ -39,8 +35,6 @@ __all__ = [
     "ToolHandler",
     "ToolInputError",
     "ToolRegistry",
-    "ToolResult",
     "default_tools",
     "format_validation_error",
-    "result_from_reply",
 ]

@@ -7,7 +7,8 @@ from typing import Any
 
 from pydantic import AliasChoices, BaseModel, Field
 
-from agent.tools.base import RunEffects, ToolArgs, ToolHandler, ToolInputError, ToolResult
+from agent.sandboxes.result import ToolResult
+from agent.tools.base import RunEffects, ToolArgs, ToolHandler, ToolInputError
 from sandbox.patch import PatchError, patch_paths
 
 
@@ -52,7 +53,7 @@ class ApplyPatchTool(ToolHandler):
         return ", ".join(paths[:3]) + (f" +{len(paths) - 3}" if len(paths) > 3 else "")
 
     def note_effects(self, write_paths: list[str], result: ToolResult, effects: RunEffects) -> None:
-        if result.is_error:
+        if not result.ok:
             return
         for path in result.data.get("changed_paths") or write_paths:
             if path not in effects.files_changed:

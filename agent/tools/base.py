@@ -12,18 +12,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
 
 from agent.protocol import TestRun, ToolSpec
+from agent.sandboxes.result import ToolResult
 from sandbox.tools.catalog import WRITE_TOOLS
-
-
-class SandboxReplyLike(Protocol):
-    ok: bool
-    output: str
-    error: str | None
-    outcome: str
-    data: dict[str, Any]
 
 
 class SandboxPort(Protocol):
@@ -32,18 +25,9 @@ class SandboxPort(Protocol):
     ``call`` routes a writing tool (sandbox.tools.catalog.WRITE_TOOLS) to the write container.
     """
 
-    def call(self, tool: str, args: dict[str, Any], timeout_s: float | None = None) -> SandboxReplyLike: ...
+    def call(self, tool: str, args: dict[str, Any], timeout_s: float | None = None) -> ToolResult: ...
 
     def close(self) -> None: ...
-
-
-class ToolResult(BaseModel):
-    """What goes back to the model (content) and into the report (the rest)."""
-
-    content: str
-    is_error: bool = False
-    outcome: str = "ok"
-    data: dict[str, Any] = Field(default_factory=dict)
 
 
 @dataclass
@@ -74,13 +58,6 @@ class ToolArgs(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-def result_from_reply(reply: SandboxReplyLike) -> ToolResult:
-    content = reply.output
-    if not reply.ok and reply.error and reply.error not in content:
-        content = f"{reply.error}\n{content}" if content else reply.error
-    return ToolResult(content=content, is_error=not reply.ok, outcome=reply.outcome, data=dict(reply.data))
-
-
 class ToolHandler:
     """A tool's host side. The default ``execute`` forwards the validated arguments to the
     sandbox tool of the same name."""
@@ -102,7 +79,7 @@ class ToolHandler:
         return []
 
     def execute(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
-        return result_from_reply(ctx.sandbox.call(self.name, args.model_dump(exclude_none=True)))
+        return ctx.sandbox.call(self.name, args.model_dump(exclude_none=True))
 
     def summary(self, arguments: dict[str, Any]) -> str:
         """The call in a few words for the console (arguments as the model sent them)."""

@@ -11,7 +11,8 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from agent.protocol import TestRun
-from agent.tools.base import RunEffects, ToolArgs, ToolContext, ToolHandler, ToolResult, result_from_reply
+from agent.sandboxes.result import ToolResult, failure
+from agent.tools.base import RunEffects, ToolArgs, ToolContext, ToolHandler
 from agent.tools.test_args import TestArgsError, check_test_args
 from agent.tools.test_names import failing_tests
 
@@ -39,21 +40,17 @@ class RunTestTool(ToolHandler):
     def execute(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
         assert isinstance(args, RunTestArgs)
         if not ctx.test_cmd:
-            return ToolResult(
-                content="No test command is configured for this task (codebox run --test-cmd ...).",
-                is_error=True,
-                outcome="error",
-            )
+            return failure("No test command is configured for this task (codebox run --test-cmd ...).", "error")
         try:
             check_test_args(ctx.test_cmd, args.args, ctx.repo)
         except TestArgsError as exc:
-            return ToolResult(content=str(exc), is_error=True, outcome="refused")
+            return failure(str(exc), "refused")
         timeout = min(args.timeout_s or ctx.default_test_timeout_s, ctx.max_test_timeout_s)
         argv = [*ctx.test_cmd, *args.args]
         request: dict[str, Any] = {"argv": argv, "timeout_s": timeout}
         if ctx.test_in_copy:
             request["copy_repo"] = True
-        result = result_from_reply(ctx.sandbox.call("run_test", request, timeout_s=timeout))
+        result = ctx.sandbox.call("run_test", request, timeout_s=timeout)
         result.data["argv"] = argv  # what ran, as sent: not whatever the sandbox's reply says
         return result
 
@@ -61,12 +58,12 @@ class RunTestTool(ToolHandler):
         return " ".join(str(a) for a in arguments.get("args", []))
 
     def note_effects(self, write_paths: list[str], result: ToolResult, effects: RunEffects) -> None:
-        if result.outcome in ("denied", "refused"):
+        if result.outcome == "refused":  # the arguments never reached the sandbox: no test ran
             return
         effects.last_test = TestRun(
             command=[str(a) for a in result.data.get("argv", [])],
             outcome=result.outcome,
             exit_code=result.data.get("exit_code"),
             duration_s=float(result.data.get("duration_s") or 0.0),
-            failed_tests=failing_tests(result.content),
+            failed_tests=failing_tests(result.output),
         )

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from agent.net_diff import NetDiff
 from agent.tools.test_names import failing_tests
 from agent.view.diff import split_diff
 from agent.view.models import PatchView, StepView, TaskView, TestView, ToolCallView
@@ -55,6 +56,8 @@ def build_task(
     )
     _usage(view, r)
     view.test = _test(r, timeline)
+    if patch_text is None:  # a `codebox run` in place leaves no patch.diff: its events hold its changes
+        patch_text, patch_source = _net_diff(events)
     view.patch = _patch(r, patch_text, patch_source)
     view.environment = _environment(r, start)
     if report is None:
@@ -158,6 +161,17 @@ def _test(report: dict[str, Any], timeline: list[StepView]) -> TestView | None:
         failing=failing,
         output=output,
     )
+
+
+def _net_diff(events: list[dict[str, Any]]) -> tuple[str | None, str]:
+    """The run's net change from its apply_patch results (agent.net_diff), and its source."""
+    net = NetDiff()
+    for event in events:
+        net.add_event(text(event.get("type")), event.get("data"))
+    diff = net.text()
+    if not diff:
+        return None, ""
+    return diff, "the run's patches, one after the other" if net.by_patch else "the run's patches (net change)"
 
 
 def _patch(report: dict[str, Any], patch_text: str | None, source: str) -> PatchView | None:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import List
+import os
+from dataclasses import dataclass, field
+from typing import List, Optional, Tuple
 
 from sandbox.patch.commit import commit_changes
 from sandbox.patch.diff import cap_diff
@@ -23,12 +24,15 @@ class PatchResult:
     ``summary``: ``A path``, ``M path``, ``D path``, ``R old -> new`` lines in patch order.
     ``diff``: unified diff of the changes, capped (a note says what was cut).
     ``changed_paths``: the relative paths written or removed.
+    ``files``: ``(path, before, after)`` of every file the patch touched (None: no file), in
+    the order it touched them; symbolic links the patch removed are not among them.
     """
 
     summary: List[str]
     diff: str
     changed_paths: List[str]
     diff_truncated: bool = False
+    files: List[Tuple[str, Optional[bytes], Optional[bytes]]] = field(default_factory=list)
 
     def text(self) -> str:
         """The message for the model: Codex's success line, the summary, then the diff."""
@@ -73,4 +77,9 @@ def apply_patch(
     planner.finish()
     changed = commit_changes(planner)
     diff, truncated = cap_diff("".join(planner.diffs), max_diff_chars)
-    return PatchResult(list(planner.summary), diff, changed, truncated)
+    files = [
+        (os.path.relpath(slot.path, planner.root).replace(os.sep, "/"), slot.orig, slot.data)
+        for slot in (planner.slots[path] for path in planner.touched if path in planner.slots)
+        if not slot.is_dir
+    ]
+    return PatchResult(list(planner.summary), diff, changed, truncated, files)

@@ -4,7 +4,12 @@ Wraps ``sandbox.patch.apply_patch`` (imported on first use): the patch is
 applied under the server's root, all of it or nothing. A ``PatchError`` becomes
 ``ok: false, outcome: "error"`` with the error's message, as the model should
 read it. data: ``summary`` (``A path`` / ``M path`` / ``D path`` / ``R old ->
-new`` lines), ``changed_paths``, ``diff`` (unified, capped), ``diff_truncated``.
+new`` lines), ``changed_paths``, ``diff`` (unified, capped), ``diff_truncated``,
+and ``net_diffs``: for each file this patch touched, the diff from its content before
+the first patch of this server's life (the run's write container lives as long as the
+run) to its content now, "" when it is back as it was, null when its first content was
+not kept (over NET_MEMORY_BYTES); ``net_truncated``. The host shows the run's changes
+from these, once per file, rather than patch after patch.
 """
 
 from __future__ import annotations
@@ -22,6 +27,11 @@ from sandbox.tools.output import cap_text
 MAX_PATCH_BYTES = 1_000_000
 MAX_FILE_BYTES = 5_000_000
 EXEC_BITS = stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH
+NET_MEMORY_BYTES = 64 * 1024 * 1024  # first contents kept for the net diffs; past it a file's is not
+_MISSING = object()
+# path -> its content before the first patch that touched it (None: there was no file)
+_FIRST: Dict[str, Optional[bytes]] = {}
+_first_bytes = 0
 # C0, DEL, C1, bidi overrides and line separators (the host policy refuses the same set).
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
@@ -104,10 +114,42 @@ def apply_patch(ctx: Context, args: Mapping[str, Any], timeout_s: Optional[float
     _strip_new_exec_bits(ctx.root, before)
 
     output, _ = cap_text(str(result.text()), ctx.output_limit)
+    nets, net_cut = _net_diffs(list(getattr(result, "files", []) or []), max(1000, ctx.output_limit - 4000))
     data = {
         "summary": _jsonable(getattr(result, "summary", None)),
         "changed_paths": _jsonable(list(getattr(result, "changed_paths", []) or [])),
         "diff": _jsonable(getattr(result, "diff", None)),
         "diff_truncated": bool(getattr(result, "diff_truncated", False)),
+        "net_diffs": nets,
+        "net_truncated": net_cut,
     }
     return ToolResult(output=output, data=data)
+
+
+NetDiffs = Dict[str, Optional[str]]
+
+
+def _net_diffs(files: List[Tuple[str, Optional[bytes], Optional[bytes]]], limit: int) -> Tuple[NetDiffs, bool]:
+    """Each touched file's diff from its first content (kept at its first patch) to now."""
+    global _first_bytes
+    diffs = importlib.import_module("sandbox.patch.diff")
+    nets: NetDiffs = {}
+    cut_any = False
+    for rel, before, after in files:
+        first = _FIRST.get(rel, _MISSING)
+        if first is _MISSING:
+            size = len(before or b"")
+            if _first_bytes + size > NET_MEMORY_BYTES:
+                nets[rel] = None
+                continue
+            _FIRST[rel] = before
+            _first_bytes += size
+            first = before
+        assert first is None or isinstance(first, bytes)
+        if first is None and after is None:  # added, then deleted again
+            nets[rel] = ""
+            continue
+        diff, cut = diffs.cap_diff(diffs.file_diff(first, after, rel, rel), limit)
+        nets[rel] = diff
+        cut_any = cut_any or cut
+    return nets, cut_any

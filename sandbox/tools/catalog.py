@@ -1,8 +1,9 @@
-"""The tools the server offers, in one place: their names, where they live, and which ones write.
+"""The tools the server offers, in one place: their names, where they live, which ones write and
+which ones run repository code.
 
-The server's dispatch table, the wire's tool list and the host's routing (a writing tool goes
-to the write container) all come from here. Tool modules are imported on first use, so a
-server that never runs a tool never pays for importing it.
+The server's dispatch table, the host's routing (a writing tool goes to the write container) and
+the host's handling of a code-running call all come from here; nothing else names a tool. Tool
+modules are imported on first use, so a server that never runs a tool never pays for importing it.
 """
 
 from __future__ import annotations
@@ -27,8 +28,14 @@ TOOL_MODULES: Dict[str, str] = {
     "run_test": "sandbox.tools.run_test",
 }
 
-# Tools that change the repository: the host sends them to the write container only.
+# Tools that change the repository: the host sends them to the write container only, and the
+# write container serves nothing else.
 WRITE_TOOLS = frozenset({"apply_patch"})
+
+# Tools that run repository code: their own ``timeout_s`` argument bounds the run (the host
+# fills it in when the model gave none), the host asks the daemon about OOM kills after a failed
+# run, and the server stops what they started (their module's ``shutdown()``) before it exits.
+CODE_TOOLS = frozenset({"run_test"})
 
 NAMES = tuple(TOOL_MODULES)
 

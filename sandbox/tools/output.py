@@ -10,14 +10,10 @@ its own line where the middle was.
 
 from __future__ import annotations
 
-import contextlib
-import os
-import threading
-
 # Not `from typing import ...` at run time (a first search would pay ~3 ms for it).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import IO
+    pass
 
 
 def cut_marker(n: int) -> str:
@@ -102,26 +98,3 @@ def cap_text(text: str, limit: int) -> tuple[str, int]:
     ht = HeadTail(limit)
     ht.feed(data)
     return ht.render()
-
-
-def drain_in_thread(stream: IO[bytes], capture: HeadTail, chunk: int = 65536) -> threading.Thread:
-    """Read ``stream`` to EOF into ``capture`` on a daemon thread (closes the stream)."""
-
-    fd = stream.fileno()
-
-    def run() -> None:
-        try:
-            while True:
-                data = os.read(fd, chunk)
-                if not data:
-                    break
-                capture.feed(data)
-        except (OSError, ValueError):
-            pass
-        finally:
-            with contextlib.suppress(OSError):
-                stream.close()
-
-    thread = threading.Thread(target=run, name="drain", daemon=True)
-    thread.start()
-    return thread

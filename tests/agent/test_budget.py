@@ -14,6 +14,7 @@ import agent.batch as batch
 import agent.engines.local as local_engine
 from agent.budget import BatchBudget, Prices, TaskBudget
 from agent.cli import main
+from agent.console.render import summary_text
 from agent.engines import TaskJob, TaskOutcome
 from agent.events import EventSink
 from agent.loop import Limits
@@ -37,33 +38,35 @@ def test_cost_per_million_tokens() -> None:
 
 def test_the_next_request_is_estimated_from_the_last_one() -> None:
     budget = TaskBudget(max_total_tokens=2500)
-    assert budget.check(history_chars=4000) is None  # the first request is always sent
-    budget.record(usage(1000, 200), history_chars=4000, reply_chars=800)
+    assert budget.check(sent_chars=4000) is None  # the first request: 4000 characters / 4 = 1000 tokens
+    budget.record(usage(1000, 200), sent_chars=4000)
     # 1000 in last time + 400 new characters / 4 = 1100 in, and a reply as long as the longest: 200
-    assert budget.next_request(history_chars=4400) == usage(1100, 200)
-    assert budget.check(history_chars=4400) is None  # 1200 spent + 1300 = 2500: fits exactly
-    reason = budget.check(history_chars=4404)
+    assert budget.next_request(sent_chars=4400) == usage(1100, 200)
+    assert budget.check(sent_chars=4400) is None  # 1200 spent + 1300 = 2500: fits exactly
+    reason = budget.check(sent_chars=4404)
     assert reason is not None and "token budget (2500)" in reason and "1200 used" in reason
+
+
+def test_the_first_request_is_checked_too() -> None:
+    budget = TaskBudget(max_total_tokens=1000)
+    assert budget.next_request(sent_chars=4001) == usage(1001, 0)  # rounded up, no reply seen yet
+    reason = budget.check(sent_chars=4001)
+    assert reason is not None and "0 used, the next request would take about 1001 more" in reason
+    assert TaskBudget(max_total_tokens=1000, max_output_tokens=200).check(sent_chars=3204) is not None  # 801 + 200
 
 
 def test_the_clients_max_tokens_is_the_output_estimate() -> None:
     budget = TaskBudget(max_total_tokens=10_000, max_output_tokens=4096)
-    budget.record(usage(1000, 10), history_chars=0, reply_chars=0)
-    assert budget.next_request(history_chars=0).output_tokens == 4096
-
-
-def test_a_reply_without_usage_is_counted_by_its_characters() -> None:
-    budget = TaskBudget(max_total_tokens=100)
-    counted = budget.record(None, history_chars=400, reply_chars=40)
-    assert counted == usage(100, 10) and budget.spent == usage(100, 10)
+    budget.record(usage(1000, 10), sent_chars=0)
+    assert budget.next_request(sent_chars=0).output_tokens == 4096
 
 
 def test_the_cost_budget() -> None:
     budget = TaskBudget(max_cost=0.01, prices=Prices(input_per_million=10.0))  # 0.01 = 1000 input tokens
-    budget.record(usage(400, 0), history_chars=0, reply_chars=0)
-    assert budget.check(history_chars=0) is None  # 400 + 400
-    budget.record(usage(400, 0), history_chars=0, reply_chars=0)
-    reason = budget.check(history_chars=0)  # 800 + 400 > 1000
+    budget.record(usage(400, 0), sent_chars=0)
+    assert budget.check(sent_chars=0) is None  # 400 + 400
+    budget.record(usage(400, 0), sent_chars=0)
+    reason = budget.check(sent_chars=0)  # 800 + 400 > 1000
     assert reason is not None and reason.startswith("the cost budget (0.01) is spent: 0.0080 used")
 
 
@@ -101,7 +104,7 @@ def test_the_run_stops_before_the_request_that_would_not_fit() -> None:
     report = agent.run(task(max_total_tokens=4000))
     assert report.stop_reason == "budget" and report.status == "stopped"
     assert report.steps == 3 and model.position == 3
-    assert report.usage == usage(3300, 150)
+    assert report.usage == usage(3300, 150).model_copy(update={"source": "server"})
     assert report.error is not None and "token budget (4000)" in report.error
     assert sink.events[-1].data["reason"] == "budget"
 
@@ -112,7 +115,7 @@ def test_the_limits_cap_the_tasks_own_budget_and_each_reply_reaches_on_usage() -
     agent, _, _, _ = make_agent(turns, limits=Limits(max_total_tokens=2000, on_usage=seen.append))
     report = agent.run(task(max_total_tokens=10**6))
     assert report.stop_reason == "budget" and report.steps == 1
-    assert seen == [usage(1000, 50)]
+    assert seen == [usage(1000, 50).model_copy(update={"source": "server"})]
 
 
 def test_cost_in_the_report_and_max_cost() -> None:
@@ -122,7 +125,7 @@ def test_cost_in_the_report_and_max_cost() -> None:
     report = agent.run(task(max_cost=0.3))  # one reply costs 0.208: the second would make 0.416
     assert report.stop_reason == "budget" and report.steps == 1
     assert report.cost == pytest.approx(0.208)
-    assert "cost: 0.2080" in report.render()
+    assert "cost: 0.2080" in summary_text(report)
 
 
 def test_no_budget_no_cost() -> None:
@@ -215,7 +218,9 @@ def test_cli_batch_budget_line_and_cost_flags(
 
 
 def test_cli_cost_limits_need_prices(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    base = ["run", "--repo", str(tmp_path), "--model", "scripted:x", "--quiet"]
+    script = tmp_path / "script.json"
+    script.write_text('{"turns": [{"message": "done"}]}')
+    base = ["run", "--repo", str(tmp_path), "--model", f"scripted:{script}", "--quiet"]
     assert main([*base, "--max-cost", "1", "g"]) == 2
     assert "needs the prices" in capsys.readouterr().err
     assert main([*base, "--max-total-tokens", "0", "g"]) == 2

@@ -1,5 +1,6 @@
-"""The config file: codebox.toml in the user's config folder, [tool.codebox] in ./pyproject.toml,
-CODEBOX_* variables; flags win; a bad file is a one-line usage error naming the file and key."""
+"""The settings: flags > environment > the user's codebox.toml > a trusted project > defaults; a bad
+value of the user's is a one-line usage error naming the file (or variable) and key; a project's
+file is read as hostile input (tests/agent/test_config_trust.py has the trust table)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.cli import build_parser, main
+from agent.cli import main, parse
 from agent.config import ConfigError, load_settings
 
 
@@ -20,7 +21,7 @@ def places(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]
     project.mkdir()
     monkeypatch.chdir(project)
     for name in list(os.environ):
-        if name.upper().startswith("CODEBOX_"):
+        if name.upper().startswith("CODEBOX_") or name in ("OPENAI_BASE_URL", "OPENAI_API_KEY"):
             monkeypatch.delenv(name)
     user = tmp_path / "config" / "codebox" / "codebox.toml"
     user.parent.mkdir(parents=True)
@@ -33,18 +34,40 @@ def test_built_in_defaults_without_files(places: tuple[Path, Path]) -> None:
     assert settings.memory == "1g" and settings.jobs == 2
 
 
-def test_precedence_flags_env_project_user(places: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_precedence_flags_env_user_project(places: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:
     user, project = places
     user.write_text('model = "user-model"\nmax_steps = 11\njobs = 3\nmemory = "2g"\ndeny = ["*.pem"]\n')
-    project.write_text('[project]\nname = "x"\n[tool.codebox]\nmax_steps = 22\npolicy = "workspace-write"\n')
+    project.write_text('[project]\nname = "x"\n[tool.codebox]\nmax_steps = 22\npids = 64\ntimeout = 60\n')
     monkeypatch.setenv("CODEBOX_JOBS", "5")
+    monkeypatch.setenv("CODEBOX_TIMEOUT", "120")
     settings = load_settings()
     assert settings.model == "user-model"  # only the user's file sets it
-    assert settings.max_steps == 22  # the project's file wins over the user's
-    assert settings.jobs == 5  # the environment wins over both
-    args = build_parser(settings).parse_args(["run", "--repo", ".", "--max-steps", "7", "g"])
-    assert args.max_steps == 7 and args.policy == "workspace-write" and args.memory == "2g"
-    assert args._deny == ["*.pem"]
+    assert settings.max_steps == 11  # the user's file wins over the project's
+    assert settings.pids == 64  # only the project sets it, and it tightens the default
+    assert settings.jobs == 5 and settings.timeout == 120  # the environment wins over both
+    assert str(settings.sources["max_steps"]) == f"{user}: max_steps"
+    assert str(settings.sources["pids"]) == f"{project} [tool.codebox]: pids (untrusted project: tightens the default)"
+    assert str(settings.sources["jobs"]) == "environment CODEBOX_JOBS" and str(settings.sources["cpus"]) == "default"
+    args = parse(["run", "--repo", ".", "--max-steps", "7", "g"])
+    assert not isinstance(args, int)
+    assert args.max_steps == 7 and args.memory == "2g" and args.deny == ["*.pem"]
+    assert str(args.settings.sources["max_steps"]) == "flag --max-steps"
+
+
+def test_an_explicit_environment_variable_beats_the_users_file_for_the_endpoint(
+    places: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    user, _ = places
+    user.write_text('base_url = "http://127.0.0.1:1111/v1"\n')
+    assert load_settings().base_url == "http://127.0.0.1:1111/v1"
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:2222/v1")
+    settings = load_settings()
+    assert settings.base_url == "http://127.0.0.1:2222/v1" and str(settings.sources["base_url"]) == (
+        "environment OPENAI_BASE_URL")
+    monkeypatch.setenv("CODEBOX_BASE_URL", "http://127.0.0.1:3333/v1")  # codebox's own variable beats OpenAI's
+    assert load_settings().base_url == "http://127.0.0.1:3333/v1"
+    args = parse(["run", "--repo", ".", "--base-url", "http://127.0.0.1:4444/v1", "g"])
+    assert not isinstance(args, int) and args.base_url == "http://127.0.0.1:4444/v1"
 
 
 def test_help_shows_the_config_defaults(places: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
@@ -75,30 +98,29 @@ def test_a_flag_replaces_the_configured_list(
 
 
 @pytest.mark.parametrize(
-    ("where", "content", "message"),
+    ("content", "message"),
     [
-        ("user", "modle = 'x'\n", "{user}: modle: unknown key (known: model, base_url,"),
-        ("user", "max_steps = 0\n", "{user}: max_steps: must be at least 1 (got 0)"),
-        ("user", "max_steps = [\n", "{user}: cannot read it as TOML:"),
-        ("project", "[tool.codebox]\npolicy = 'yolo'\n",
-         "{project} [tool.codebox]: policy: must be 'read-only', 'workspace-write' or 'ask' (got \"yolo\")"),
-        ("user", "api = 'rest'\n", "{user}: api: must be 'chat' or 'responses' (got \"rest\")"),
-        ("user", "model = 5\n", "{user}: model: must be a string (got 5)"),
-        ("user", "jobs = 'many'\n", "{user}: jobs: must be a whole number (got \"many\")"),
-        ("user", "jobs = 2.5\n", "{user}: jobs: must be a whole number (got 2.5)"),
-        ("user", "cpus = true\n", "{user}: cpus: must be a number\n"),
-        ("user", "timeout = inf\n", "{user}: timeout: must be a finite number (got inf)"),
-        ("user", "timeout = 0\n", "{user}: timeout: must be more than 0 (got 0)"),
-        ("user", "pids = 8\n", "{user}: pids: must be at least 16 (got 8)"),
-        ("user", "allow = 'src/**'\n", "{user}: allow: must be a list of strings (got \"src/**\")"),
-        ("project", "[tool.codebox]\ndeny = ['a', 1]\n", "{project} [tool.codebox]: deny: must be a list of strings"),
+        ("modle = 'x'\n", "{user}: modle: unknown key (known: model, base_url,"),
+        ("max_steps = 0\n", "{user}: max_steps: must be at least 1 (got 0)"),
+        ("max_steps = [\n", "{user}: cannot read it as TOML:"),
+        ("api = 'rest'\n", "{user}: api: must be 'chat' or 'responses' (got \"rest\")"),
+        ("model = 5\n", "{user}: model: must be a string (got 5)"),
+        ("jobs = 'many'\n", "{user}: jobs: must be a whole number (got \"many\")"),
+        ("jobs = 2.5\n", "{user}: jobs: must be a whole number (got 2.5)"),
+        ("cpus = true\n", "{user}: cpus: must be a number\n"),
+        ("timeout = inf\n", "{user}: timeout: must be a finite number (got inf)"),
+        ("timeout = 0\n", "{user}: timeout: must be more than 0 (got 0)"),
+        ("pids = 8\n", "{user}: pids: must be at least 16 (got 8)"),
+        ("allow = 'src/**'\n", "{user}: allow: must be a list of strings (got \"src/**\")"),
+        ("memory = 'lots'\n", "{user}: memory: a size is a number with a unit b, k, m or g"),
+        ("cpus = 0.001\n", "{user}: cpus: must be at least 0.01 (got 0.001)"),
     ],
 )
 def test_a_bad_config_is_a_usage_error_naming_file_and_key(
-    places: tuple[Path, Path], capsys: pytest.CaptureFixture[str], where: str, content: str, message: str
+    places: tuple[Path, Path], capsys: pytest.CaptureFixture[str], content: str, message: str
 ) -> None:
     user, project = places
-    (user if where == "user" else project).write_text(content)
+    user.write_text(content)
     with pytest.raises(ConfigError):
         load_settings()
     assert main(["run", "--repo", ".", "g"]) == 2
@@ -159,6 +181,6 @@ def test_typed_values_are_read_as_the_setting_holds_them(places: tuple[Path, Pat
 def test_every_key_has_one_kind() -> None:
     from agent import config
 
-    kinds = [config._TEXT, set(config._CHOICES), config._INTEGERS, config._NUMBERS, config._LISTS]
+    kinds = [config._TEXT, set(config._CHOICES), config._INTEGERS, config._NUMBERS, config.LISTS]
     assert sorted(k for kind in kinds for k in kind) == sorted(config.KNOWN_KEYS)
     assert set(config._BOUNDS) <= config._INTEGERS | config._NUMBERS

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import get_args
 
+import pytest
+
 from agent import defaults
 from agent.config import CodeboxSettings
-from agent.containers.config import SandboxConfig
-from agent.containers.spec import CONFIG_FIELDS, PlainSandboxConfig, same_config
 from agent.protocol import PolicyName, TaskSpec
+from agent.sandboxes.config import SandboxConfig, SandboxConfigError
 
 
 def test_the_task_defaults_come_from_agent_defaults() -> None:
@@ -19,19 +20,12 @@ def test_the_task_defaults_come_from_agent_defaults() -> None:
     assert get_args(PolicyName) == defaults.POLICY_NAMES == ("read-only", "workspace-write", "ask")
 
 
-def test_the_sandbox_limits_come_from_agent_defaults() -> None:
+def test_the_sandbox_settings_come_from_agent_defaults() -> None:
     config = SandboxConfig()
     assert (config.image, config.memory, config.pids_limit, config.cpus) == (
         defaults.DEFAULT_IMAGE, defaults.DEFAULT_MEMORY, defaults.DEFAULT_PIDS, defaults.DEFAULT_CPUS)
-    assert SandboxConfig.model_fields["pids_limit"].metadata[0].ge == defaults.MIN_PIDS
-
-
-def test_the_plain_config_has_sandbox_configs_fields_and_defaults() -> None:
-    """The early start's pydantic-free config is the same config: same names, same defaults."""
-    assert tuple(SandboxConfig.model_fields) == CONFIG_FIELDS
-    assert tuple(PlainSandboxConfig()) == tuple(getattr(SandboxConfig(), name) for name in CONFIG_FIELDS)
-    assert same_config(PlainSandboxConfig(memory=" 2g ", cpus=0.5), SandboxConfig(memory=" 2g ", cpus=0.5))
-    assert not same_config(PlainSandboxConfig(memory="2g"), SandboxConfig())
+    with pytest.raises(SandboxConfigError, match=f"at least {defaults.MIN_PIDS}"):
+        SandboxConfig(pids_limit=defaults.MIN_PIDS - 1)
 
 
 def test_the_settings_without_any_source_are_the_defaults() -> None:

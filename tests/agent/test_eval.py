@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from agent.cli import main
-from agent.containers.config import SandboxConfig
 from agent.eval import Prediction, evaluate, junit_key, junit_outcomes, load_predictions, match, node_file
 from agent.protocol import TaskSpec
+from agent.sandboxes.config import SandboxConfig
 
 JUNIT = """<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="pytest">
 <testcase classname="tests.test_a" name="test_ok" file="tests/test_a.py"/>

@@ -1,5 +1,5 @@
-"""The glob dialect: the README's table of cases, checked against the policy's matcher (allow and
-deny) and the in-container search's matcher, so the documentation cannot drift from either."""
+"""The glob dialect: the table of cases in docs/policy.md, checked against the policy's matcher
+(allow and deny) and the in-container search's matcher, so the documentation cannot drift from either."""
 
 from __future__ import annotations
 
@@ -12,11 +12,11 @@ from agent.globs import MAX_EXPANSIONS, GlobRules, expand_braces
 from agent.policy import WorkspaceWritePolicy
 from sandbox.tools.search import GlobSet
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+GLOB_PAGE = Path(__file__).resolve().parents[2] / "docs" / "policy.md"
 
 
-def readme_cases() -> list[tuple[str, str, bool, bool, bool]]:
-    text = README.read_text(encoding="utf-8")
+def documented_cases() -> list[tuple[str, str, bool, bool, bool]]:
+    text = GLOB_PAGE.read_text(encoding="utf-8")
     table = text.split("<!-- glob-cases")[1].split("<!-- /glob-cases -->")[0]
     cases = []
     for line in table.splitlines():
@@ -29,10 +29,10 @@ def readme_cases() -> list[tuple[str, str, bool, bool, bool]]:
     return cases
 
 
-CASES = readme_cases()
+CASES = documented_cases()
 
 
-def test_the_readme_has_the_cases_the_issue_names() -> None:
+def test_the_docs_have_the_cases_the_issue_names() -> None:
     patterns = {case[0] for case in CASES}
     assert len(CASES) >= 15
     assert {"*.pem", "**/x", "*.{pem,key}", "build/", "src"} <= patterns
@@ -79,6 +79,6 @@ def test_brace_expansion() -> None:
     assert len(expand_braces("{a,b}" * 12)) == MAX_EXPANSIONS  # bounded
 
 
-def test_the_readme_documents_the_search_glob_as_the_same_syntax() -> None:
-    text = README.read_text(encoding="utf-8")
+def test_the_docs_document_the_search_glob_as_the_same_syntax() -> None:
+    text = GLOB_PAGE.read_text(encoding="utf-8")
     assert re.search(r"search.{0,80}glob.{0,80}same syntax", text, re.S)

@@ -8,12 +8,14 @@ from typing import Any
 
 import pytest
 
-from agent.loop import CancelToken, Limits
+from agent.cancel import CancelToken
+from agent.loop import Limits
 from agent.model.base import ModelError
 from agent.model.scripted import ScriptedModel
 from agent.policy import WorkspaceWritePolicy
 from agent.protocol import ToolResultMessage
-from tests.fakes import FakeReply, FakeSandbox, make_agent, task
+from agent.sandboxes.result import ToolResult
+from tests.fakes import FakeSandbox, make_agent, task
 
 
 def first_result(model: ScriptedModel) -> ToolResultMessage:
@@ -40,7 +42,7 @@ def test_seed_event_order_for_one_tool_call() -> None:
 
 
 def test_tool_end_carries_the_result_exactly_as_the_model_saw_it() -> None:
-    sandbox = FakeSandbox({"read_file": lambda a: FakeReply(output="1\tprint('hi')\n")})
+    sandbox = FakeSandbox({"read_file": lambda a: ToolResult(output="1\tprint('hi')\n")})
     agent, sink, model, _ = make_agent(
         [{"tool_calls": [{"name": "read_file", "arguments": {"path": "a.py"}}]}, {"message": "ok"}], sandbox
     )
@@ -66,7 +68,7 @@ def test_denied_write_goes_back_and_the_loop_continues() -> None:
 
 def test_allowed_write_records_changed_files() -> None:
     sandbox = FakeSandbox(
-        {"apply_patch": lambda a: FakeReply(output="M src/a.py", data={"changed_paths": ["src/a.py"]})}
+        {"apply_patch": lambda a: ToolResult(output="M src/a.py", data={"changed_paths": ["src/a.py"]})}
     )
     agent, _, _, _ = make_agent(
         [{"tool_calls": [{"name": "apply_patch", "arguments": {"input": PATCH}}]}, {"message": "fixed"}],
@@ -79,7 +81,7 @@ def test_allowed_write_records_changed_files() -> None:
 
 
 def test_tool_exception_becomes_an_error_result() -> None:
-    def boom(args: dict[str, Any]) -> FakeReply:
+    def boom(args: dict[str, Any]) -> ToolResult:
         raise RuntimeError("disk on fire")
 
     agent, _, model, _ = make_agent(
@@ -94,7 +96,7 @@ def test_tool_exception_becomes_an_error_result() -> None:
 
 def test_sandbox_error_result_goes_back() -> None:
     sandbox = FakeSandbox(
-        {"read_file": lambda a: FakeReply(ok=False, output="", error="path escapes the repository: ../x")}
+        {"read_file": lambda a: ToolResult(ok=False, output="", error="path escapes the repository: ../x")}
     )
     agent, _, model, _ = make_agent(
         [{"tool_calls": [{"name": "read_file", "arguments": {"path": "../x"}}]}, {"message": "ok"}], sandbox
@@ -188,7 +190,8 @@ def test_task_max_steps_is_honoured_too() -> None:
 
 def test_stop_timeout_during_a_slow_tool() -> None:
     sandbox = FakeSandbox()
-    sandbox.handlers["run_test"] = lambda a: (sandbox.closed.wait(30), FakeReply(ok=False, outcome="container_died"))[1]
+    died = ToolResult(output="", ok=False, outcome="container_died")
+    sandbox.handlers["run_test"] = lambda a: (sandbox.closed.wait(30), died)[1]
     agent, _, _, _ = make_agent(
         [{"tool_calls": [{"name": "run_test", "arguments": {}}]}, {"message": "never"}],
         sandbox,
@@ -202,7 +205,7 @@ def test_stop_timeout_during_a_slow_tool() -> None:
 
 def test_stop_loop_guard_on_identical_failing_calls() -> None:
     call = {"tool_calls": [{"name": "read_file", "arguments": {"path": "missing.py"}}]}
-    sandbox = FakeSandbox({"read_file": lambda a: FakeReply(ok=False, error="no such file: missing.py")})
+    sandbox = FakeSandbox({"read_file": lambda a: ToolResult(output="", ok=False, error="no such file: missing.py")})
     agent, _, _, _ = make_agent([call] * 10, sandbox)
     report = agent.run(task())
     assert report.stop_reason == "loop_guard" and len(report.tool_calls) == 3
@@ -212,9 +215,9 @@ def test_stop_loop_guard_on_identical_failing_calls() -> None:
 def test_the_same_failing_test_after_each_edit_does_not_trip_the_guard() -> None:
     outcomes = iter(["failed", "failed", "failed", "ok"])
 
-    def run_test(args: dict[str, Any]) -> FakeReply:
+    def run_test(args: dict[str, Any]) -> ToolResult:
         outcome = next(outcomes)
-        return FakeReply(ok=outcome == "ok", outcome=outcome, output=outcome)
+        return ToolResult(ok=outcome == "ok", outcome=outcome, output=outcome)
 
     sandbox = FakeSandbox({"run_test": run_test})
     edit = {"tool_calls": [{"name": "apply_patch", "arguments": {"patch": PATCH}}]}
@@ -226,7 +229,7 @@ def test_the_same_failing_test_after_each_edit_does_not_trip_the_guard() -> None
 
 
 def test_the_same_failing_test_without_edits_trips_the_guard() -> None:
-    sandbox = FakeSandbox({"run_test": lambda a: FakeReply(ok=False, outcome="failed", output="1 failed")})
+    sandbox = FakeSandbox({"run_test": lambda a: ToolResult(ok=False, outcome="failed", output="1 failed")})
     test = {"tool_calls": [{"name": "run_test", "arguments": {}}]}
     agent, _, _, _ = make_agent([test] * 5, sandbox)
     assert agent.run(task()).stop_reason == "loop_guard"
@@ -236,7 +239,7 @@ def test_different_failing_calls_do_not_trip_the_guard() -> None:
     turns: list[dict[str, Any]] = [
         {"tool_calls": [{"name": "read_file", "arguments": {"path": f"m{i}.py"}}]} for i in range(5)
     ]
-    sandbox = FakeSandbox({"read_file": lambda a: FakeReply(ok=False, error="no such file")})
+    sandbox = FakeSandbox({"read_file": lambda a: ToolResult(output="", ok=False, error="no such file")})
     agent, _, _, _ = make_agent([*turns, {"message": "gave up"}], sandbox)
     assert agent.run(task()).stop_reason == "final_message"
 
@@ -302,10 +305,10 @@ def test_cancel_mid_tool_call_stops_the_call_and_reports() -> None:
     sandbox = FakeSandbox()
     started = threading.Event()
 
-    def slow(args: dict[str, Any]) -> FakeReply:
+    def slow(args: dict[str, Any]) -> ToolResult:
         started.set()
         sandbox.closed.wait(30)  # only close() ends it, as a killed container would
-        return FakeReply(ok=False, outcome="container_died", error="container killed")
+        return ToolResult(output="", ok=False, outcome="container_died", error="container killed")
 
     sandbox.handlers["run_test"] = slow
     agent, sink, _, _ = make_agent(
@@ -327,15 +330,15 @@ def test_a_patch_the_cancel_catches_mid_call_is_let_finish_and_reported_as_lande
     sandbox = FakeSandbox()
     cancel = CancelToken()
 
-    def landing(args: dict[str, Any]) -> FakeReply:
+    def landing(args: dict[str, Any]) -> ToolResult:
         cancel.cancel("user pressed Ctrl-C")  # arrives while the write is under way
         time.sleep(0.3)
-        return FakeReply(output="Done!", data={"changed_paths": ["a.py"]})
+        return ToolResult(output="Done!", data={"changed_paths": ["a.py"]})
 
-    def stuck(args: dict[str, Any]) -> FakeReply:
+    def stuck(args: dict[str, Any]) -> ToolResult:
         cancel.cancel("user pressed Ctrl-C")
         sandbox.closed.wait(30)  # a write that never ends is still stopped, after the grace
-        return FakeReply(ok=False, outcome="container_died", error="container killed")
+        return ToolResult(output="", ok=False, outcome="container_died", error="container killed")
 
     patch = "*** Begin Patch\n*** Add File: a.py\n+x = 1\n*** End Patch\n"
     turns = [{"tool_calls": [{"name": "apply_patch", "arguments": {"patch": patch}}]}, {"message": "never"}]
@@ -362,15 +365,37 @@ def test_cancel_before_start() -> None:
 
 
 def test_usage_is_summed_into_the_report_and_events() -> None:
-    usage = {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15}
+    usage = {"input_tokens": 1000, "output_tokens": 5, "total_tokens": 1005}
     agent, sink, _, _ = make_agent(
         [{"tool_calls": [{"name": "search", "arguments": {"query": "x"}}], "usage": usage},
          {"message": "done", "usage": usage}]
     )
     report = agent.run(task())
-    assert report.usage is not None and report.usage.total_tokens == 30
-    assert sink.events[1].data["usage"]["input_tokens"] == 10
+    assert report.usage is not None and report.usage.total_tokens == 2010 and report.usage.source == "server"
+    assert sink.events[1].data["usage"] == {**usage, "source": "server"}
     assert sink.events[3].data["usage"]["output_tokens"] == 5
+
+
+def test_a_reply_without_usage_is_counted_by_codebox_and_the_report_says_so() -> None:
+    agent, sink, _, _ = make_agent(
+        [{"tool_calls": [{"name": "search", "arguments": {"query": "x"}}]},
+         {"message": "done", "usage": {"input_tokens": 1000, "output_tokens": 5, "total_tokens": 1005}}]
+    )
+    report = agent.run(task())
+    first = sink.events[1].data["usage"]
+    assert first["source"] == "estimated" and first["input_tokens"] > 700  # the instructions and tools alone
+    assert report.usage is not None and report.usage.source == "mixed"
+    assert report.usage.total_tokens == first["total_tokens"] + 1005
+    assert "usage.estimated" not in sink.types()  # no count at all is not a forgery: the source says it
+
+
+def test_an_implausible_usage_is_replaced_and_the_event_says_why() -> None:
+    forged = {"input_tokens": -5, "output_tokens": 0, "total_tokens": 0}
+    agent, sink, _, _ = make_agent([{"message": "done", "usage": forged}])
+    report = agent.run(task())
+    (event,) = [e.data for e in sink.events if e.type == "usage.estimated"]
+    assert event["reason"] == "negative input tokens (-5)" and event["reported"]["input_tokens"] == -5
+    assert report.usage is not None and report.usage.source == "estimated" and report.usage.input_tokens > 700
 
 
 def test_run_test_without_test_command_is_a_clear_error() -> None:
@@ -383,7 +408,7 @@ def test_run_test_without_test_command_is_a_clear_error() -> None:
 
 def test_run_test_composes_argv_and_records_last_test() -> None:
     sandbox = FakeSandbox(
-        {"run_test": lambda a: FakeReply(ok=False, outcome="failed", data={"exit_code": 1, "duration_s": 0.3})}
+        {"run_test": lambda a: ToolResult("", ok=False, outcome="failed", data={"exit_code": 1, "duration_s": 0.3})}
     )
     agent, _, _, _ = make_agent(
         [{"tool_calls": [{"name": "run_test", "arguments": {"args": ["-k", "retry"], "timeout_s": 9999}}]},
@@ -427,7 +452,7 @@ def test_a_policy_that_fails_denies() -> None:
 
 
 def test_a_bug_in_codebox_ends_the_run_with_internal_error_and_a_report() -> None:
-    from agent.tools import ReadFileTool, RunEffects, ToolRegistry, ToolResult
+    from agent.tools import ReadFileTool, RunEffects, ToolRegistry
 
     class BrokenReadFile(ReadFileTool):
         def note_effects(self, write_paths: list[str], result: ToolResult, effects: RunEffects) -> None:
@@ -455,7 +480,7 @@ def test_events_carry_the_system_prompt_and_every_note_sent_to_the_model() -> No
 
 def test_failing_tests_are_named_in_the_report() -> None:
     output = "..F\nFAILED tests/test_a.py::test_x - AssertionError\nFAILED tests/test_a.py::test_y\n1 passed\n"
-    sandbox = FakeSandbox({"run_test": lambda a: FakeReply(ok=False, output=output, outcome="failed",
+    sandbox = FakeSandbox({"run_test": lambda a: ToolResult(ok=False, output=output, outcome="failed",
                                                            data={"exit_code": 1})})
     agent, _, _, _ = make_agent([{"tool_calls": [{"name": "run_test", "arguments": {}}]}, {"message": "ok"}], sandbox)
     report = agent.run(task())

@@ -61,7 +61,7 @@ def test_help_with_config_files_imports_no_pydantic_either(tmp_path: Path) -> No
     user = tmp_path / "no-config" / "codebox" / "codebox.toml"
     user.parent.mkdir(parents=True)
     user.write_text('max_steps = 44\ndeny = ["*.pem"]\n')
-    (tmp_path / "pyproject.toml").write_text('[tool.codebox]\npolicy = "workspace-write"\n')
+    (tmp_path / "pyproject.toml").write_text('[tool.codebox]\npids = 128\npolicy = "workspace-write"\n')
     found = _modules_after(
         f"""
         import contextlib, io, json, sys
@@ -69,7 +69,8 @@ def test_help_with_config_files_imports_no_pydantic_either(tmp_path: Path) -> No
         with contextlib.redirect_stdout(io.StringIO()) as text, contextlib.suppress(SystemExit):
             main(["run", "--help"])
         help = " ".join(text.getvalue().split())
-        print(json.dumps({{"defaults": "(default: 44)" in help and "(default: workspace-write)" in help,
+        print(json.dumps({{"defaults": "(default: 44)" in help and "(default: 128)" in help
+                                       and "(default: read-only)" in help,  # an untrusted project only tightens
                           "loaded": [m for m in {HEAVY!r} if m in sys.modules]}}))
         """,
         tmp_path,

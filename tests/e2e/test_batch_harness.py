@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 
 from agent.batch import run_batch
+from agent.cancel import CancelToken
 from agent.cli import main
 from agent.engines import LocalEngine
 from agent.events import CallbackSink
-from agent.loop import CancelToken
 from agent.protocol import AgentEvent, TaskSpec
 from tests.repos import fingerprint, sh
 

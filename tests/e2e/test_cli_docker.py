@@ -14,6 +14,8 @@ from pathlib import Path
 import docker
 import pytest
 
+from agent.console.render import summary_text
+
 pytestmark = pytest.mark.docker
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -195,11 +197,11 @@ def test_ask_policy_prompts_on_the_terminal(tmp_path: Path, quiet: bool) -> None
 
 
 def test_a_missing_image_fails_fast_before_the_model_is_asked(tmp_path: Path) -> None:
-    from agent.containers.sandbox import SandboxConfig
     from agent.events import MemorySink
     from agent.model.scripted import ScriptedModel
     from agent.protocol import TaskSpec
     from agent.runner import run_task
+    from agent.sandboxes.config import SandboxConfig
 
     model = ScriptedModel([{"message": "never asked"}])
     tmp_path.chmod(0o755)  # a root-owned repo must be world-readable (the tool container is never root)
@@ -210,18 +212,18 @@ def test_a_missing_image_fails_fast_before_the_model_is_asked(tmp_path: Path) ->
 
 
 def test_a_sandbox_that_cannot_start_ends_the_run_once_with_its_own_message(tmp_path: Path) -> None:
-    from agent.containers.sandbox import SandboxConfig
     from agent.events import MemorySink
     from agent.model.scripted import ScriptedModel
     from agent.protocol import TaskSpec
     from agent.runner import run_task
+    from agent.sandboxes.config import SandboxConfig
 
     read = {"tool_calls": [{"name": "read_file", "arguments": {"path": "a.py"}}]}
     model = ScriptedModel([read] * 5)
     started = time.monotonic()
     tmp_path.chmod(0o755)  # a root-owned repo must be world-readable (the tool container is never root)
-    report = run_task(TaskSpec(repo=str(tmp_path), goal="g"), model, MemorySink(),
-                      sandbox_config=SandboxConfig.model_construct(memory="1x"))  # unchecked: docker-py refuses it
-    assert report.stop_reason == "sandbox_error", report.render()
-    assert "could not start" in (report.error or "") and "memory" in (report.error or "")
+    config = SandboxConfig(cpus=4096.0)  # a limit only the engine refuses: more CPUs than the machine has
+    report = run_task(TaskSpec(repo=str(tmp_path), goal="g"), model, MemorySink(), sandbox_config=config)
+    assert report.stop_reason == "sandbox_error", summary_text(report)
+    assert "could not start" in (report.error or "") and "CPU" in (report.error or "")
     assert len(model.requests) == 1 and time.monotonic() - started < 10

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 from pathlib import Path
@@ -108,14 +109,44 @@ def test_a_run_against_a_strict_server_like_llama_cpp_python(tmp_path: Path, mon
         chat_reply("Fixed."),
     ]
     with FakeOpenAIServer(replies, behaviour=LLAMA_CPP_PYTHON) as server:
-        code, report, _ = _run(server.url, repo, tmp_path, "--max-tokens", "512")
+        code, report, events = _run(server.url, repo, tmp_path, "--max-tokens", "512")
         bodies = [r.json for r in server.posts]
     assert code == 0, report
     assert report["status"] == "completed" and report["files_changed"] == ["backoff.py"]
-    assert len(bodies) == 4  # no 500, no retry, no prose instead of tool calls
+    # The first request, streamed, meets the server's empty stream and goes again unstreamed at
+    # once; the rest of the run is unstreamed: no 500, no retry, no prose instead of tool calls.
+    assert [b.get("stream", False) for b in bodies] == [True, False, False, False, False]
     for body in bodies:
         assert body["tool_choice"] == "auto" and body["max_tokens"] == 512
         assert all(isinstance(m["content"], str) for m in body["messages"])
+    types = [e["type"] for e in events]
+    assert types.count("model.fallback") == 1 and "model.retry" not in types
+
+
+@pytest.mark.parametrize("mode", ["empty", "error"])
+def test_a_server_that_cannot_stream_tools_costs_one_request_and_one_console_note(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], mode: str
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    repo = tmp_path / "repo"
+    shutil.copytree(DEMO_REPO, repo)
+    replies = [
+        chat_reply(tool_calls=[("read_file", {"path": "backoff.py"}, "call_read")]),
+        chat_reply(tool_calls=[("search", {"query": "def delays"}, "call_search")]),
+        chat_reply("It starts at 1."),
+    ]
+    behaviour = dataclasses.replace(LLAMA_CPP_PYTHON, stream_with_tools=mode)
+    report_path = tmp_path / "report.json"
+    with FakeOpenAIServer(replies, behaviour=behaviour) as server:
+        code = main(["run", "--repo", str(repo), "--model", "fake-model", "--base-url", server.url,
+                     "--report", str(report_path), "Why is the first delay doubled?"])
+        posts = len(server.posts)
+    out = capsys.readouterr().out
+    report = json.loads(report_path.read_text())
+    assert code == 0 and report["final_message"] == "It starts at 1." and report["steps"] == 3
+    assert posts == 4  # one request more than the three replies, not six retries
+    assert out.count("note: the server cannot stream replies to requests with tools") == 1
+    assert "model retry" not in out
 
 
 def test_a_validation_500_ends_the_run_once_with_the_whole_message(
@@ -166,13 +197,16 @@ def test_a_streamed_run_survives_a_cut_stream_and_keeps_deltas_out_of_the_file(
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     repo = tmp_path / "repo"
     shutil.copytree(DEMO_REPO, repo)
-    read = chat_completion("Reading the file first.", [("read_file", {"path": "backoff.py"}, "call_read")])
+    read = chat_completion("Reading the file first.", [("read_file", {"path": "backoff.py"}, "call_read")],
+                           usage=(1500, 30))
     replies = [
         stream_reply(completion_chunks(read, include_usage=True), cut="reset", cut_after=3),  # type: ignore[arg-type]
-        chat_reply("Reading the file first.", tool_calls=[("read_file", {"path": "backoff.py"}, "call_read")]),
-        chat_reply("It starts at 1: the first delay is skipped."),
+        chat_reply("Reading the file first.", tool_calls=[("read_file", {"path": "backoff.py"}, "call_read")],
+                   usage=(1500, 30)),
+        chat_reply("It starts at 1: the first delay is skipped.", usage=(1600, 30)),
     ]
-    with FakeOpenAIServer(replies, behaviour=LLAMA_CPP_PYTHON) as server:
+    streams_tools = dataclasses.replace(LLAMA_CPP_PYTHON, stream_with_tools="stream")  # a chat format that can
+    with FakeOpenAIServer(replies, behaviour=streams_tools) as server:
         code, report, events = _run(server.url, repo, tmp_path)
         bodies = [r.json for r in server.posts]
     assert code == 0 and report["final_message"] == "It starts at 1: the first delay is skipped."
@@ -181,7 +215,8 @@ def test_a_streamed_run_survives_a_cut_stream_and_keeps_deltas_out_of_the_file(
     assert "model.retry" in types and "message.delta" not in types
     first = next((e["data"]["text"] for e in events if e["type"] == "message"), None)
     assert first == "Reading the file first."
-    assert report["usage"]["total_tokens"] == 30  # the two whole replies, the cut one not at all
+    assert report["usage"] == {"input_tokens": 3100, "output_tokens": 60, "total_tokens": 3160, "source": "server"}
+    # the two whole replies, the cut one not at all
 
 
 def test_a_run_stops_at_its_token_budget(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

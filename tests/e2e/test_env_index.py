@@ -101,9 +101,10 @@ def _apt_problem() -> str | None:
 def test_apt_packages_are_downloaded_on_the_host_and_installed_offline(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from agent.containers.sandbox import Sandbox, SandboxConfig
+    from agent.containers.sandbox import Sandbox
     from agent.env.build import EnvRequest, ensure_env
     from agent.env.resolve import IndexConfig
+    from agent.sandboxes.config import SandboxConfig
     from tests.agent.env.wheels import make_wheelhouse
 
     problem = _apt_problem()
@@ -144,9 +145,10 @@ C_PROJECT = {
 
 
 def test_the_projects_c_extension_is_built_offline_and_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from agent.containers.sandbox import Sandbox, SandboxConfig
+    from agent.containers.sandbox import Sandbox
     from agent.env.build import EnvRequest, ensure_env
     from agent.env.errors import EnvError
+    from agent.sandboxes.config import SandboxConfig
 
     problem = _apt_problem()
     if problem and not os.environ.get("CI"):

@@ -2,7 +2,7 @@
 
 Runs inside the build container as the build user, with the build venv's python, in the
 project copy: ``python _codebox_pep517.py HOOK OUT.json``. The backend is named by
-``CODEBOX_BACKEND`` (``module:object``) and ``CODEBOX_BACKEND_PATH`` (folders of the project,
+``PEP517_BACKEND`` (``module:object``) and ``PEP517_BACKEND_PATH`` (folders of the project,
 ``os.pathsep``-separated), as the host read them from ``[build-system]``. Hooks:
 
 - ``requires``: ``get_requires_for_build_editable`` (``_wheel`` when the backend has no
@@ -27,9 +27,9 @@ MAX_TEXT = 4 * 1024 * 1024
 
 
 def _backend() -> Any:
-    paths = [os.path.abspath(p) for p in os.environ.get("CODEBOX_BACKEND_PATH", "").split(os.pathsep) if p]
+    paths = [os.path.abspath(p) for p in os.environ.get("PEP517_BACKEND_PATH", "").split(os.pathsep) if p]
     sys.path[:0] = paths
-    module, _, attribute = os.environ["CODEBOX_BACKEND"].partition(":")
+    module, _, attribute = os.environ["PEP517_BACKEND"].partition(":")
     backend = importlib.import_module(module)
     for part in [p for p in attribute.split(".") if p]:
         backend = getattr(backend, part)

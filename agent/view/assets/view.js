@@ -79,7 +79,17 @@
     { key: "duration_s", label: "duration", value: (t) => t.duration_s, num: true },
     { key: "patch", label: "patch", value: patchSize, num: true },
     { key: "tokens", label: "tokens", value: (t) => t.total_tokens, num: true },
+    { key: "error", label: "error", value: (t) => t.error || "" },
   ];
+
+  // A report's error in a table cell: its first line, shortened; the whole text on hover.
+  function errorCell(task) {
+    if (!task.error) return h("td", { class: "error-cell muted" }, "–");
+    const first = task.error.split("\n")[0];
+    const shown = first.length > 120 ? first.slice(0, 119) + "…" : first;
+    const kind = task.status === "error" ? "error-cell bad" : "error-cell warn";
+    return h("td", { class: kind, title: task.error }, shown);
+  }
 
   function visibleTasks() {
     const q = state.query.toLowerCase();
@@ -122,6 +132,8 @@
         );
       case "tokens":
         return h("td", { class: "num" }, count(task.total_tokens));
+      case "error":
+        return errorCell(task);
       case "steps":
       case "tool_calls":
         return h("td", { class: "num" }, count(task[key]));

@@ -5,13 +5,14 @@ last test, failing tests, final message, error), the batch lines and table, usag
 from __future__ import annotations
 
 import io
+from pathlib import Path
 
 import pytest
 
 from agent.console.batch_view import BatchView, table_text
 from agent.console.escape import one_line, printable
 from agent.console.live import RunConsole
-from agent.console.render import ChangeLog, print_summary
+from agent.console.render import ChangeLog, print_summary, summary_text
 from tests.hostile_text import BIDI, CLEAR, OSC52, TITLE, hostile_events, hostile_report
 
 
@@ -67,7 +68,7 @@ def test_the_summary_escapes_files_last_test_failing_tests_error_and_final_messa
 
 
 def test_report_render_is_escaped() -> None:
-    text = hostile_report().render()
+    text = summary_text(hostile_report())
     no_control(text)
     assert "final message:" in text and "\\x1b]0;pwned" in text
 
@@ -85,10 +86,16 @@ def test_the_batch_lines_and_table_are_escaped() -> None:
     assert "it broke: \\x1b]52" in table_text([report])
 
 
-def test_a_usage_error_is_escaped(capsys: pytest.CaptureFixture[str], tmp_path: object) -> None:
+def test_a_usage_error_is_escaped(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     from agent.cli import main
 
-    assert main(["run", "--repo", ".", "--model", "scripted:x", "--base-url", "x" + OSC52, "g"]) == 2
+    script = tmp_path / "script.json"
+    script.write_text('{"turns": []}')
+    assert main(["run", "--repo", ".", "--model", f"scripted:{script}", "--base-url", "x" + OSC52, "g"]) == 2
+    err = capsys.readouterr().err
+    no_control(err)
+    assert "\\u001b]52" in err or "\\x1b]52" in err
+    assert main(["run", "--repo", "nowhere" + OSC52, "--model", f"scripted:{script}", "g"]) == 2
     err = capsys.readouterr().err
     no_control(err)
     assert "\\u001b]52" in err or "\\x1b]52" in err

@@ -15,12 +15,11 @@ from typing import Any
 
 import pytest
 
-from agent.containers.config import SandboxConfig
 from agent.containers.launch import PendingLaunch
 from agent.containers.leftovers import LABEL_POOL
 from agent.containers.pool import PlannedTask, WarmPool
-from agent.containers.spec import PlainSandboxConfig
 from agent.errors import SandboxError
+from agent.sandboxes.config import SandboxConfig
 from tests.agent.containers.labelled import task_containers, wait_no_containers
 
 pytestmark = pytest.mark.docker
@@ -48,7 +47,7 @@ def test_a_sandbox_adopts_a_launched_container_and_only_pings_it(
     from agent.containers.sandbox import Sandbox
 
     repo, task_id = _repo(tmp_path / "a", "adopted"), f"{TASK}-adopt"
-    pending = PendingLaunch(PlainSandboxConfig(image=sandbox_image), repo, task_id, {LABEL_POOL: "warm"}).begin()
+    pending = PendingLaunch(SandboxConfig(image=sandbox_image), repo, task_id, {LABEL_POOL: "warm"}).begin()
     assert pending.wait_sent(30) and pending.wait(60) and pending.error is None
     [launched] = task_containers(docker_client, task_id)
     assert launched["State"] == "running" and launched["Labels"][LABEL_POOL] == "warm"
@@ -76,7 +75,7 @@ def test_a_closed_launch_leaves_no_container(docker_client: Any, sandbox_image: 
     # Closed while it runs (before, during or after the create: whichever the thread reached).
     for n in range(3):
         task_id = f"{TASK}-close-{n}"
-        pending = PendingLaunch(PlainSandboxConfig(image=sandbox_image), repo, task_id).begin()
+        pending = PendingLaunch(SandboxConfig(image=sandbox_image), repo, task_id).begin()
         if n == 1:
             pending.wait_sent(30)
         if n == 2:
@@ -88,7 +87,7 @@ def test_a_closed_launch_leaves_no_container(docker_client: Any, sandbox_image: 
         assert wait_no_containers(docker_client, task_id), n
     # A sandbox closed before its first start removes the container it was to adopt.
     task_id = f"{TASK}-close-sandbox"
-    pending = PendingLaunch(PlainSandboxConfig(image=sandbox_image), repo, task_id).begin()
+    pending = PendingLaunch(SandboxConfig(image=sandbox_image), repo, task_id).begin()
     sandbox = Sandbox(repo, SandboxConfig(image=sandbox_image), task_id=task_id, launched=pending)
     pending.wait(60)
     sandbox.close()
@@ -101,7 +100,7 @@ def test_a_failed_launch_is_the_sandboxs_start_error(docker_client: Any, tmp_pat
     from agent.containers.sandbox import Sandbox
 
     repo, task_id = _repo(tmp_path / "f", "failed"), f"{TASK}-noimage"
-    config = PlainSandboxConfig(image="codebox-no-such-image:none")
+    config = SandboxConfig(image="codebox-no-such-image:none")
     pending = PendingLaunch(config, repo, task_id).begin()
     assert pending.wait(60) and pending.error is not None and "codebox image build" in str(pending.error)
     sandbox = Sandbox(repo, SandboxConfig(image=config.image), task_id=task_id, launched=pending)
@@ -121,8 +120,8 @@ def test_a_launched_container_goes_with_its_sigkilled_owner(
         import time
         from pathlib import Path
         from agent.containers.launch import PendingLaunch
-        from agent.containers.spec import PlainSandboxConfig
-        pending = PendingLaunch(PlainSandboxConfig(image={sandbox_image!r}), Path({str(repo)!r}), {task_id!r}).begin()
+        from agent.sandboxes.config import SandboxConfig
+        pending = PendingLaunch(SandboxConfig(image={sandbox_image!r}), Path({str(repo)!r}), {task_id!r}).begin()
         print("started" if pending.wait(60) and pending.error is None else pending.error, flush=True)
         time.sleep(120)
         """
@@ -151,9 +150,9 @@ def test_the_pool_hands_a_launched_container_only_to_the_same_repo_and_limits(
     repo = _repo(tmp_path / "p", "pool")
     same, other = f"{TASK}-pool-same", f"{TASK}-pool-other"
     with WarmPool(2) as pool:
-        assert pool.launch(PlannedTask(same, repo, PlainSandboxConfig(image=sandbox_image)), sent_timeout_s=30)
-        assert pool.launch(PlannedTask(other, repo, PlainSandboxConfig(image=sandbox_image)), sent_timeout_s=30)
-        assert not pool.launch(PlannedTask(f"{TASK}-pool-full", repo, PlainSandboxConfig(image=sandbox_image)))
+        assert pool.launch(PlannedTask(same, repo, SandboxConfig(image=sandbox_image)), sent_timeout_s=30)
+        assert pool.launch(PlannedTask(other, repo, SandboxConfig(image=sandbox_image)), sent_timeout_s=30)
+        assert not pool.launch(PlannedTask(f"{TASK}-pool-full", repo, SandboxConfig(image=sandbox_image)))
         assert pool.wait_started(same, 60) and pool.wait_started(other, 60)
         [launched] = task_containers(docker_client, same)
 
@@ -174,7 +173,7 @@ def test_the_pool_hands_a_launched_container_only_to_the_same_repo_and_limits(
 def test_closing_the_pool_removes_an_unclaimed_launch(docker_client: Any, sandbox_image: str, tmp_path: Path) -> None:
     repo, task_id = _repo(tmp_path / "u", "unclaimed"), f"{TASK}-unclaimed"
     pool = WarmPool(1)
-    pool.launch(PlannedTask(task_id, repo, PlainSandboxConfig(image=sandbox_image)), sent_timeout_s=30)
+    pool.launch(PlannedTask(task_id, repo, SandboxConfig(image=sandbox_image)), sent_timeout_s=30)
     pool.close()
     assert wait_no_containers(docker_client, task_id)
 

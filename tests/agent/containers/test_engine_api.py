@@ -313,7 +313,8 @@ def test_a_started_container_is_gone_when_remove_returns(client: EngineClient, i
 
 
 def test_an_injected_client_is_the_one_the_sandbox_uses(tmp_path: Path) -> None:
-    from agent.containers.sandbox import Sandbox, SandboxConfig
+    from agent.containers.sandbox import Sandbox
+    from agent.sandboxes.config import SandboxConfig
 
     path = tmp_path / "no-docker.sock"
     dead = EngineClient(Endpoint(url=f"unix://{path}", unix_path=str(path)))

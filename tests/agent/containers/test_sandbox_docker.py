@@ -273,7 +273,7 @@ def test_repo_is_read_only_for_tests_and_writable_by_apply_patch(image: str, rep
         assert len(sandbox.container_ids) == 1  # no write container until a write
 
         patch = "*** Begin Patch\n*** Add File: notes/new.txt\n+written through the write container\n*** End Patch\n"
-        applied = sandbox.apply_patch(patch)
+        applied = sandbox.call("apply_patch", {"patch": patch})
         assert applied.ok, applied.output
         created = repo / "notes" / "new.txt"
         assert created.read_text() == "written through the write container\n"
@@ -291,7 +291,7 @@ def test_repo_is_read_only_for_tests_and_writable_by_apply_patch(image: str, rep
 
         # .git is never writable: the patch engine refuses it, and the mount is read-only anyway.
         git_patch = "*** Begin Patch\n*** Add File: .git/hooks/post-checkout\n+evil\n*** End Patch\n"
-        assert not sandbox.apply_patch(git_patch).ok
+        assert not sandbox.call("apply_patch", {"patch": git_patch}).ok
         assert not (repo / ".git" / "hooks").exists()
         # The write container runs nothing but the patch engine: no repository code with write access.
         refused = sandbox._request("write", "run_test", {"argv": ["python3", "-c", "print(1)"]}, 10)
@@ -574,7 +574,8 @@ def test_sigkill_of_the_owner_process_removes_the_container(
         f"""
         import sys, time
         from pathlib import Path
-        from agent.containers.sandbox import Sandbox, SandboxConfig
+        from agent.containers.sandbox import Sandbox
+        from agent.sandboxes.config import SandboxConfig
         cfg = SandboxConfig(image={image!r})
         sb = Sandbox(Path({str(repo)!r}), cfg, task_id={TASK + "-orphan-" + str(frozen_server)!r})
         sb.start()
@@ -732,7 +733,7 @@ def test_a_repository_cannot_replace_the_server_with_its_own_sandbox_package(ima
         read = sandbox.call("read_file", {"path": "sandbox/__init__.py"})
         assert read.ok, read.output
         patch = "*** Begin Patch\n*** Add File: notes.txt\n+ok\n*** End Patch\n"
-        assert sandbox.apply_patch(patch).ok
+        assert sandbox.call("apply_patch", {"patch": patch}).ok
         listing = sandbox.call("run_test", {"argv": ["ls", "/tmp"], "timeout_s": 10})
         assert "PWNED" not in listing.output
     assert not list(repo.glob("PWNED-*"))
@@ -753,10 +754,10 @@ def test_any_image_with_python3_serves_as_the_sandbox(repo: Path) -> None:
 
 
 def test_a_limit_docker_refuses_is_a_sandbox_error(image: str, repo: Path) -> None:
-    # SandboxConfig refuses "1x" itself now; unchecked, it reaches docker-py, which refuses it too.
-    sandbox = Sandbox(repo, SandboxConfig.model_construct(image=image, memory="1x"), task_id="bad-limit")
+    # SandboxConfig checks what it can; only the engine knows how many CPUs the machine has.
+    sandbox = Sandbox(repo, SandboxConfig(image=image, cpus=4096.0), task_id="bad-limit")
     try:
-        with pytest.raises(SandboxError, match="cannot create the sandbox container"):
+        with pytest.raises(SandboxError, match=r"cannot create the sandbox container.*CPU"):
             sandbox.start()
     finally:
         sandbox.close()

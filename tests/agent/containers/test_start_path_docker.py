@@ -15,13 +15,14 @@ from typing import Any
 
 import pytest
 
+from agent.console.render import summary_text
 from agent.containers.leftovers import LABEL_POOL
 from agent.containers.pool import PlannedTask, WarmPool
-from agent.containers.sandbox import SandboxConfig
 from agent.events import CallbackSink
 from agent.model.scripted import ScriptedModel
 from agent.protocol import AgentEvent, TaskSpec
 from agent.runner import run_task
+from agent.sandboxes.config import SandboxConfig
 from tests.agent.containers.labelled import task_containers, wait_no_containers
 
 pytestmark = pytest.mark.docker
@@ -91,7 +92,7 @@ def test_the_pool_starts_the_next_tasks_sandbox_labelled_on_its_own_repo(
         assert _wait_some(client, ids[2])  # the claim started the one after
 
         # Other limits than planned: the warm container is not handed out, and it is removed.
-        other = config.model_copy(update={"memory": "512m"})
+        other = config.replace(memory="512m")
         assert pool.claim(ids[2], repos[2].resolve(), other) is None
         assert wait_no_containers(client, ids[2])
         assert _wait_some(client, ids[3])
@@ -121,7 +122,7 @@ def test_a_batch_task_runs_in_its_warm_sandbox(image: str, client: Any, tmp_path
             reports.append(run_task(task, model, CallbackSink(on_event), sandbox_config=config, warm=pool))
     finally:
         pool.close()
-    assert [r.status for r in reports] == ["completed", "completed"], [r.render() for r in reports]
+    assert [r.status for r in reports] == ["completed", "completed"], [summary_text(r) for r in reports]
     assert pool.hits == 1  # the second task found its sandbox started
     assert [labels.get(LABEL_POOL) for labels in seen] == [None, "warm"]
     assert all(wait_no_containers(client, t) for t in ids)
@@ -135,7 +136,7 @@ def test_a_warm_sandbox_goes_with_its_sigkilled_owner(image: str, client: Any, t
         import time
         from pathlib import Path
         from agent.containers.pool import PlannedTask, WarmPool
-        from agent.containers.sandbox import SandboxConfig
+        from agent.sandboxes.config import SandboxConfig
         cfg = SandboxConfig(image={image!r})
         plan = [PlannedTask(t, Path(r), cfg) for t, r in {list(zip(ids, map(str, repos), strict=True))!r}]
         pool = WarmPool(1, plan)
@@ -170,7 +171,8 @@ def test_leftovers_are_reaped_once_per_process_beside_the_first_start(image: str
         import json
         from pathlib import Path
         from agent.containers import leftovers
-        from agent.containers.sandbox import Sandbox, SandboxConfig
+        from agent.containers.sandbox import Sandbox
+        from agent.sandboxes.config import SandboxConfig
         reaps = []
         real = leftovers.reap_leftovers
         def counting(*args, **kwargs):
@@ -221,7 +223,7 @@ def test_the_write_box_starts_only_at_the_first_allowed_write(image: str, client
     task = TaskSpec(id=task_id, repo=str(repo), goal="write", policy="workspace-write", allow=["src/**"])
     model = ScriptedModel(script["turns"])
     report = run_task(task, model, CallbackSink(on_event), sandbox_config=SandboxConfig(image=image))
-    assert report.status == "completed", report.render()
+    assert report.status == "completed", summary_text(report)
     assert roles_after == [["tools"], ["tools"], ["tools"], ["tools", "write"], ["tools", "write"]]
     assert (repo / "src" / "allowed.txt").exists() and not (repo / "docs").exists()
     assert wait_no_containers(client, task_id)
@@ -242,7 +244,7 @@ def test_a_missing_image_still_fails_fast_when_the_sandbox_was_started_early(cli
         report = run_task(task, model, CallbackSink(lambda _e: None), sandbox_config=config, warm=pool)
     finally:
         pool.close()
-    assert report.stop_reason == "sandbox_error" and "codebox image build" in (report.error or ""), report.render()
+    assert report.stop_reason == "sandbox_error" and "codebox image build" in (report.error or ""), summary_text(report)
     assert model.requests == []
     assert wait_no_containers(client, task_id)
 

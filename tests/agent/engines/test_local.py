@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 import agent.runner as runner
+from agent.cancel import CancelToken
 from agent.engines import JobLimits, LocalEngine, TaskJob, TaskOutcome, execute_job
 from agent.events import MemorySink
-from agent.loop import CancelToken
 from agent.protocol import Report, TaskSpec
 from tests.repos import sh
 

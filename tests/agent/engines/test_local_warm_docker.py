@@ -15,15 +15,16 @@ import pytest
 pytest.importorskip("docker")
 
 from agent.batch import run_batch
+from agent.cancel import CancelToken
 from agent.console.batch_view import BatchView
+from agent.console.render import summary_text
 from agent.containers.leftovers import LABEL_POOL, LABEL_TASK
 from agent.containers.pool import PlannedTask, WarmPool
-from agent.containers.sandbox import SandboxConfig
 from agent.engines import TaskJob, execute_job
 from agent.engines.base import PreparedJob
 from agent.events import CallbackSink, EventSink
-from agent.loop import CancelToken
 from agent.protocol import AgentEvent, Report, TaskSpec
+from agent.sandboxes.config import SandboxConfig
 from agent.workspace import create_workspace
 from tests.repos import sh
 
@@ -136,7 +137,7 @@ def test_later_tasks_start_in_a_sandbox_started_before_they_began(
     out = tmp_path / "out"
     reports = run_batch(tasks_for(tmp_path, repo, ids), out, jobs=1, sandbox_config=SandboxConfig(image=sandbox_image),
                         view=view)
-    assert [r.status for r in reports] == ["completed"] * 4, [r.render() for r in reports]
+    assert [r.status for r in reports] == ["completed"] * 4, [summary_text(r) for r in reports]
     assert view.at_start[ids[0]] == [] and LABEL_POOL not in view.at_first_result[ids[0]][0]["Labels"]
     for task_id in ids[1:]:
         assert warm_ids.get(task_id), f"no warm sandbox came up for {task_id} while the task before it ran"
@@ -194,7 +195,8 @@ def test_cancel_mid_batch_leaves_no_container_and_no_workspace(
     reports = run_batch(tasks_for(tmp_path, repo, ids), out, jobs=1, sandbox_config=SandboxConfig(image=sandbox_image),
                         view=view, cancel=cancel)
     assert seen_warm and seen_warm[0], "task 2's sandbox never came up"
-    assert [r.task_id for r in reports] == ids[:2] and reports[1].status == "cancelled", [r.render() for r in reports]
+    shown = [summary_text(r) for r in reports]
+    assert [r.task_id for r in reports] == ids[:2] and reports[1].status == "cancelled", shown
     assert not (out / ids[2] / "report.json").exists()
     gone = all(wait_for(lambda t=t: not containers(docker_client, t), 15) for t in ids)
     assert gone, "a container outlived the cancel"
@@ -232,7 +234,7 @@ def test_a_task_whose_env_image_differs_starts_its_own_and_the_warm_one_goes(
 
         sink: EventSink = CallbackSink(on_event)
         outcome = execute_job(job, repo, CancelToken(), sink, PreparedJob(workspace, None, pool))
-        assert outcome.report.status == "completed", outcome.report.render()
+        assert outcome.report.status == "completed", summary_text(outcome.report)
         assert pool.hits == 0
         served = [c for c in first[0] if c["Id"] != warm_id]
         assert [(c["Image"], LABEL_POOL in c["Labels"]) for c in served] == [(other_image, False)]

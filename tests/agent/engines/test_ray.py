@@ -32,13 +32,13 @@ os.environ["CODEBOX_NODE_GC"] = "0"
 if os.environ.get("CI"):
     import ray  # in CI a missing Ray is a failure, not a skip
 else:
-    ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'codebox[ray]')")
+    ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'codebox-agent[ray]')")
 
 from agent.batch import run_batch
+from agent.cancel import CancelToken
 from agent.cli import main
 from agent.engines import TaskJob, TaskOutcome
 from agent.engines.ray import RayEngine
-from agent.loop import CancelToken
 from agent.protocol import TaskSpec
 from tests.repos import sh
 

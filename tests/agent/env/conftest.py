@@ -95,7 +95,7 @@ def backend_wheels() -> Path:
     ensure_sandbox_image()
     python, platform = _sandbox_python()
     spec = json.dumps({"reqs": BACKENDS, "python": python, "platform": platform}, sort_keys=True)
-    root = Path(os.environ.get("CODEBOX_TEST_CACHE") or Path.home() / ".cache" / "codebox-tests")
+    root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "codebox-tests"
     folder = root / f"backend-wheels-{hashlib.sha256(spec.encode()).hexdigest()[:12]}"
     if (folder / ".complete").is_file():
         return folder

@@ -13,12 +13,13 @@ import docker
 import docker.models.containers
 import pytest
 
-from agent.containers.sandbox import Sandbox, SandboxConfig
+from agent.containers.sandbox import Sandbox
 from agent.env import images
 from agent.env.build import EnvRequest, ensure_env
 from agent.env.errors import EnvError
 from agent.env.resolve import IndexConfig
 from agent.protocol import EnvInfo
+from agent.sandboxes.config import SandboxConfig
 from tests.agent.env import projects
 from tests.agent.env.projects import write
 from tests.agent.env.slow import env_images

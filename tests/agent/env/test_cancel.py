@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from agent.cancel import CancelToken
 from agent.env.cancel import EnvCancelled, check, run_process
 from agent.env.fetch import fetch_pin
 from agent.env.resolve import Pin
-from agent.loop import CancelToken
 
 
 def _alive(pid: int) -> bool:

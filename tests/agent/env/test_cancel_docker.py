@@ -14,12 +14,12 @@ from pathlib import Path
 import docker
 import pytest
 
+from agent.cancel import CancelToken
 from agent.env import deps
 from agent.env.build import EnvRequest, ensure_env
 from agent.env.cancel import EnvCancelled
 from agent.env.fetch import cache_dir
 from agent.env.resolve import IndexConfig
-from agent.loop import CancelToken
 from agent.protocol import EnvInfo
 from tests.agent.env import projects
 from tests.agent.env.projects import write

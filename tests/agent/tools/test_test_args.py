@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from agent.sandboxes.result import ToolResult
 from agent.tools.test_args import TestArgsError, check_test_args, is_pytest
-from tests.fakes import FakeReply, FakeSandbox, make_agent, task
+from tests.fakes import FakeSandbox, make_agent, task
 
 PYTEST = ["python3", "-m", "pytest", "-q"]
 
@@ -95,7 +96,7 @@ def test_pytest_is_recognised(cmd: list[str]) -> None:
 
 
 def test_a_refused_call_never_reaches_the_sandbox_nor_last_test() -> None:
-    sandbox = FakeSandbox({"run_test": lambda a: FakeReply(ok=True, outcome="ok", data={"exit_code": 0})})
+    sandbox = FakeSandbox({"run_test": lambda a: ToolResult(output="", ok=True, outcome="ok", data={"exit_code": 0})})
     calls = [
         {"tool_calls": [{"name": "run_test", "arguments": {"args": ["-k", "a"]}}]},
         {"tool_calls": [{"name": "run_test", "arguments": {"args": ["-o", "addopts=--version"]}}]},

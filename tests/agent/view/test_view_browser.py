@@ -81,6 +81,22 @@ def test_batch_page_renders_sorts_and_filters(page: Page, batch_out: Path, artif
     assert page.problems == []
 
 
+def test_the_batch_table_has_an_error_column(page: Page, batch_out: Path, artifacts: Path) -> None:
+    page.page.goto(_write(batch_out))
+    p = page.page
+    assert p.locator("#tasks th").last.text_content() == "error"
+    cells = dict(zip(page.rows(), p.locator("#tasks td.error-cell").all_text_contents(), strict=True))
+    none = "\u2013"  # the table's dash for "nothing"
+    assert cells == {"fix-ok": none, "fix-stopped": "stopped after 2 model steps", "fix-error": "no model given",
+                     "fix-running": none}
+    assert "bad" in (p.get_attribute("tr[data-task=fix-error] td.error-cell", "class") or "")
+    assert p.get_attribute("tr[data-task=fix-error] td.error-cell", "title") == "no model given"
+    p.click("th[data-key=error] button")
+    assert page.rows()[:2] == ["fix-error", "fix-stopped"]  # by text; the tasks without one last
+    page.shot(artifacts, "batch-errors")
+    assert page.problems == []
+
+
 def test_links_lead_to_task_pages_and_back(page: Page, batch_out: Path, artifacts: Path) -> None:
     page.page.goto(_write(batch_out))
     p = page.page

@@ -46,7 +46,45 @@ def test_a_real_batch_in_the_browser(tmp_path: Path, chromium: Any, artifacts: P
         assert "test_first_delay_is_the_base" in (page.text_content("#call-4 pre.result") or "")
         assert page.text_content("#test .badge") == "ok"
         assert "range(attempts)" in (page.text_content("#final") or "")
+        # the task's own, not the batch's "no cap" sentinel
+        assert page.locator(".env tr", has_text="max_steps").locator("td").text_content() == "30"
         page.screenshot(path=str(artifacts / "real-demo-task.png"), full_page=True)
+    finally:
+        context.close()
+    assert problems == []
+
+
+def test_a_real_run_in_place_shows_its_net_diff_and_its_true_max_steps(
+    tmp_path: Path, chromium: Any, artifacts: Path
+) -> None:
+    """`codebox run` edits in place and leaves no patch.diff: its page shows the net change its
+    patches made (the demo patches backoff.py twice), and the max_steps that applied."""
+    from agent.containers.image import ensure_sandbox_image
+
+    ensure_sandbox_image()
+    repo = tmp_path / "repo"
+    shutil.copytree(ROOT / "agent" / "demo" / "repo", repo)
+    events = tmp_path / "run.jsonl"
+    script = f"scripted:{ROOT / 'agent' / 'demo' / 'script.json'}"
+    assert main(["run", "--repo", str(repo), "--model", script, "--policy", "workspace-write", "--quiet",
+                 "--test-cmd", "python3 -m pytest -q", "--events", str(events), "Fix the retry delays"]) == 0
+    assert main(["view", str(events)]) == 0
+
+    context = chromium.new_context(viewport={"width": 1280, "height": 900})
+    problems: list[str] = []
+    try:
+        page = context.new_page()
+        page.on("console", lambda m: m.type == "error" and problems.append(m.text))
+        page.on("pageerror", lambda e: problems.append(str(e)))
+        page.goto(events.with_suffix(".html").as_uri())
+        page.wait_for_selector("main[data-page=task]")
+        diff = page.text_content("#diff") or ""
+        assert "-    for n in range(1, attempts):" in diff and "+    for n in range(attempts):" in diff
+        assert "attempts + 1" not in diff  # the state between the two patches is not the change
+        assert page.locator("#diff .d-add").count() == 1 and page.locator("#diff .d-del").count() == 1
+        assert "net change" in diff
+        assert page.locator(".env tr", has_text="max_steps").locator("td").text_content() == "30"
+        page.screenshot(path=str(artifacts / "real-run-net-diff.png"), full_page=True)
     finally:
         context.close()
     assert problems == []

@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from agent.containers.sandbox import SandboxConfig
+from agent.cancel import CancelToken
 from agent.events import CallbackSink, FanoutSink, MemorySink
-from agent.loop import CancelToken
 from agent.model.scripted import ScriptedModel
 from agent.protocol import AgentEvent, TaskSpec
+from agent.sandboxes.config import SandboxConfig
 from tests.e2e.scenarios.support import Run
 
 DEMO_REPO = Path(__file__).resolve().parents[3] / "agent" / "demo" / "repo"

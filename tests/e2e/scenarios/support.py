@@ -6,6 +6,7 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
+from agent.console.render import summary_text
 from agent.model.scripted import ScriptedModel
 from agent.protocol import AgentEvent, Report, ToolResultMessage
 
@@ -34,6 +35,6 @@ class Run:
             for m in messages:
                 if isinstance(m, ToolResultMessage):
                     seen[m.call_id] = m
-        assert seen or not self.report.tool_calls, self.report.render()
-        assert seen or self.report.stop_reason == "final_message", self.report.render()
+        assert seen or not self.report.tool_calls, summary_text(self.report)
+        assert seen or self.report.stop_reason == "final_message", summary_text(self.report)
         return list(seen.values())

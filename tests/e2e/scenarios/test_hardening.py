@@ -13,8 +13,9 @@ from typing import Any
 
 import pytest
 
-from agent.containers.sandbox import Sandbox, SandboxConfig
+from agent.containers.sandbox import Sandbox
 from agent.containers.spec import UNPRIVILEGED_USER
+from agent.sandboxes.config import SandboxConfig
 from tests.e2e.scenarios.support import Run, tree_digest
 
 pytestmark = pytest.mark.docker
@@ -46,7 +47,8 @@ def test_1_a_path_with_escape_sequences_is_refused(
     assert not any("notes" in p.name for p in demo_repo.iterdir())
     # The server refuses it too, whatever the host let through.
     with Sandbox(demo_repo, SandboxConfig(image=sandbox_image), task_id="pytest-harden-1") as sandbox:
-        reply = sandbox.apply_patch(f"*** Begin Patch\n*** Add File: {evil}\n+x\n*** End Patch\n")
+        text = f"*** Begin Patch\n*** Add File: {evil}\n+x\n*** End Patch\n"
+        reply = sandbox.call("apply_patch", {"patch": text})
     assert not reply.ok and "control character" in (reply.error or "")
     assert not any("notes" in p.name for p in demo_repo.iterdir())
 

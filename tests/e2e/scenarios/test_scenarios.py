@@ -14,7 +14,7 @@ from typing import Any
 import docker
 import pytest
 
-from agent.loop import CancelToken
+from agent.cancel import CancelToken
 from agent.protocol import AgentEvent
 from tests.e2e.scenarios.support import Run, tree_digest
 

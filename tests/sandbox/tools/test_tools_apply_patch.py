@@ -94,3 +94,32 @@ def test_an_update_in_place_keeps_the_mode(server: ServerProc, repo: Path) -> No
     r = server.call("apply_patch", patch=UPDATE)
     assert r["ok"], r["output"]
     assert (repo / "app.py").stat().st_mode & 0o777 == 0o750
+
+
+def test_each_result_carries_the_net_diff_of_the_files_it_touched(server: ServerProc, repo: Path) -> None:
+    """From the content before the server's first patch to each file, to the content now."""
+    (repo / "notes.txt").write_text("keep\n")
+    first = server.call("apply_patch", patch=UPDATE)
+    assert first["data"]["net_diffs"] == {"app.py": first["data"]["diff"]}
+    again = "*** Begin Patch\n*** Update File: app.py\n@@ def f():\n-    return 2\n+    return 3\n*** End Patch\n"
+    second = server.call("apply_patch", patch=again)
+    net = second["data"]["net_diffs"]["app.py"]
+    assert "-    return 1\n+    return 3\n" in net and "return 2" not in net  # not patch after patch
+    assert "-    return 2\n+    return 3\n" in second["data"]["diff"]  # the model still reads its own patch
+    back = "*** Begin Patch\n*** Update File: app.py\n@@ def f():\n-    return 3\n+    return 1\n*** End Patch\n"
+    assert server.call("apply_patch", patch=back)["data"]["net_diffs"] == {"app.py": ""}  # as it was
+    made = server.call("apply_patch", patch=ADD)["data"]["net_diffs"]
+    assert made == {"new/hello.txt": "--- /dev/null\n+++ b/new/hello.txt\n@@ -0,0 +1 @@\n+hello\n"}
+    gone = "*** Begin Patch\n*** Delete File: new/hello.txt\n*** Delete File: notes.txt\n*** End Patch\n"
+    nets = server.call("apply_patch", patch=gone)["data"]["net_diffs"]
+    assert nets["new/hello.txt"] == ""  # added, then deleted: no net change
+    assert nets["notes.txt"].startswith("--- a/notes.txt\n+++ /dev/null\n") and "-keep" in nets["notes.txt"]
+
+
+def test_a_move_is_a_delete_and_an_add_in_the_net_diffs(server: ServerProc, repo: Path) -> None:
+    move = "*** Begin Patch\n*** Update File: app.py\n*** Move to: lib/app.py\n@@ def f():\n-    return 1\n" \
+           "+    return 5\n*** End Patch\n"
+    nets = server.call("apply_patch", patch=move)["data"]["net_diffs"]
+    assert list(nets) == ["app.py", "lib/app.py"]
+    assert nets["app.py"].startswith("--- a/app.py\n+++ /dev/null\n")
+    assert nets["lib/app.py"].startswith("--- /dev/null\n+++ b/lib/app.py\n") and "+    return 5" in nets["lib/app.py"]
