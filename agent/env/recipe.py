@@ -73,8 +73,10 @@ class Recipe(BaseModel):
         return not any(getattr(self, name) for name in Recipe.model_fields)
 
     def key(self) -> dict[str, list[str]]:
-        """What the cache key holds of it."""
-        return {name: list(getattr(self, name)) for name in Recipe.model_fields}
+        """What the cache key holds of it: the commands in their order, the rest as sets (the same packages
+        named by a flag or by a task file are the same environment)."""
+        return {name: list(getattr(self, name)) if name == "pre_install" else sorted(getattr(self, name))
+                for name in Recipe.model_fields}
 
 
 def parse_recipe(data: Any, where: str) -> Recipe:

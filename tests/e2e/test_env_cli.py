@@ -63,3 +63,35 @@ def test_env_build_of_an_unresolvable_requirement_exits_2(tmp_path: Path) -> Non
     assert result.returncode == 2
     assert "nowhere-to-be-found==1 (declared in requirements-dev.txt:2)" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_recipe_flags_and_a_task_files_env_object_reach_the_build(tmp_path: Path) -> None:
+    """--pip and --recipes on `env build`, --as-of checked up front, and a batch line whose env is an object."""
+    wheels = make_wheelhouse(tmp_path / "wheels")
+    repo = write(tmp_path / "repo", projects.FLAT)
+    bad = codebox(tmp_path, wheels, "env", "build", "--repo", str(repo), "--as-of", "soon")
+    assert bad.returncode == 2 and "--as-of 'soon'" in bad.stderr and "Traceback" not in bad.stderr
+    recipes = tmp_path / "recipes.json"
+    recipes.write_text(json.dumps({"repo": {"pip": ["srcproj"]}}))  # matched by the folder's name
+    built = codebox(tmp_path, wheels, "env", "build", "--repo", str(repo), "--pip", "delta", "--recipes",
+                    str(recipes), "--as-of", "2024-01-01")
+    assert built.returncode == 0, built.stderr
+    image = built.stdout.strip()
+    listed = codebox(tmp_path, wheels, "env", "ls").stdout
+    row = next(line for line in listed.splitlines() if line.startswith(image))
+    assert "2024-01-02" in row  # the date it was resolved as of (the whole day given)
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps({"turns": [{"tool_calls": [{"name": "run_test", "arguments": {}}]},
+                                            {"message": "done"}]}))
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text(json.dumps({"id": "t1", "repo": str(repo), "goal": "go", "env": {"pip": ["delta"]},
+                                 "test_cmd": ["python3", "-c", "import delta, srcproj; print(srcproj.WHERE)"]}) + "\n")
+    out = tmp_path / "out"
+    batch = codebox(tmp_path, wheels, "batch", str(tasks), "--out", str(out), "--model", f"scripted:{script}",
+                    "--recipes", str(recipes), "--as-of", "2024-01-01")
+    assert batch.returncode == 0, batch.stdout + batch.stderr
+    report = json.loads((out / "t1" / "report.json").read_text())
+    assert {"delta==4.0", "srcproj==5.0"} <= set(report["env"]["installed"])
+    assert report["env"]["image"] == image  # the same inputs: the environment `env build` made
+    assert report["last_test"]["outcome"] == "ok", report["last_test"]
+    codebox(tmp_path, wheels, "env", "rm", "--all")

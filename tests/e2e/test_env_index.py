@@ -168,3 +168,18 @@ def test_the_projects_c_extension_is_built_offline_and_used(tmp_path: Path, monk
         assert reply.ok and "1 passed" in reply.output, reply.output
     finally:
         docker.from_env().images.remove(info.image)
+
+
+def test_resolving_as_of_a_date_gives_the_versions_of_that_day() -> None:
+    """uv's --exclude-newer against the real index: an old commit gets its day's pytest, the same lock next year."""
+    from agent.env.reqlines import parse_requirement
+    from agent.env.resolve import IndexConfig, Target, resolve
+
+    target = Target(python="3.11.2", platform="x86_64-manylinux_2_36")
+    wanted = [parse_requirement("pytest", "test")]
+    old = resolve(wanted, target, IndexConfig(), exclude_newer="2021-06-01T00:00:00Z")
+    assert "pytest==6.2.4" in old.installed() and "pluggy==0.13.1" in old.installed()
+    again = resolve(wanted, target, IndexConfig(), exclude_newer="2021-06-01T00:00:00Z")
+    assert again.hashed_txt() == old.hashed_txt()  # every file's hash too
+    today = resolve(wanted, target, IndexConfig())
+    assert int(next(p.version for p in today.pins if p.name == "pytest").split(".")[0]) >= 8

@@ -23,7 +23,8 @@ def test_recipes_add_up_in_order_without_repeats() -> None:
     merged = first.plus(Recipe(pip=["b", "c"], apt=["less"]))
     assert merged.pip == ["a", "b", "c"] and merged.apt == ["less"] and merged.pre_install == ["make"]
     assert Recipe().is_empty() and not merged.is_empty()
-    assert merged.key()["pip"] == ["a", "b", "c"]
+    assert merged.key() == Recipe(pip=["c", "b", "a"], apt=["less"], pre_install=["make"]).key()
+    assert Recipe(pre_install=["a", "b"]).key() != Recipe(pre_install=["b", "a"]).key()  # commands run in order
 
 
 @pytest.mark.parametrize("bad", [{"pip": ["x @ https://evil.example/x.whl"]}, {"pip": ["not a req!!"]},
