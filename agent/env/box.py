@@ -25,16 +25,17 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import docker
-import docker.errors
 from pydantic import BaseModel
 
 from agent import defaults
 from agent.containers.leftovers import owner_labels, remove_container
 from agent.env.cancel import NEVER, Cancel, check, wait_thread
 from agent.env.errors import EnvError
+
+if TYPE_CHECKING:
+    import docker
 
 BUILD_USER = "65534:65534"  # nobody:nogroup: what repository and package code runs as
 ROLE_BUILD = "env-build"
@@ -128,6 +129,8 @@ class Box:
         }
 
     def __enter__(self) -> Box:
+        import docker.errors  # docker-py: only when a box starts (a cache hit never loads it)
+
         check(self.cancel)
         options = self.create_options()
         try:
@@ -215,6 +218,8 @@ class Box:
         return dest
 
     def _archive(self, path: str) -> Iterator[bytes]:
+        import docker.errors
+
         try:
             stream, _ = self.container.get_archive(path)
         except docker.errors.NotFound:

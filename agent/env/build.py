@@ -35,9 +35,8 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import docker
-import docker.errors
 from packaging.utils import canonicalize_name
 from pydantic import BaseModel, Field
 
@@ -46,20 +45,21 @@ from agent.env import apt, asof, images, metadata, plan
 from agent.env.box import ROLE_BUILD, BuildLimits, Deadline
 from agent.env.cancel import NEVER, Cancel, EnvCancelled, check, holding
 from agent.env.declared import DEFAULT_EXTRAS, DEFAULT_RUNNER, NO_DEPENDENCIES, Declared, read_declared
-from agent.env.deps import ensure_deps
 from agent.env.errors import EnvError
 from agent.env.fetch import cache_dir
 from agent.env.layer import PROJECT, VENV, layer_from_files, load_image
+from agent.env.plan import Backend
 from agent.env.project import console_scripts, editable_files
-from agent.env.project_build import Backend, ProjectBuild
 from agent.env.recipe import Recipe
 from agent.env.reqlines import Requirement, parse_requirement
 from agent.env.resolve import IndexConfig, Lock, Target, check_python, resolve
 from agent.env.sdists import build_requirements, resolve_with_sdists
 from agent.env.source_policy import check_sources
-from agent.env.tools import ensure_tools
 from agent.env.tree import Tree, read_tree
 from agent.protocol import EnvInfo
+
+if TYPE_CHECKING:
+    import docker
 
 FORMAT_VERSION = "2"
 Log = Callable[[str], None]
@@ -237,6 +237,9 @@ class _Build:
             return self._finish(deps, static_layer(declared, folder / "project.tar"), declared.project.name or "")
 
     def _with_project_build(self, folder: Path, compiles: bool) -> images.Entry:
+        from agent.env.project_build import ProjectBuild
+        from agent.env.tools import ensure_tools
+
         request, inputs, declared = self.request, self.inputs, self.inputs.declared
         assert inputs.tree is not None
         image = request.base_image
@@ -286,6 +289,8 @@ class _Build:
         return lock
 
     def _deps(self, lock: Lock) -> images.Entry:
+        from agent.env.deps import ensure_deps
+
         sdist_build = (self.resolve(build_requirements(lock), "sdist build requirements") if lock.sdists()
                        else Lock(pins=[]))
         return ensure_deps(self.client, self.engine, self.request.base_image, self.base_id, self.target, lock,
@@ -351,6 +356,8 @@ def probe(client: docker.DockerClient, image: str, with_debs: bool = False,
 
 
 def _image_id(client: docker.DockerClient, name: str) -> str:
+    import docker.errors
+
     try:
         return str(client.images.get(name).id)
     except docker.errors.ImageNotFound:

@@ -14,7 +14,6 @@ import os
 import secrets
 import shutil
 import urllib.parse
-import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import BinaryIO
@@ -68,7 +67,9 @@ def fetch_pin(pin: Pin, store: Path, cancel: Cancel = NEVER) -> Path:
             with open(urllib.parse.unquote(url.path) if url.scheme else pin.url, "rb") as source:
                 _copy(source, partial, cancel)
         elif url.scheme == "https":
-            with urllib.request.urlopen(pin.url, timeout=DOWNLOAD_TIMEOUT_S) as response:
+            from urllib.request import urlopen  # only for a download (a cache hit never loads http and ssl)
+
+            with urlopen(pin.url, timeout=DOWNLOAD_TIMEOUT_S) as response:
                 _copy(response, partial, cancel)
         else:
             raise EnvError(f"{pin.name}: refusing to download from {url.scheme}:// (https or local files only)")

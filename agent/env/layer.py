@@ -10,12 +10,12 @@ import re
 import tarfile
 import time
 from pathlib import Path
-from typing import Any
-
-import docker
-import docker.errors
+from typing import TYPE_CHECKING, Any
 
 from agent.env.errors import EnvError
+
+if TYPE_CHECKING:
+    import docker
 
 VENV = "/opt/codebox-env"  # the dependencies: a venv made from the lock
 PROJECT = "/opt/codebox-project"  # the project: its install, what its build generated, its scripts
@@ -29,6 +29,8 @@ def load_image(client: docker.DockerClient, parent: str, layers: list[Path], tag
     Why not ``docker commit``: on fuse-overlayfs it diffs the whole base file by file (11 s
     for a 210 MB base here); loading ready layers takes well under a second.
     """
+    import docker.errors
+
     attrs = client.images.get(parent).attrs
     digests = [f"sha256:{_sha256(layer)}" for layer in layers]
     config = json.dumps({

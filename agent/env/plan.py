@@ -14,14 +14,27 @@ from pathlib import Path
 from packaging.requirements import InvalidRequirement
 from packaging.requirements import Requirement as Pep508
 from packaging.utils import canonicalize_name
+from pydantic import BaseModel, Field
 
 from agent.env.declared import Declared
 from agent.env.errors import EnvError
-from agent.env.project_build import Backend
 from agent.env.recipe import Recipe
 from agent.env.reqlines import Requirement, parse_requirement
 from agent.env.resolve import Lock
 from agent.env.safe_read import read_toml, table
+
+
+class Backend(BaseModel):
+    """The project's PEP 517 backend as ``[build-system]`` names it (None: no build at all, only the recipe)."""
+
+    name: str | None = "setuptools.build_meta:__legacy__"
+    path: list[str] = Field(default_factory=list)  # backend-path folders, inside the project
+
+    @property
+    def setuptools(self) -> bool:
+        return (self.name or "").split(":")[0] == "setuptools.build_meta"
+
+
 
 # A dynamic version alone is read from the sources statically, unless a version tool writes a version
 # file from the git metadata while the project builds: then the build must run for that file to exist.

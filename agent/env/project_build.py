@@ -27,7 +27,6 @@ from typing import Any
 
 import docker
 from packaging.version import InvalidVersion, Version
-from pydantic import BaseModel, Field
 
 from agent.env import apt
 from agent.env.box import BUILD_USER, DPKG_CAPS, SETUP_CAPS, Box, BuildLimits, Deadline, Mount, StepFailed
@@ -36,6 +35,7 @@ from agent.env.errors import EnvError
 from agent.env.fetch import make_wheelhouse
 from agent.env.layer import PROJECT, VENV, check_layer
 from agent.env.metadata import BackendMetadata, parse_metadata
+from agent.env.plan import Backend
 from agent.env.recipe import Recipe
 from agent.env.resolve import Lock, uv_binary
 from agent.env.tree import Tree
@@ -51,17 +51,6 @@ _HOOK_NAMES = {"requires": "get_requires_for_build_*", "metadata": "prepare_meta
                "editable": "build_editable"}
 SCRIPTS = ("_codebox_pep517.py", "_codebox_collect.py", "_codebox_project_finder.py", "_codebox_cythonize.py")
 Log = Callable[[str], None]
-
-
-class Backend(BaseModel):
-    """The project's PEP 517 backend as ``[build-system]`` names it (None: no build at all, only the recipe)."""
-
-    name: str | None = "setuptools.build_meta:__legacy__"
-    path: list[str] = Field(default_factory=list)  # backend-path folders, inside the project
-
-    @property
-    def setuptools(self) -> bool:
-        return (self.name or "").split(":")[0] == "setuptools.build_meta"
 
 
 class ProjectBuild:
