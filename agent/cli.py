@@ -147,7 +147,8 @@ def _add_sandbox_options(p: argparse.ArgumentParser, c: CodeboxSettings) -> None
                    help="sandbox image (any image with python3; default codebox-sandbox:latest)")
     g.add_argument("--env", default=None, metavar="auto|none|IMAGE",
                    help="dependency environment: auto builds or reuses one from what the repo declares (default "
-                        "for run; for batch, the task's own `env`), none uses the image as it is")
+                        "for run; for batch, the task's own `env`, which may also be a recipe object), none uses the "
+                        "image as it is, IMAGE an image from `codebox env ls` (or any local image)")
     g.add_argument("--memory", default=c.memory, action=_SettingFlag, help="container memory limit, e.g. 512m or 2g")
     g.add_argument("--pids", type=int, default=c.pids, action=_SettingFlag, help="container process limit")
     g.add_argument("--cpus", type=float, default=c.cpus, action=_SettingFlag, help="container CPU limit")
