@@ -21,7 +21,7 @@ from agent.env.errors import EnvError
 from agent.env.recipe import Recipe
 from agent.env.reqlines import Requirement, parse_requirement
 from agent.env.resolve import Lock
-from agent.env.safe_read import read_toml, table
+from agent.env.safe_read import read_ini, read_toml, table
 
 
 class Backend(BaseModel):
@@ -57,12 +57,22 @@ def backend_of(repo: Path, declared: Declared) -> tuple[Backend, list[Requiremen
 
 
 def version_file_at_build(repo: Path, build_requires: list[Requirement]) -> bool:
-    """The version is ``dynamic`` and a version tool (setuptools-scm, hatch-vcs, ...) is in the build requirements."""
-    project = table(read_toml(repo, "pyproject.toml") or {}, "project")
+    """A version tool (setuptools-scm, hatch-vcs, ...) is a build requirement and no file states the version:
+    the version comes from the git metadata, and the tool may write a version file the code imports
+    (``write_to``, ``version_file``, hatch's vcs hook), whatever file configures it. Or the entry
+    points are ``dynamic``."""
+    data = read_toml(repo, "pyproject.toml") or {}
+    project = table(data, "project")
     dynamic = project.get("dynamic") or []
     fields = {str(d) for d in dynamic} if isinstance(dynamic, list) else set()
-    return ("version" in fields and bool(VERSION_TOOLS & {r.name for r in build_requires})) or \
-        bool(_DYNAMIC_ENTRY_POINTS & fields)
+    if _DYNAMIC_ENTRY_POINTS & fields:
+        return True
+    if not VERSION_TOOLS & {r.name for r in build_requires}:
+        return False
+    cfg = read_ini(repo, "setup.cfg")
+    cfg_version = cfg.get("metadata", "version", fallback="").strip() if cfg is not None else ""
+    stated = isinstance(project.get("version"), str) or (cfg_version and not cfg_version.startswith(("attr:", "file:")))
+    return not stated
 
 
 def needs_build(declared: Declared, repo: Path, recipe: Recipe, backend: Backend,

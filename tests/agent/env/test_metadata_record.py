@@ -191,3 +191,26 @@ def test_building_holds_one_builder_per_key(tmp_path: Path, monkeypatch: pytest.
     for thread in threads:
         thread.join()
     assert overlap == [False, False, False]
+
+
+@pytest.mark.parametrize("files, builds", [
+    ({"pyproject.toml": '[build-system]\nrequires = ["setuptools", "setuptools-scm[toml]>=6"]\n'
+                        '[tool.setuptools_scm]\nwrite_to = "src/p/_version.py"\n',
+      "setup.cfg": "[metadata]\nname = p\n"}, True),  # pluggy 1.5's shape: no version anywhere
+    ({"pyproject.toml": '[build-system]\nrequires = ["setuptools", "setuptools_scm"]\n',
+      "setup.cfg": "[metadata]\nname = p\nversion = 1.0\n"}, False),  # a version is stated
+    ({"pyproject.toml": '[build-system]\nrequires = ["hatchling", "hatch-vcs"]\n'
+                        '[project]\nname = "p"\ndynamic = ["version"]\n'}, True),
+    ({"pyproject.toml": '[build-system]\nrequires = ["hatchling"]\n[project]\nname = "p"\ndynamic = ["version"]\n'},
+     False),  # a dynamic version read from the sources: no tool writes a file
+    ({"pyproject.toml": '[project]\nname = "p"\nversion = "1"\ndynamic = ["entry-points"]\n'}, True),
+])
+def test_a_version_tool_or_dynamic_entry_points_make_the_projects_own_build_run(
+    tmp_path: Path, files: dict[str, str], builds: bool
+) -> None:
+    from agent.env.declared import read_declared
+    from agent.env.plan import version_file_at_build
+    from tests.agent.env.projects import write
+
+    repo = write(tmp_path / "repo", files)
+    assert version_file_at_build(repo, read_declared(repo).build_system.requires) is builds
