@@ -144,7 +144,7 @@ class ProjectBuild:
                 "|| { tail -n 30 /tmp/codebox-dpkg.log; exit 1; }\n") if self.debs else ""
         return f"""set -eu
 mkdir -p /repo {PROJECT} {OUT}
-tar -C {BUILD}/repo --null --verbatim-files-from --no-recursion -T {BUILD}/stage/files.list -cf - \\
+tar -C {BUILD}/repo --sparse --null --verbatim-files-from --no-recursion -T {BUILD}/stage/files.list -cf - \\
   | tar -C /repo -xf - --no-same-owner
 find /repo -xdev ! -path /repo/.git -exec chown -h {user} {{}} +
 chown {user} {PROJECT} {OUT}
