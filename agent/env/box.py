@@ -12,8 +12,9 @@ the work happens in steps, each a ``docker exec``:
   keeps setuid programs from giving any back.
 
 A cancel, or the deadline passing, removes the container at once (which ends the step).
-Files come out through the Engine API's archive endpoint, into memory or into a host path
-codebox chose: a name the repository controls never becomes a host path.
+Files come out through the Engine API: a small one into memory (its archive endpoint), a
+layer as a step's standard output into a host file codebox chose: a name the repository
+controls never becomes a host path.
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ from __future__ import annotations
 import collections
 import io
 import tarfile
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -153,15 +153,22 @@ class Box:
             remove_container(self.client, self.container.id)
             self.container = None
 
-    def root(self, script: str, what: str = "setup") -> str:
+    def root(self, script: str, what: str = "setup", stdout_to: Path | None = None) -> str:
         """Run ``script`` (sh) as root: only for steps that run no repository or package code."""
-        return self._exec(script, "0:0", {}, what)
+        return self._exec(script, "0:0", {}, what, stdout_to=stdout_to)
 
-    def run(self, script: str, what: str, env: dict[str, str] | None = None, ok: tuple[int, ...] = (0,)) -> str:
-        """Run ``script`` (sh) as BUILD_USER; StepFailed when it exits with a status not in ``ok``."""
-        return self._exec(script, BUILD_USER, env or {}, what, ok)
+    def run(self, script: str, what: str, env: dict[str, str] | None = None, ok: tuple[int, ...] = (0,),
+            stdout_to: Path | None = None) -> str:
+        """Run ``script`` (sh) as BUILD_USER; StepFailed when it exits with a status not in ``ok``.
 
-    def _exec(self, script: str, user: str, env: dict[str, str], what: str, ok: tuple[int, ...] = (0,)) -> str:
+        ``stdout_to``: a host file (codebox's) that gets the step's standard output, e.g. a layer
+        tar written to stdout (never a file in the container: on fuse-overlayfs writing it and
+        reading it back costs seconds); the log is then its standard error.
+        """
+        return self._exec(script, BUILD_USER, env or {}, what, ok, stdout_to)
+
+    def _exec(self, script: str, user: str, env: dict[str, str], what: str, ok: tuple[int, ...] = (0,),
+              stdout_to: Path | None = None) -> str:
         check(self.cancel)
         api = self.client.api
         exec_id = api.exec_create(self.container.id, ["sh", "-c", script], user=user,
@@ -169,9 +176,20 @@ class Box:
         tail: collections.deque[bytes] = collections.deque()
         size = [0]
 
+        def frames() -> Iterator[bytes]:
+            if stdout_to is None:
+                yield from api.exec_start(exec_id, stream=True)
+                return
+            with stdout_to.open("wb") as out:
+                for data, log in api.exec_start(exec_id, stream=True, demux=True):
+                    if data:
+                        out.write(data)
+                    if log:
+                        yield log
+
         def pump() -> None:
             pending = b""
-            for chunk in api.exec_start(exec_id, stream=True):
+            for chunk in frames():
                 tail.append(chunk)
                 size[0] += len(chunk)
                 while size[0] > TAIL_BYTES and len(tail) > 1:
@@ -198,24 +216,6 @@ class Box:
     def read(self, path: str, limit: int) -> bytes:
         """The file at ``path`` in the box, into memory; EnvError when it is missing or over ``limit`` bytes."""
         return _first_member(self._archive(path), limit, path)
-
-    def copy_out(self, path: str, dest: Path) -> Path:
-        """The file at ``path`` in the box, written to ``dest`` (a host path codebox chose)."""
-        with tempfile.TemporaryFile() as spool:  # the tar reader needs to seek
-            for chunk in self._archive(path):
-                check(self.cancel)
-                spool.write(chunk)
-            spool.seek(0)
-            with tarfile.open(fileobj=spool) as outer:
-                member = outer.next()
-                data = outer.extractfile(member) if member is not None and member.isfile() else None
-                if data is None:
-                    raise EnvError(f"the {self.purpose} container did not write {path}")
-                with dest.open("wb") as out:
-                    while block := data.read(1 << 20):
-                        check(self.cancel)
-                        out.write(block)
-        return dest
 
     def _archive(self, path: str) -> Iterator[bytes]:
         import docker.errors

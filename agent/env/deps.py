@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import shlex
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -33,8 +32,7 @@ from agent.env.resolve import Lock, Target, uv_binary
 
 FORMAT = "deps-1"
 BUILD = "/tmp/codebox-build"
-APT_LAYER = "/tmp/codebox-apt-layer.tar"
-VENV_LAYER = "/tmp/codebox-deps-layer.tar"
+UV_CACHE = f"{VENV}/.uv-cache"  # on the venv's file system, so uv hard-links instead of copying; not in the layer
 SDIST_FAILED = 5  # the install script's exit status when an sdist does not build
 Log = Callable[[str], None]
 
@@ -79,17 +77,17 @@ def ensure_deps(client: docker.DockerClient, engine: images.Engine, base_image: 
                 mounts.append(Mount(host=str(folder / "debs"), target=f"{BUILD}/debs"))
             with Box(client, base_image, "deps", mounts, limits, deadline, cancel,
                      caps=DPKG_CAPS if debs else SETUP_CAPS, log=log) as box:
-                box.root(_root_script(bool(debs)), "dependencies setup")
+                layers = [folder / "apt.tar"] if debs else []
+                box.root(_root_script(bool(debs)), "dependencies setup", stdout_to=layers[0] if debs else None)
+                layers.append(folder / "venv.tar")
                 try:
-                    box.run(_install_script(target), "dependencies install")
+                    box.run(_install_script(target), "dependencies install", stdout_to=layers[-1])
                 except StepFailed as exc:
                     if exc.status == SDIST_FAILED:
                         raise EnvError(f"building a dependency from its sdist failed offline; the end of the build "
                                        f"log:\n{exc.tail}", usage=True) from None
                     raise EnvError(f"installing the environment failed offline (exit {exc.status}); the end of "
                                    f"the build log:\n{exc.tail}") from None
-                layers = [box.copy_out(APT_LAYER, folder / "apt.tar")] if debs else []
-                layers.append(box.copy_out(VENV_LAYER, folder / "venv.tar"))
             check(cancel)
             labels = {images.LABEL_KIND: "env-deps", images.LABEL_REPO: repo}
             image_id = load_image(client, base_image, layers, tag, labels)
@@ -110,9 +108,11 @@ def _stage(stage: Path, lock: Lock, target: Target) -> None:
 
 
 def _root_script(with_debs: bool) -> str:
-    """Root's part: the venv folder for the build user; dpkg, and what it changed as a layer. No package code."""
+    """Root's part: the venv folder for the build user; dpkg, and what it changed as a layer (on stdout).
+    No package code runs here."""
     user = BUILD_USER
     script = f"""set -eu
+exec 3>&1 1>&2
 mkdir -p {VENV}
 chown {user} {VENV}
 """
@@ -124,18 +124,19 @@ dpkg --force-unsafe-io -i {BUILD}/debs/*.deb > /tmp/codebox-dpkg.log 2>&1 \
 find / -xdev \\( -path /proc -o -path /sys -o -path /dev -o -path /tmp -o -path {VENV} -o -path /etc/hosts \\
   -o -path /etc/hostname -o -path /etc/resolv.conf \\) -prune -o -cnewer /tmp/codebox-marker -print \\
   | sed -e 's#^/##' -e '/^$/d' > /tmp/codebox-apt-files
-tar --no-recursion -cf {APT_LAYER} -C / -T /tmp/codebox-apt-files
+tar --no-recursion -cf - -C / -T /tmp/codebox-apt-files >&3
 """
     return script
 
 
 def _install_script(target: Target) -> str:
-    """The build user's part: sdists built offline, the venv, the lock installed, the venv as a layer."""
+    """The build user's part: sdists built offline, the venv, the lock installed, the venv as a layer (on stdout)."""
     site = site_packages(target)
     short = ".".join(target.python.split(".")[:2])
     built = "/tmp/codebox-built"
     return f"""set -eu
-export UV_CACHE_DIR=/tmp/codebox-uv-cache UV_NO_PROGRESS=1 NO_COLOR=1
+exec 3>&1 1>&2
+export UV_CACHE_DIR={UV_CACHE} UV_NO_PROGRESS=1 NO_COLOR=1
 python=$(command -v python3)
 # The venv by hand (what `python -m venv --without-pip` writes), one interpreter start cheaper than uv venv.
 mkdir -p {VENV}/bin {site} {built}
@@ -162,10 +163,10 @@ else
   hashes="--require-hashes"
 fi
 {BUILD}/uv pip install --no-config --offline --no-index --find-links {built} --find-links {BUILD}/wheels \\
-  --only-binary :all: --no-deps $hashes --link-mode copy --compile-bytecode --python {VENV}/bin/python \\
+  --only-binary :all: --no-deps $hashes --link-mode hardlink --compile-bytecode --python {VENV}/bin/python \\
   -r /tmp/codebox-requirements.txt
 cp {BUILD}/stage/_codebox_project.pth {site}/
 cp {BUILD}/stage/requirements.txt {VENV}/codebox-lock.txt
-tar --owner=0 --group=0 --numeric-owner -cf {VENV_LAYER} -C / {shlex.quote(VENV.lstrip("/"))}
 echo "codebox: dependencies layer written"
+tar --owner=0 --group=0 --numeric-owner --exclude={UV_CACHE.lstrip("/")} -cf - -C / {VENV.lstrip("/")} >&3
 """

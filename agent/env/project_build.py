@@ -43,7 +43,6 @@ from agent.env.tree import Tree
 BUILD = "/tmp/codebox-build"
 OUT = "/tmp/codebox-out"
 BUILDENV = "/tmp/codebox-buildenv"
-LAYER = "/tmp/codebox-project-layer.tar"
 COPY_CAPS = ["CHOWN", "DAC_READ_SEARCH"]  # root reads the user's files whatever their mode, and hands them over
 MAX_ANSWER = 8 * 1024 * 1024
 PRE_INSTALL_FAILED = 7
@@ -121,10 +120,10 @@ class ProjectBuild:
         for path in [self.folder, *self.folder.rglob("*")]:
             path.chmod(0o755 if path.is_dir() else 0o644)
 
-    def _run(self, script: str, what: str) -> str:
+    def _run(self, script: str, what: str, stdout_to: Path | None = None) -> str:
         assert self.box is not None, "start() first"
         return self.box.run(f"set -eu\n[ -f /tmp/codebox-env.sh ] && . /tmp/codebox-env.sh\ncd /repo\n{script}",
-                            what, env=self._env())
+                            what, env=self._env(), stdout_to=stdout_to)
 
     def _env(self) -> dict[str, str]:
         return {
@@ -218,11 +217,11 @@ echo "codebox: the backend has no editable builds: setup.py build_ext --inplace"
                 except StepFailed as exc:
                     raise EnvError(f"the project's own build failed offline (setup.py build_ext --inplace, exit "
                                    f"{exc.status}); the end of its log:\n{exc.tail}") from None
-        self._run(f"""python3 {BUILD}/stage/_codebox_collect.py {BUILD}/stage/collect.json
-tar --owner=0 --group=0 --numeric-owner -cf {LAYER} -C / {PROJECT.lstrip("/")}
-""", "project install")
-        assert self.box is not None
-        layer = self.box.copy_out(LAYER, dest)
+        self._run(f"""exec 3>&1 1>&2
+python3 {BUILD}/stage/_codebox_collect.py {BUILD}/stage/collect.json
+tar --owner=0 --group=0 --numeric-owner -cf - -C / {PROJECT.lstrip("/")} >&3
+""", "project install", stdout_to=dest)
+        layer = dest
         check(self.cancel)
         check_layer(layer, PROJECT.lstrip("/"))
         return layer

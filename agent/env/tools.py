@@ -26,7 +26,6 @@ from agent.env.resolve import Target
 FORMAT = "tools-1"
 COMPILER_APT = ["gcc", "g++", "libc6-dev"]
 BUILD = "/tmp/codebox-build"
-LAYER = "/tmp/codebox-tools-layer.tar"
 
 
 def headers_packages(python: str) -> list[str]:
@@ -62,8 +61,8 @@ def ensure_tools(client: docker.DockerClient, engine: images.Engine, base_image:
             mounts = [Mount(host=str(folder / "debs"), target=f"{BUILD}/debs"),
                       Mount(host=str(folder / "headers"), target=f"{BUILD}/headers")]
             with Box(client, base_image, "tools", mounts, limits, deadline, cancel, caps=DPKG_CAPS, log=log) as box:
-                box.root(_script(bool(debs)), "build tools")
-                layer = box.copy_out(LAYER, folder / "tools.tar")
+                layer = folder / "tools.tar"
+                box.root(_script(bool(debs)), "build tools", stdout_to=layer)
             tag = f"{images.REPOSITORY}-tools:{key[:16]}"
             labels = {images.LABEL_KIND: "env-tools", images.LABEL_REPO: repo}
             image_id = load_image(client, base_image, [layer], tag, labels)
@@ -78,6 +77,7 @@ def _script(with_debs: bool) -> str:
                "|| { tail -n 30 /tmp/codebox-dpkg.log; exit 1; }\n") if with_debs else ""
     # The headers are unpacked, not installed; tar keeps /lib -> usr/lib and its kind as they are.
     return f"""set -eu
+exec 3>&1 1>&2
 touch /tmp/codebox-marker
 {install}for deb in {BUILD}/headers/*.deb; do
   [ -f "$deb" ] && dpkg-deb --fsys-tarfile "$deb" | tar -x --keep-directory-symlink --no-same-owner -C /
@@ -85,6 +85,6 @@ done
 find / -xdev \\( -path /proc -o -path /sys -o -path /dev -o -path /tmp -o -path /etc/hosts \\
   -o -path /etc/hostname -o -path /etc/resolv.conf \\) -prune -o -cnewer /tmp/codebox-marker -print \\
   | sed -e 's#^/##' -e '/^$/d' > /tmp/codebox-tools-files
-tar --no-recursion -cf {LAYER} -C / -T /tmp/codebox-tools-files
 echo "codebox: build tools ready"
+tar --no-recursion -cf - -C / -T /tmp/codebox-tools-files >&3
 """

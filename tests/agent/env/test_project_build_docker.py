@@ -63,9 +63,10 @@ def steps(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str, str]]:
     seen: list[tuple[str, str, str]] = []
     real = box.Box._exec
 
-    def spy(self: box.Box, script: str, user: str, env: dict[str, str], what: str, ok: tuple[int, ...] = (0,)) -> str:
+    def spy(self: box.Box, script: str, user: str, env: dict[str, str], what: str, ok: tuple[int, ...] = (0,),
+            stdout_to: Path | None = None) -> str:
         seen.append((self.purpose, user, script))
-        return real(self, script, user, env, what, ok)
+        return real(self, script, user, env, what, ok, stdout_to)
 
     monkeypatch.setattr(box.Box, "_exec", spy)
     return seen
