@@ -17,7 +17,10 @@ engine's own accounting: `docker system df -v`'s size, shared size and unique si
 
 Goals: hit <= 0.2 s; cold <= 1.5x the host's install; the second commit adds only its project layer.
 
-    python bench/env_build.py [--reps 3] [--skip-index]
+The build boxes get the task's limits (1 CPU by default); `--cpus 2` gives them the cores the
+host's own install uses.
+
+    python bench/env_build.py [--reps 3] [--skip-index] [--cpus N]
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ import docker  # noqa: E402
 
 from agent.containers.image import ensure_sandbox_image  # noqa: E402
 from agent.env import images  # noqa: E402
+from agent.env.box import BuildLimits  # noqa: E402
 from agent.env.build import EnvRequest, ensure_env  # noqa: E402
 from agent.env.fetch import cache_dir  # noqa: E402
 from agent.env.recipe import Recipe  # noqa: E402
@@ -134,9 +138,9 @@ def _bench(name: str, request: EnvRequest, reps: int, work: Path) -> None:
           f"`codebox env build` as a new process: {p * 1000:.0f} ms")
 
 
-def _two_commits(index: IndexConfig, work: Path) -> None:
+def _two_commits(index: IndexConfig, work: Path, requirements: str) -> None:
     """Two commits of one project, one lock: the dependencies layer is on disk once."""
-    files = {"requirements.txt": "alpha\ngamma\n", "app.py": "import alpha\n"}
+    files = {"requirements.txt": requirements, "app.py": "import sys\n"}
     repo = git_tagged(write(work / "commits", {**files, "app.py": files["app.py"] + "# one\n"}), "v1")
     recipe = Recipe(pre_install=["printf 'BUILT = 1\\n' > generated_at_build.py"])  # a project build runs
     one = ensure_env(EnvRequest(repo=repo, index=index, recipe=recipe))
@@ -155,12 +159,13 @@ def _two_commits(index: IndexConfig, work: Path) -> None:
     rows = [("commit 1", usage[one.image_id]), ("commit 2", usage[two.image_id]), ("dependencies", deps)]
     print("two commits, one lock: each environment = the dependencies image + its own project layer")
     for label, row in rows:
-        print(f"  {label:<13} size {row['Size'] / 1e6:8.1f} MB  shared {row['SharedSize'] / 1e6:8.1f} MB  "
-              f"unique {(row['Size'] - row['SharedSize']) / 1e6:6.2f} MB")
+        print(f"  {label:<13} size {row['Size'] / 1e6:8.2f} MB  shared {row['SharedSize'] / 1e6:8.2f} MB  "
+              f"unique {(row['Size'] - row['SharedSize']) / 1e3:8.1f} kB")
     base = usage[client.images.get(EnvRequest(repo=repo).base_image).id]["Size"]
     added = sum(r["Size"] - r["SharedSize"] for _, r in rows) + (deps["Size"] - base)
     naive = usage[one.image_id]["Size"] + usage[two.image_id]["Size"] - 2 * base
-    print(f"  disk beyond the base image: {added / 1e6:.1f} MB for both (two full copies: {naive / 1e6:.1f} MB)")
+    print(f"  disk beyond the base image for both: {added / 1e6:.2f} MB "
+          f"(two full copies would be {naive / 1e6:.2f} MB)")
     client.close()
     images.remove_env_images(engine, [one.image_id, two.image_id, first.deps])
     engine.close()
@@ -178,6 +183,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--skip-index", action="store_true")
+    parser.add_argument("--cpus", type=float, default=BuildLimits().cpus, help="the build boxes' CPU limit")
     args = parser.parse_args()
     ensure_sandbox_image()
     work = Path(tempfile.mkdtemp(prefix="codebox-bench-env-"))
@@ -185,12 +191,14 @@ def main() -> None:
     try:
         wheelhouse = make_wheelhouse(work / "wheelhouse")
         local = IndexConfig(find_links=[str(wheelhouse)], no_index=True)
-        _bench("tiny", EnvRequest(repo=write(work / "tiny", FLAT), index=local), args.reps, work)
+        limits = BuildLimits(cpus=args.cpus)
+        _bench("tiny", EnvRequest(repo=write(work / "tiny", FLAT), index=local, limits=limits), args.reps, work)
         if args.skip_index or not _index_reachable():
             print("index: skipped (--skip-index, or the package index is unreachable)")
+            _two_commits(local, work, "alpha\ngamma\n")
         else:
-            _bench("index", EnvRequest(repo=write(work / "indexproj", INDEX_PROJECT)), args.reps, work)
-        _two_commits(local, work)
+            _bench("index", EnvRequest(repo=write(work / "indexproj", INDEX_PROJECT), limits=limits), args.reps, work)
+            _two_commits(IndexConfig(), work, "hypothesis\npytest>=8\n")
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -88,9 +88,13 @@ def ensure_deps(client: docker.DockerClient, engine: images.Engine, base_image: 
                                        f"log:\n{exc.tail}", usage=True) from None
                     raise EnvError(f"installing the environment failed offline (exit {exc.status}); the end of "
                                    f"the build log:\n{exc.tail}") from None
-            check(cancel)
-            labels = {images.LABEL_KIND: "env-deps", images.LABEL_REPO: repo}
-            image_id = load_image(client, base_image, layers, tag, labels)
+                removing = box.close_in_background()
+            try:
+                check(cancel)
+                labels = {images.LABEL_KIND: "env-deps", images.LABEL_REPO: repo}
+                image_id = load_image(client, base_image, layers, tag, labels)
+            finally:
+                removing.join()
         entry = images.Entry(kind="deps", key=key, id=image_id, tag=tag, base=base_image, base_id=base_id,
                              python=target.python, lock=lock.hashed_txt(), packages=lock.installed(), apt=debs)
         images.write(entry)
