@@ -96,7 +96,7 @@ class Box:
 
     def __init__(self, client: docker.DockerClient, image: str, purpose: str, mounts: list[Mount],
                  limits: BuildLimits, deadline: Deadline, cancel: Cancel = NEVER, caps: list[str] | None = None,
-                 log: Log = _quiet) -> None:
+                 log: Log = _quiet, tmpfs: dict[str, str] | None = None) -> None:
         self.client = client
         self.image = image
         self.purpose = purpose
@@ -106,6 +106,7 @@ class Box:
         self.cancel = cancel
         self.caps = list(caps if caps is not None else SETUP_CAPS)
         self.log = log
+        self.tmpfs = dict(tmpfs or {})  # path -> mount options (in memory: counted in the memory limit)
         self.container: Any = None
 
     def create_options(self) -> dict[str, Any]:
@@ -124,6 +125,7 @@ class Box:
             "pids_limit": self.limits.pids,
             "nano_cpus": int(self.limits.cpus * 1e9),
             "volumes": {m.host: {"bind": m.target, "mode": "ro"} for m in self.mounts},
+            "tmpfs": self.tmpfs,
             "labels": owner_labels(f"env-{self.purpose}", ROLE_BUILD, expires),
             "working_dir": "/",
             "environment": {"HOME": "/tmp", "PYTHONDONTWRITEBYTECODE": "1"},

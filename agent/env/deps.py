@@ -33,6 +33,10 @@ from agent.env.resolve import Lock, Target, uv_binary
 FORMAT = "deps-1"
 BUILD = "/tmp/codebox-build"
 UV_CACHE = f"{VENV}/.uv-cache"  # on the venv's file system, so uv hard-links instead of copying; not in the layer
+# The venv is written in memory (a tmpfs; ~2x faster than fuse-overlayfs) when the lock's files, unpacked
+# (~UNPACKED times their size), take at most this share of the box's memory limit.
+UNPACKED = 3
+TMPFS_SHARE = 0.4
 SDIST_FAILED = 5  # the install script's exit status when an sdist does not build
 Log = Callable[[str], None]
 
@@ -75,8 +79,9 @@ def ensure_deps(client: docker.DockerClient, engine: images.Engine, base_image: 
                       Mount(host=uv_binary(), target=f"{BUILD}/uv")]
             if debs:
                 mounts.append(Mount(host=str(folder / "debs"), target=f"{BUILD}/debs"))
+            tmpfs = _venv_tmpfs(folder / "wheels", limits)
             with Box(client, base_image, "deps", mounts, limits, deadline, cancel,
-                     caps=DPKG_CAPS if debs else SETUP_CAPS, log=log) as box:
+                     caps=DPKG_CAPS if debs else SETUP_CAPS, log=log, tmpfs=tmpfs) as box:
                 layers = [folder / "apt.tar"] if debs else []
                 box.root(_root_script(bool(debs)), "dependencies setup", stdout_to=layers[0] if debs else None)
                 layers.append(folder / "venv.tar")
@@ -101,6 +106,18 @@ def ensure_deps(client: docker.DockerClient, engine: images.Engine, base_image: 
         return entry
 
 
+def _venv_tmpfs(wheels: Path, limits: BuildLimits) -> dict[str, str]:
+    """A tmpfs for the venv when the lock fits well in the memory limit (see TMPFS_SHARE), else none."""
+    from agent.sandboxes.config import size_bytes
+
+    memory = size_bytes(limits.memory, "memory limit")
+    unpacked = UNPACKED * sum(path.stat().st_size for path in wheels.iterdir())
+    if unpacked > TMPFS_SHARE * memory:
+        return {}
+    uid, _, gid = BUILD_USER.partition(":")
+    return {VENV: f"rw,exec,nosuid,uid={uid},gid={gid},mode=755,size={memory}"}
+
+
 def _stage(stage: Path, lock: Lock, target: Target) -> None:
     stage.mkdir(parents=True)
     (stage / "requirements.txt").write_text(lock.hashed_txt(), encoding="utf-8")
@@ -118,7 +135,7 @@ def _root_script(with_debs: bool) -> str:
     script = f"""set -eu
 exec 3>&1 1>&2
 mkdir -p {VENV}
-chown {user} {VENV}
+chown {user} {VENV}  # a no-op on the tmpfs, which is the build user's already
 """
     if with_debs:
         script += f"""touch /tmp/codebox-marker
