@@ -45,6 +45,9 @@ def _add_env_parser(sub: Any) -> None:
     build.add_argument("--image", help="the base image (default codebox-sandbox:latest)")
     build.add_argument("--find-links", action="append", default=[], metavar="DIR", help="a local folder of wheels")
     build.add_argument("--no-index", action="store_true", help="only --find-links folders, no package index")
+    _add_fallback_option(build)
+    build.add_argument("--print-declared", action="store_true",
+                       help="print what is read from the repository (JSON) and build nothing")
     build.set_defaults(func="agent.commands.env:cmd_env_build")
     ls = env_sub.add_parser("ls", help="list environment images")
     ls.set_defaults(func="agent.commands.env:cmd_env_ls")
@@ -52,6 +55,12 @@ def _add_env_parser(sub: Any) -> None:
     rm.add_argument("images", nargs="*", help="images to remove (codebox-env:... only)")
     rm.add_argument("--all", action="store_true", help="remove every environment image")
     rm.set_defaults(func="agent.commands.env:cmd_env_rm")
+
+
+def _add_fallback_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--allow-public-fallback", action="store_true",
+                   help="resolve the packages a repository's own package sources (private indexes, git/path "
+                        "sources) would serve from your index instead of refusing (those sources are never used)")
 
 
 # --- parser --------------------------------------------------------------------------------------
@@ -248,6 +257,7 @@ def build_parser(settings: CodeboxSettings | None = None) -> argparse.ArgumentPa
     _add_limits(run, c, c.max_steps, c.timeout, "")
     _add_model_options(run, c)
     _add_sandbox_options(run, c)
+    _add_fallback_option(run)
     run.set_defaults(func="agent.commands.run:cmd_run")
 
     batch = sub.add_parser("batch", help="run a JSONL file of tasks, N at a time", formatter_class=_HelpFormatter,
@@ -273,6 +283,7 @@ def build_parser(settings: CodeboxSettings | None = None) -> argparse.ArgumentPa
     _add_limits(batch, c, None, None, " (caps every task's own value; default: the task's)")
     _add_model_options(batch, c)
     _add_sandbox_options(batch, c)
+    _add_fallback_option(batch)
     batch.set_defaults(func="agent.commands.batch:cmd_batch")
 
     ev = sub.add_parser("eval", help="SWE-bench-style evaluation: apply each prediction, run the named tests offline")

@@ -101,6 +101,8 @@ def cmd_batch(args: argparse.Namespace) -> int:
         return usage_error(f"{args.tasks} has no tasks")
     if args.env:  # the flag, when given, sets every task's environment
         tasks = [task.model_copy(update={"env": args.env}) for task in tasks]
+    if args.allow_public_fallback:
+        tasks = [task.model_copy(update={"allow_public_fallback": True}) for task in tasks]
     try:
         selected = select_tasks(tasks, args.filter)
     except re.error as exc:

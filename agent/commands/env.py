@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import json
 import sys
 from pathlib import Path
 
@@ -29,10 +30,13 @@ def cmd_env_build(args: argparse.Namespace) -> int:
     repo = Path(args.repo).expanduser().resolve()
     if not repo.is_dir():
         return usage_error(f"the repository {args.repo} is not a directory")
+    if args.print_declared:
+        return _print_declared(repo, args)
     index = IndexConfig.from_environ()
     index = IndexConfig(find_links=[*index.find_links, *args.find_links], no_index=index.no_index or args.no_index)
     request = EnvRequest(repo=repo, base_image=args.image or DEFAULT_IMAGE, extras=args.extra,
-                         groups=args.group, requirements=args.requirements, apt=args.apt, index=index)
+                         groups=args.group, requirements=args.requirements, apt=args.apt, index=index,
+                         allow_public_fallback=args.allow_public_fallback)
     cancel = CancelToken()  # Ctrl-C / SIGTERM: uv and the build container stop at once, nothing is tagged
     try:
         # Each step a line; on a terminal a live line under them: the step, its seconds, the total.
@@ -49,6 +53,21 @@ def cmd_env_build(args: argparse.Namespace) -> int:
     for note in info.notes:
         print(f"codebox: env: note: {printable(note)}", file=sys.stderr)
     print(info.image)
+    return EXIT_OK
+
+
+def _print_declared(repo: Path, args: argparse.Namespace) -> int:
+    """`env build --print-declared`: what codebox reads from the repository, as JSON (nothing is built)."""
+    from agent.env.declared import read_declared
+    from agent.env.errors import EnvError
+
+    try:
+        declared = read_declared(repo, args.extra, args.group, args.requirements)
+    except EnvError as exc:
+        return error_exit(exc)
+    data = declared.model_dump(mode="json")
+    data["metadata_is_dynamic"] = declared.metadata_is_dynamic
+    print(json.dumps(data, indent=2, ensure_ascii=True))
     return EXIT_OK
 
 

@@ -134,6 +134,7 @@ def _run_task_spec(args: argparse.Namespace, task_id: str) -> tuple[TaskSpec | N
             test_in_copy=args.test_in_copy,
             image=args.image,
             env=args.env or "auto",
+            allow_public_fallback=args.allow_public_fallback,
             max_steps=args.max_steps,
             timeout_s=args.timeout,
             max_total_tokens=args.max_total_tokens,
@@ -314,7 +315,8 @@ def _prepare_env(task: TaskSpec, base_image: str) -> Any:
     try:
         # Each step a line; on a terminal a live line under them: the step, its seconds, the total.
         with StepProgress(sys.stderr) as progress, cancel_on_signals(cancel, io.StringIO()):  # quiet: see below
-            return choose_env(task.env, Path(task.repo), base_image, progress.log, cancel)
+            return choose_env(task.env, Path(task.repo), base_image, progress.log, cancel,
+                              allow_public_fallback=task.allow_public_fallback)
     except (KeyboardInterrupt, EnvCancelled):
         print("codebox: cancelled while preparing the environment", file=sys.stderr)
         return EXIT_CANCELLED
