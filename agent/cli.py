@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from agent.cli_errors import OneLineParser, parse_args
 from agent.commands.common import usage_error
 from agent.config import KNOWN_KEYS, CodeboxSettings, ConfigError, load_settings, shown, user_config_file
 from agent.config_env import unknown_variables
@@ -220,7 +221,7 @@ def build_parser(settings: CodeboxSettings | None = None) -> argparse.ArgumentPa
     """The parser; its defaults are ``settings`` (the config files), built-in ones when None."""
     c = settings or CodeboxSettings()
     epilog = CONFIG_EPILOG.format(user=user_config_file())
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(  # one-line errors with a did-you-mean; the subcommands inherit it
         prog="codebox",
         description="A coding agent whose every tool call runs in a network-less Docker sandbox.",
         epilog=epilog,
@@ -334,11 +335,11 @@ def parse(argv: list[str] | None) -> argparse.Namespace | int:
     """
     try:
         settings = load_settings()
-        args = build_parser(settings).parse_args(argv)
+        args = parse_args(build_parser(settings), argv)  # one-line errors, with a did-you-mean
         repo = getattr(args, "repo", None) if args.command in REPO_COMMANDS else None
         if repo:
             settings = load_settings(repo=Path(repo).expanduser())
-            args = build_parser(settings).parse_args(argv)
+            args = parse_args(build_parser(settings), argv)
     except ConfigError as exc:
         return usage_error(str(exc))
     if getattr(args, "_allow", None) is not None:  # a flag replaces the configured list

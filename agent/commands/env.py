@@ -11,7 +11,6 @@ from pathlib import Path
 from agent.commands.common import (
     EXIT_CANCELLED,
     EXIT_OK,
-    env_progress,
     error_exit,
     usage_error,
 )
@@ -20,6 +19,7 @@ from agent.console.escape import printable
 
 def cmd_env_build(args: argparse.Namespace) -> int:
     from agent.cancel import CancelToken
+    from agent.console.progress import StepProgress
     from agent.defaults import DEFAULT_IMAGE
     from agent.env.build import EnvRequest, ensure_env
     from agent.env.cancel import EnvCancelled
@@ -39,8 +39,9 @@ def cmd_env_build(args: argparse.Namespace) -> int:
                          allow_public_fallback=args.allow_public_fallback)
     cancel = CancelToken()  # Ctrl-C / SIGTERM: uv and the build container stop at once, nothing is tagged
     try:
-        with cancel_on_signals(cancel, io.StringIO()):  # quiet: the one line below says it
-            info = ensure_env(request, env_progress, cancel)
+        # Each step a line; on a terminal a live line under them: the step, its seconds, the total.
+        with StepProgress(sys.stderr) as progress, cancel_on_signals(cancel, io.StringIO()):  # quiet: see below
+            info = ensure_env(request, progress.log, cancel)
     except EnvCancelled as exc:
         print(f"codebox: {printable(exc)}", file=sys.stderr)
         return EXIT_CANCELLED
