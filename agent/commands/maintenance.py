@@ -79,12 +79,14 @@ def cmd_view(args: argparse.Namespace) -> int:
 
 
 def cmd_gc(args: argparse.Namespace) -> int:
-    from agent.containers.sandbox import SandboxError, reap_leftovers
+    from agent.errors import SandboxError
+    from agent.sandboxes.registry import get_backend
 
+    backend = get_backend(getattr(args, "backend", None) or "docker")
     try:
-        removed = reap_leftovers(log=lambda line: print(printable(line)))
+        removed = backend.reap(log=lambda line: print(printable(line)))
     except SandboxError as exc:
         print(f"codebox: {printable(exc)}", file=sys.stderr)
         return EXIT_STOPPED
-    print(f"codebox: removed {len(removed)} leftover container(s)")
+    print(f"codebox: removed {len(removed)} leftover container(s) ({backend.name})")
     return EXIT_OK

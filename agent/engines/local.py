@@ -10,11 +10,11 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 from agent.cancel import CancelToken
-from agent.containers.pool import PlannedTask, WarmPool
 from agent.engines.base import AdmitFn, OutcomeFn, PreparedJob, StartFn, TaskJob, TaskOutcome, execute_job
 from agent.env.choose import choose_env
 from agent.events import EventSink
 from agent.runner import env_progress, failed_report, task_sandbox_config
+from agent.sandboxes.pool import PlannedTask, WarmPool
 from agent.workspace import create_workspace
 
 _log = logging.getLogger("codebox.batch")
@@ -149,7 +149,8 @@ class _Ahead:
         try:  # as run_task does it: the task's image, then its environment on the workspace
             repo = workspace.path.resolve()
             config = task_sandbox_config(task, job.sandbox)
-            env = choose_env(task.env, repo, config.image, env_progress, self.cancel)
+            docker = config.backend == "docker"  # environments are Docker images (runner._choose_env)
+            env = choose_env(task.env, repo, config.image, env_progress, self.cancel) if docker else None
             if env is not None:
                 config = config.replace(image=env.image)
             self.pool.prestart(PlannedTask(task.id, repo, config))
