@@ -88,7 +88,8 @@ def remove_container(client: EngineClient | docker.DockerClient, container_id: s
     except (NotFound, Conflict):
         pass  # 409: "removal of container ... is already in progress" (auto_remove raced us)
     except EngineError as exc:
-        _log.warning("could not remove sandbox container %s: %s", container_id[:12], exc)
+        if "state improper" not in str(exc):  # Podman: it stopped meanwhile, and auto-remove takes it
+            _log.warning("could not remove sandbox container %s: %s", container_id[:12], exc)
 
 
 def _remove_with_docker_py(client: docker.DockerClient, container_id: str) -> None:

@@ -24,7 +24,7 @@ class EngineBackend:
     """A backend over an engine that speaks Docker's Engine API (Docker; Podman's service too)."""
 
     def __init__(self, engine: Engine) -> None:
-        self.engine = engine
+        self.engine = engine  # the runc one; engine_for says which serves a runtime
         self.name = engine.name
         self._runtimes: dict[str, frozenset[str]] = {}  # endpoint -> the runtimes it listed
         self._lock = threading.Lock()
@@ -33,7 +33,7 @@ class EngineBackend:
     def preflight(self, config: SandboxConfig) -> None:
         from agent.containers.image import ImageError, image_problem
 
-        client = self.connect()
+        client = self.connect(config.runtime)
         self.check_runtime(client, config.runtime)
         try:
             problem = image_problem(config.image, client, build=self.build_command())
@@ -55,14 +55,15 @@ class EngineBackend:
 
         if prestarted is not None and not isinstance(prestarted, PendingLaunch):
             raise TypeError("a container prestarted by another backend")
-        return Sandbox(repo, config, task_id=task_id, labels=labels, launched=prestarted, engine=self.engine)
+        engine = self.engine_for(config.runtime)
+        return Sandbox(repo, config, task_id=task_id, labels=labels, launched=prestarted, engine=engine)
 
     def prestart(
         self, repo: Path, config: SandboxConfig, task_id: str, labels: dict[str, str] | None = None
     ) -> Prestarted:
         from agent.containers.launch import PendingLaunch
 
-        return PendingLaunch(config, repo, task_id, labels, engine=self.engine).begin()
+        return PendingLaunch(config, repo, task_id, labels, engine=self.engine_for(config.runtime)).begin()
 
     def reap(self, log: Callable[[str], None]) -> list[str]:
         from agent.containers.leftovers import reap_leftovers
@@ -70,9 +71,18 @@ class EngineBackend:
         return reap_leftovers(self.connect(), log=log)
 
     # -- this engine ----------------------------------------------------------------------------
-    def connect(self) -> EngineClient:
-        """A client that has answered; SandboxError with what to do."""
-        return self.engine.connect(SandboxError)
+    def engine_for(self, runtime: str) -> Engine:
+        """The engine that runs containers of ``runtime`` (Docker: one daemon, the runtime per container)."""
+        return self.engine
+
+    def connect(self, runtime: str | None = None) -> EngineClient:
+        """A client (of the engine that serves ``runtime``) that has answered; SandboxError with what to do."""
+        return self.engine_for(runtime or self.engine_runtime()).connect(SandboxError)
+
+    def engine_runtime(self) -> str:
+        from agent.defaults import DEFAULT_RUNTIME
+
+        return DEFAULT_RUNTIME
 
     def build_command(self) -> str:
         return "codebox image build"
