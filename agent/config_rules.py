@@ -96,6 +96,8 @@ RULES: dict[str, Rule] = {
     "price_input": _never("prices are facts about your account"),
     "price_output": _never("prices are facts about your account"),
     "image": _never("it chooses what runs in the sandbox"),
+    "backend": _never("it chooses what isolates the sandbox"),
+    "runtime": _never("it chooses what isolates the sandbox"),
     "memory": Rule(f"lower it (at most {defaults.DEFAULT_MEMORY})", _memory),
     "pids": _at_most(defaults.DEFAULT_PIDS),
     "cpus": _at_most(defaults.DEFAULT_CPUS),
