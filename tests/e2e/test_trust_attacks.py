@@ -145,9 +145,9 @@ def test_without_an_endpoint_of_the_users_own_the_clone_still_cannot_redirect(
     proc = codebox(repo, env, "run", "--repo", ".", "--env", "none", "--quiet", "--report", "report.json", "fix it")
     _, err = proc.communicate(timeout=300)
     assert listener.received == []
-    report = json.loads((repo / "report.json").read_text())
-    assert proc.returncode == 1 and report["stop_reason"] == "model_error", err
-    assert report["error"].startswith("no API key: set OPENAI_API_KEY")
+    # No key for OpenAI's endpoint is a usage error: one line, exit 2, before any container or request.
+    assert proc.returncode == 2 and not (repo / "report.json").exists(), err
+    assert err.splitlines()[-1].startswith("codebox: no API key: set OPENAI_API_KEY")
     assert sum(": refused (" in line for line in err.splitlines()) == 2
 
 
