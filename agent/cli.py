@@ -31,6 +31,22 @@ def command_function(target: str) -> Command:
     return function
 
 
+def _add_env_recipe_options(p: argparse.ArgumentParser) -> None:
+    """The environment recipe and date (agent/env/options.py folds them into each task's env)."""
+    g = p.add_argument_group("environment recipe")
+    g.add_argument("--pip", action="append", default=[], metavar="PKG",
+                   help="a package the environment gets by name (PEP 508, from the index) beyond what the repo "
+                        "declares")
+    g.add_argument("--pre-install", action="append", default=[], metavar="CMD",
+                   help="a shell command run in the build container (offline, unprivileged) in the project copy "
+                        "before its build")
+    g.add_argument("--recipes", metavar="FILE",
+                   help="a JSON or TOML file: repository name -> recipe (pip, apt, requirements, pre_install)")
+    g.add_argument("--as-of", metavar="DATE|now",
+                   help="resolve packages as they were on DATE (default: the task's created_at, else its commit's "
+                        "date; for run, HEAD's)")
+
+
 def _add_env_parser(sub: Any) -> None:
     env = sub.add_parser("env", help="dependency environments (images with the repo's declared dependencies)")
     env_sub = env.add_subparsers(dest="env_command", required=True)
@@ -48,6 +64,7 @@ def _add_env_parser(sub: Any) -> None:
     _add_fallback_option(build)
     build.add_argument("--print-declared", action="store_true",
                        help="print what is read from the repository (JSON) and build nothing")
+    _add_env_recipe_options(build)
     build.set_defaults(func="agent.commands.env:cmd_env_build")
     ls = env_sub.add_parser("ls", help="list environment images")
     ls.set_defaults(func="agent.commands.env:cmd_env_ls")
@@ -258,6 +275,7 @@ def build_parser(settings: CodeboxSettings | None = None) -> argparse.ArgumentPa
     _add_model_options(run, c)
     _add_sandbox_options(run, c)
     _add_fallback_option(run)
+    _add_env_recipe_options(run)
     run.set_defaults(func="agent.commands.run:cmd_run")
 
     batch = sub.add_parser("batch", help="run a JSONL file of tasks, N at a time", formatter_class=_HelpFormatter,
@@ -284,6 +302,7 @@ def build_parser(settings: CodeboxSettings | None = None) -> argparse.ArgumentPa
     _add_model_options(batch, c)
     _add_sandbox_options(batch, c)
     _add_fallback_option(batch)
+    _add_env_recipe_options(batch)
     batch.set_defaults(func="agent.commands.batch:cmd_batch")
 
     ev = sub.add_parser("eval", help="SWE-bench-style evaluation: apply each prediction, run the named tests offline")
@@ -293,6 +312,7 @@ def build_parser(settings: CodeboxSettings | None = None) -> argparse.ArgumentPa
     ev.add_argument("--jobs", type=int, default=2, help="instances at once")
     ev.add_argument("--timeout", type=float, default=1800.0, help="seconds for one instance's test run")
     _add_sandbox_options(ev, c)
+    _add_env_recipe_options(ev)
     ev.set_defaults(func="agent.commands.batch:cmd_eval")
 
     demo = sub.add_parser("demo", help="the whole pipeline on a bundled buggy repo, with a scripted model")

@@ -13,7 +13,7 @@ from agent.cancel import CancelToken
 from agent.containers.image import ImageError, image_problem
 from agent.containers.sandbox import Sandbox, SandboxError
 from agent.env.cancel import EnvCancelled
-from agent.env.choose import choose_env
+from agent.env.choose import choose_for_task
 from agent.errors import CodeboxError
 from agent.events import EventSink
 from agent.host_run import host_run_globs
@@ -123,14 +123,13 @@ def run_task(
     if problem:
         return failed_report(task, model.name, "sandbox_error", problem, sink)
     try:  # the dependency environment, built or reused before the first tool call
-        env = prepared_env or choose_env(task.env, repo, config.image, env_log or env_progress, cancel,
-                                         allow_public_fallback=task.allow_public_fallback)
+        env = prepared_env or choose_for_task(task, repo, config, env_log or env_progress, cancel)
     except EnvCancelled as exc:  # nothing of the build is left; the task runs again next time
         return failed_report(task, model.name, "cancelled", cancel.reason or str(exc), sink)
     except CodeboxError as exc:
         return failed_report(task, model.name, "sandbox_error", f"environment: {exc}", sink)
     if env is not None:
-        config = config.replace(image=env.image)
+        config = config.replace(image=env.run_image)
     # A warm sandbox fits only if it has this repo and this config (the env's image included).
     claimed = warm.claim(task.id, repo, config) if warm is not None else None
     sandbox = claimed or Sandbox(repo, config, task_id=task.id)

@@ -145,6 +145,13 @@ def _run_task_spec(args: argparse.Namespace, task_id: str) -> tuple[TaskSpec | N
         return None, None, flag_problem(exc)
     except ValidationError as exc:
         return None, None, checks.validation_message(exc)
+    from agent.env.errors import EnvError
+    from agent.env.options import EnvFlags
+
+    try:  # --pip, --pre-install, --recipes, --as-of: the environment this run builds
+        task = EnvFlags(args).apply(task)
+    except EnvError as exc:
+        return None, None, str(exc)
     return task, sandbox_config, None
 
 
@@ -261,7 +268,7 @@ def _cmd_run(args: argparse.Namespace, task_id: str, warm: WarmPool | None) -> i
             sinks.append(JsonlSink(args.events))
         except OSError as exc:
             return usage_error(f"cannot write the events file {args.events}: {exc}")
-    prepared = _prepare_env(task, sandbox_config.image)
+    prepared = _prepare_env(task, sandbox_config)
     if isinstance(prepared, int):
         for s in sinks:
             s.close()
@@ -300,14 +307,14 @@ def _live_console(stream: TextIO) -> RunConsole:
     return RunConsole(stream)
 
 
-def _prepare_env(task: TaskSpec, base_image: str) -> Any:
+def _prepare_env(task: TaskSpec, sandbox_config: Any) -> Any:
     """The task's environment, chosen before the run (EnvInfo or None), or the exit code of a failure."""
     import io
 
     from agent.cancel import CancelToken
     from agent.console.progress import StepProgress
     from agent.env.cancel import EnvCancelled
-    from agent.env.choose import choose_env
+    from agent.env.choose import choose_for_task
     from agent.errors import CodeboxError
     from agent.signals import cancel_on_signals
 
@@ -315,8 +322,7 @@ def _prepare_env(task: TaskSpec, base_image: str) -> Any:
     try:
         # Each step a line; on a terminal a live line under them: the step, its seconds, the total.
         with StepProgress(sys.stderr) as progress, cancel_on_signals(cancel, io.StringIO()):  # quiet: see below
-            return choose_env(task.env, Path(task.repo), base_image, progress.log, cancel,
-                              allow_public_fallback=task.allow_public_fallback)
+            return choose_for_task(task, Path(task.repo), sandbox_config, progress.log, cancel)
     except (KeyboardInterrupt, EnvCancelled):
         print("codebox: cancelled while preparing the environment", file=sys.stderr)
         return EXIT_CANCELLED
