@@ -16,7 +16,7 @@ from agent.cli_errors import OneLineParser, parse_args
 from agent.commands.common import usage_error
 from agent.config import KNOWN_KEYS, CodeboxSettings, ConfigError, load_settings, shown, user_config_file
 from agent.config_env import unknown_variables
-from agent.defaults import POLICY_NAMES
+from agent.defaults import BACKEND_NAMES, POLICY_NAMES
 from agent.host_run import HOST_RUN_HELP
 
 # The parser names each command's function as "module:function"; main() imports only the chosen
@@ -152,6 +152,10 @@ def _add_sandbox_options(p: argparse.ArgumentParser, c: CodeboxSettings) -> None
     g.add_argument("--memory", default=c.memory, action=_SettingFlag, help="container memory limit, e.g. 512m or 2g")
     g.add_argument("--pids", type=int, default=c.pids, action=_SettingFlag, help="container process limit")
     g.add_argument("--cpus", type=float, default=c.cpus, action=_SettingFlag, help="container CPU limit")
+    g.add_argument("--backend", choices=list(BACKEND_NAMES), default=c.backend, action=_SettingFlag,
+                   help="container engine of the sandbox (docs/backends.md)")
+    g.add_argument("--runtime", default=c.runtime, action=_SettingFlag, metavar="NAME",
+                   help="OCI runtime of the sandbox: runc, runsc (gVisor), or any the engine lists")
 
 
 def _add_write_options(p: argparse.ArgumentParser, c: CodeboxSettings) -> None:
@@ -326,6 +330,8 @@ def build_parser(settings: CodeboxSettings | None = None) -> argparse.ArgumentPa
     build = image_sub.add_parser("build", help="build the sandbox image (offline: debootstrap base if needed)")
     build.add_argument("--force", action="store_true", help="rebuild even if it exists")
     build.add_argument("--pull", action="store_true", help="build on the registry base (pulled) instead of offline")
+    build.add_argument("--backend", choices=list(BACKEND_NAMES), default="docker",
+                       help="the engine whose store gets it (podman: Docker's image, copied over)")
     build.set_defaults(func="agent.commands.maintenance:cmd_image")
 
     _add_env_parser(sub)
@@ -339,6 +345,7 @@ def build_parser(settings: CodeboxSettings | None = None) -> argparse.ArgumentPa
     view.set_defaults(func="agent.commands.maintenance:cmd_view")
 
     gc = sub.add_parser("gc", help="remove leftover codebox containers of dead runs")
+    gc.add_argument("--backend", choices=list(BACKEND_NAMES), default=c.backend, help="the engine to clean")
     gc.set_defaults(func="agent.commands.maintenance:cmd_gc")
     return parser
 

@@ -17,6 +17,13 @@ DEFAULT_POLICY: Final = "read-only"
 DEFAULT_MAX_STEPS: Final = 30
 DEFAULT_TIMEOUT_S: Final = 900.0
 
+# Where the sandbox runs (SandboxConfig.backend, .runtime): the container engine, and the OCI
+# runtime it runs the containers with (runc; runsc is gVisor; any other the engine lists).
+BackendName = Literal["docker", "podman"]
+BACKEND_NAMES: Final[tuple[str, ...]] = get_args(BackendName)
+DEFAULT_BACKEND: Final = "docker"
+DEFAULT_RUNTIME: Final = "runc"
+
 # The sandbox container's image and limits (SandboxConfig's fields).
 DEFAULT_IMAGE: Final = "codebox-sandbox:latest"
 DEFAULT_MEMORY: Final = "1g"

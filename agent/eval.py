@@ -15,10 +15,11 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agent.cancel import CancelToken
-from agent.containers.image import ImageError, image_problem
-from agent.containers.sandbox import Sandbox, SandboxError
+from agent.errors import SandboxError
 from agent.protocol import TaskSpec
+from agent.sandboxes.base import Session as Sandbox
 from agent.sandboxes.config import SandboxConfig
+from agent.sandboxes.registry import backend_for
 from agent.workspace import Workspace, WorkspaceError, create_workspace, git
 
 EvalStatus = Literal["resolved", "unresolved", "patch_failed", "error"]
@@ -195,12 +196,9 @@ def _evaluate_into(
     if task.image:
         config = config.replace(image=task.image)
     try:
-        problem = image_problem(config.image)  # missing, or built by a codebox with other build files
-        if problem:
-            result.error = problem
-            return
+        backend_for(config).preflight(config)  # the engine, the runtime, the image
         workspace = create_workspace(Path(task.repo), task.base_commit)
-    except (ImageError, WorkspaceError) as exc:
+    except (SandboxError, WorkspaceError) as exc:
         result.error = str(exc)
         return
     try:
@@ -244,7 +242,7 @@ def _run_tests(
     result.test_command = argv
     outcomes: dict[tuple[str, str], str] = {}
     if present:
-        sandbox = Sandbox(workspace.path, config, task_id=f"eval-{task.id}")
+        sandbox = backend_for(config).session(workspace.path, config, task_id=f"eval-{task.id}")
         active.add(sandbox)
         try:
             request: dict[str, object] = {"argv": argv, "timeout_s": timeout_s, "report_file": JUNIT_PATH}

@@ -182,6 +182,9 @@ class TaskSpec(BaseModel):
     # write next to their files (the repository itself is always mounted read-only).
     test_in_copy: bool = False
     image: str | None = None
+    # The OCI runtime of the task's sandbox (runc, runsc for gVisor, any the engine lists); None:
+    # the run's (--runtime, CODEBOX_RUNTIME, the config files).
+    runtime: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}$")
     # The dependency environment: "auto" (build or reuse one from what the repo declares),
     # "none" (the image as it is), an image name (an environment made before), or an object
     # (EnvSpec: auto with a recipe, e.g. {"pip": [...], "pre_install": [...]}).
@@ -342,6 +345,9 @@ class Report(BaseModel):
     last_test: TestRun | None = None
     usage: Usage | None = None
     env: EnvInfo | None = None
+    # Where the tools ran: the sandbox backend (docker, podman) and its OCI runtime (runc, runsc ...).
+    backend: str | None = None
+    runtime: str | None = None
     cost: float | None = None  # from usage and the prices the user gave; None without prices
     started_at: float
     duration_s: float

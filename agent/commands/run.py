@@ -29,10 +29,10 @@ from agent.console.escape import one_line, printable
 if TYPE_CHECKING:
     from agent.console.live import RunConsole
     from agent.console.render import ChangeLog
-    from agent.containers.pool import WarmPool
     from agent.events import EventSink
     from agent.policy import Answer, AskFn
     from agent.protocol import Report, TaskSpec
+    from agent.sandboxes.pool import WarmPool
     from agent.tools import PreparedCall
 
 # cmd_run starts the task's container first (_early_sandbox), then imports the loop, the
@@ -164,13 +164,13 @@ def _early_sandbox(args: argparse.Namespace, task_id: str) -> WarmPool | None:
 
     Pydantic-free (agent.containers.launch): the create request leaves the process before the
     rest of codebox is imported (this waits for that, up to EARLY_SENT_WAIT_S). run_task claims
-    the container (agent.containers.pool) if it fits (same repo and config: an environment image
+    the container (agent.sandboxes.pool) if it fits (same repo and config: an environment image
     chosen later does not fit) and its Sandbox sends the first ping. On any doubt about the
     flags nothing starts here, and run_task starts its own sandbox, or reports why it cannot, as
     it always does.
     """
-    from agent.containers.pool import PlannedTask, WarmPool
     from agent.sandboxes.config import SandboxConfigError
+    from agent.sandboxes.pool import PlannedTask, WarmPool
 
     if args.isolated or args.env not in (None, "auto", "none"):
         return None  # it would not fit: an isolated run mounts its workspace; --env IMAGE runs that image

@@ -27,7 +27,7 @@ from agent.sandboxes.config import SandboxConfig
 from agent.workspace import Workspace
 
 if TYPE_CHECKING:
-    from agent.containers.pool import WarmPool
+    from agent.sandboxes.pool import WarmPool
 
 
 class JobLimits(BaseModel):

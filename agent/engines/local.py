@@ -10,11 +10,10 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 from agent.cancel import CancelToken
-from agent.containers.pool import PlannedTask, WarmPool
 from agent.engines.base import AdmitFn, OutcomeFn, PreparedJob, StartFn, TaskJob, TaskOutcome, execute_job
-from agent.env.choose import choose_for_task
 from agent.events import EventSink
-from agent.runner import env_progress, failed_report, task_sandbox_config
+from agent.runner import choose_task_env, env_progress, failed_report, task_sandbox_config
+from agent.sandboxes.pool import PlannedTask, WarmPool
 from agent.workspace import create_workspace
 
 _log = logging.getLogger("codebox.batch")
@@ -149,7 +148,7 @@ class _Ahead:
         try:  # as run_task does it: the task's image, then its environment on the workspace
             repo = workspace.path.resolve()
             config = task_sandbox_config(task, job.sandbox)
-            env = choose_for_task(task, repo, config, env_progress, self.cancel)
+            env = choose_task_env(task, repo, config, env_progress, self.cancel)
             if env is not None:
                 config = config.replace(image=env.run_image)
             self.pool.prestart(PlannedTask(task.id, repo, config))

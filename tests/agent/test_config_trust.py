@@ -41,6 +41,8 @@ VALUES: dict[str, tuple[Any, Any]] = {
     "memory": ("512m", "64g"),
     "pids": (64, 100_000),
     "cpus": (0.5, 64.0),
+    "backend": (None, "podman"),
+    "runtime": (None, "runc"),
     "jobs": (1, 64),
 }
 # More values no untrusted project may set.
