@@ -283,3 +283,30 @@ def test_recipe_pip_packages_are_resolved_with_the_rest(tmp_path: Path, wheelhou
     info = build(repo, IndexConfig(find_links=[str(wheelhouse)], no_index=True), made, recipe=Recipe(pip=["delta"]))
     assert "delta==4.0" in info.installed
     assert json.loads(json.dumps(info.installed))  # a plain list, for the report
+
+
+READ_SHAPES = {
+    # ext_modules=[]: no extension at all (it was once taken for one, and failed as "no compiled module").
+    "no-extensions": ({"setup.py": "from setuptools import setup\n\nsetup(name='noext', version='1.0', "
+                                   "py_modules=['noext'], ext_modules=[], install_requires=['gamma'])\n",
+                       "noext.py": "import gamma\n"}, "noext", "gamma==3.0"),
+    # extras_require=NAME: a module-level dict setup() names.
+    "extras-by-name": ({"setup.py": "from setuptools import setup\n\nEXTRAS = {'test': ['delta']}\n"
+                                    "setup(name='exreq', version='1.0', py_modules=['exreq'], extras_require=EXTRAS)\n",
+                        "exreq.py": "import delta\n"}, "exreq", "delta==4.0"),
+    # tox's legacy ini inside pyproject, naming a requirements file.
+    "tox-legacy-ini": ({"pyproject.toml": '[project]\nname = "toxy"\nversion = "1.0"\n[tool.tox]\n'
+                                          'legacy_tox_ini = """\n[testenv]\ndeps = -r tests/requirements.txt\n"""\n',
+                        "tests/requirements.txt": "gamma\n", "toxy.py": "import gamma\n"}, "toxy", "gamma==3.0"),
+}
+
+
+@pytest.mark.parametrize("shape", sorted(READ_SHAPES))
+def test_shapes_the_static_reading_covers_build_in_a_box_and_import(
+    shape: str, tmp_path: Path, wheelhouse: Path, made: list[str], boxes: list[dict[str, Any]]
+) -> None:
+    files, module, wanted = READ_SHAPES[shape]
+    repo = write(tmp_path / "repo", files)
+    info = build(repo, IndexConfig(find_links=[str(wheelhouse)], no_index=True), made)
+    assert wanted in info.installed and all(o["network_mode"] == "none" for o in boxes)
+    assert f"imported {module}" in run_in(info, repo, ["python3", "-m", "pytest", module])
