@@ -25,11 +25,8 @@ one image inspect, with no network and no index (``images.py``). Builds are canc
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
-import os
-import shlex
 import tempfile
 import threading
 import time
@@ -46,13 +43,13 @@ from agent.env.box import ROLE_BUILD, BuildLimits, Deadline
 from agent.env.cancel import NEVER, Cancel, EnvCancelled, check, holding
 from agent.env.declared import DEFAULT_EXTRAS, DEFAULT_RUNNER, NO_DEPENDENCIES, Declared, read_declared
 from agent.env.errors import EnvError
-from agent.env.fetch import cache_dir
 from agent.env.layer import PROJECT, VENV, layer_from_files, load_image
 from agent.env.plan import Backend
+from agent.env.probe import probe
 from agent.env.project import console_scripts, editable_files
 from agent.env.recipe import Recipe
 from agent.env.reqlines import Requirement, parse_requirement
-from agent.env.resolve import IndexConfig, Lock, Target, check_python, resolve
+from agent.env.resolve import IndexConfig, Lock, check_python, resolve
 from agent.env.sdists import build_requirements, resolve_with_sdists
 from agent.env.source_policy import check_sources
 from agent.env.tree import Tree, read_tree
@@ -63,13 +60,8 @@ if TYPE_CHECKING:
 
 FORMAT_VERSION = "2"
 Log = Callable[[str], None]
-__all__ = ["ROLE_BUILD", "EnvRequest", "ensure_env", "probe"]
+__all__ = ["ROLE_BUILD", "EnvRequest", "ensure_env"]
 
-_PROBE = (
-    "import os, platform, sys, sysconfig; v = sys.version_info; libc = platform.libc_ver();"
-    "h = os.path.exists(os.path.join(sysconfig.get_paths()['include'], 'Python.h'));"
-    "print(f'{v[0]}.{v[1]}.{v[2]} {platform.machine()} {libc[0]} {libc[1]} {int(h)}')"
-)
 _key_locks: dict[str, threading.Lock] = {}
 _key_locks_guard = threading.Lock()
 
@@ -334,56 +326,3 @@ def static_layer(declared: Declared, dest: Path) -> Path:
     for name, text in console_scripts(declared.project, f"{VENV}/bin/python").items():
         files[f"{PROJECT}/bin/{name}"] = (text, 0o755)
     return layer_from_files(dest, files)
-
-
-def probe(client: docker.DockerClient, image: str, with_debs: bool = False,
-          cancel: Cancel = NEVER) -> tuple[Target, set[str]]:
-    """The image's Python version and platform (and its installed Debian packages), from a network-none run.
-
-    Kept per image id in the cache folder: an image's Python does not change.
-    """
-    saved = cache_dir() / "probe-v2" / f"{_image_id(client, image).replace(':', '-')}.json"
-    if not with_debs and saved.is_file():
-        with contextlib.suppress(ValueError, OSError):
-            return Target.model_validate_json(saved.read_text(encoding="utf-8")), set()
-    target, debs = _probe(client, image, with_debs, cancel)
-    with contextlib.suppress(OSError):  # whole or not at all (a cancel may come while it is written)
-        saved.parent.mkdir(parents=True, exist_ok=True)
-        partial = saved.with_name(f"{saved.name}.{os.getpid()}-{threading.get_ident()}.part")
-        partial.write_text(target.model_dump_json(), encoding="utf-8")
-        os.replace(partial, saved)
-    return target, debs
-
-
-def _image_id(client: docker.DockerClient, name: str) -> str:
-    import docker.errors
-
-    try:
-        return str(client.images.get(name).id)
-    except docker.errors.ImageNotFound:
-        raise EnvError(f"the base image {name!r} is not there; build it with `codebox image build` "
-                       "(or pass --image)") from None
-    except docker.errors.APIError as exc:
-        raise EnvError(f"Docker could not look up {name!r}: {exc}") from exc
-
-
-def _probe(client: docker.DockerClient, image: str, with_debs: bool, cancel: Cancel) -> tuple[Target, set[str]]:
-    from agent.env.box import Box
-
-    script = f"python3 -c {shlex.quote(_PROBE)}"
-    if with_debs:
-        script += "; dpkg-query -W -f '${Package}\\n' 2>/dev/null || true"
-    with Box(client, image, "probe", [], BuildLimits(), Deadline(120), cancel, caps=[]) as box:
-        output = box.run(script, "probe")
-    lines = output.splitlines()
-    try:
-        version, machine, libc, libc_version, headers = [*lines[0].split(), "", "", "", ""][:5]
-    except IndexError:
-        raise EnvError(f"the image {image} has no working python3") from None
-    if libc != "glibc":
-        raise EnvError(f"the image {image} is not glibc-based ({libc or 'unknown libc'}); "
-                       "environments need a glibc (manylinux) image")
-    major, _, minor = libc_version.partition(".")
-    platform = f"{machine}-manylinux_{major}_{minor}"
-    installed = {line.strip() for line in lines[1:] if line.strip()}
-    return Target(python=version, platform=platform, headers=headers == "1"), installed
