@@ -106,7 +106,7 @@ def _named(env: str) -> EnvInfo:
             if attrs is None:
                 raise EnvError(f"--env {env}: no such image (use auto, none, or an image from `codebox env ls`)",
                                usage=True)
-            return EnvInfo(image=env, image_id=str(attrs.get("Id", "")), base_image=env)
+            return EnvInfo(image=env, base_image=env)  # the user's own image, run by the name they gave
     finally:
         engine.close()
     return EnvInfo(image=entry.tag, image_id=entry.id, base_image=entry.base, lock=entry.lock,

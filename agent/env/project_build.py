@@ -145,7 +145,7 @@ class ProjectBuild:
 mkdir -p /repo {PROJECT} {OUT}
 tar -C {BUILD}/repo --sparse --null --verbatim-files-from --no-recursion -T {BUILD}/stage/files.list -cf - \\
   | tar -C /repo -xf - --no-same-owner
-find /repo -xdev ! -path /repo/.git -exec chown -h {user} {{}} +
+find /repo -xdev -path /repo/.git -prune -o -exec chown -h {user} {{}} +
 chown {user} {PROJECT} {OUT}
 {dpkg}echo "codebox: the project's files copied ({len(self.tree.files)})"
 """
