@@ -58,7 +58,7 @@ def ensure_deps(client: docker.DockerClient, engine: images.Engine, base_image: 
                 log: Callable[[str], None] = lambda _: None, repo: str = "") -> images.Entry:
     """The dependencies image of this lock on this base: recorded, or built now (and recorded)."""
     key = deps_key(base_id, lock, sdist_build_lock, apt_packages)
-    with images.building("deps", key):
+    with images.building("deps", key, cancel):
         found = images.lookup(engine, "deps", key)
         if found is not None:
             log(f"reusing the dependencies image {found.tag} ({len(found.packages)} packages)")

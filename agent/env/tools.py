@@ -43,7 +43,7 @@ def ensure_tools(client: docker.DockerClient, engine: images.Engine, base_image:
     headers = [] if target.headers else headers_packages(target.python)
     key = hashlib.sha256(json.dumps({"format": FORMAT, "base": base_id, "apt": COMPILER_APT, "headers": headers},
                                     sort_keys=True).encode()).hexdigest()[:32]
-    with images.building("tools", key):
+    with images.building("tools", key, cancel):
         found = images.lookup(engine, "tools", key)
         if found is not None:
             return found
