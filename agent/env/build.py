@@ -28,7 +28,6 @@ from __future__ import annotations
 import hashlib
 import json
 import tempfile
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -40,7 +39,7 @@ from pydantic import BaseModel, Field
 from agent import defaults
 from agent.env import apt, asof, images, metadata, plan
 from agent.env.box import ROLE_BUILD, BuildLimits, Deadline
-from agent.env.cancel import NEVER, Cancel, EnvCancelled, check, holding
+from agent.env.cancel import NEVER, Cancel, EnvCancelled, check
 from agent.env.declared import DEFAULT_EXTRAS, DEFAULT_RUNNER, NO_DEPENDENCIES, Declared, read_declared
 from agent.env.errors import EnvError
 from agent.env.layer import PROJECT, VENV, layer_from_files, load_image
@@ -62,8 +61,6 @@ FORMAT_VERSION = "2"
 Log = Callable[[str], None]
 __all__ = ["ROLE_BUILD", "EnvRequest", "ensure_env"]
 
-_key_locks: dict[str, threading.Lock] = {}
-_key_locks_guard = threading.Lock()
 
 
 class EnvRequest(BaseModel):
@@ -145,7 +142,7 @@ def _ensure(request: EnvRequest, log: Log, cancel: Cancel) -> EnvInfo:
                            "(or pass --image)")
         base_id = str(base["Id"])
         key = inputs_key(base_id, inputs, request)
-        with holding(_lock_for(key), cancel), images.building("env", key, cancel):
+        with images.building("env", key, cancel):  # one build per inputs, across threads and processes
             entry = images.lookup(engine, "env", key)
             if entry is not None:
                 log(f"reusing {entry.tag} ({len(entry.packages)} packages)")
@@ -157,12 +154,6 @@ def _ensure(request: EnvRequest, log: Log, cancel: Cancel) -> EnvInfo:
     info = _info(entry, request, built=True, start=start)
     log(f"built {entry.tag} ({len(entry.packages)} packages) in {info.duration_s:.1f}s")
     return info
-
-
-def _lock_for(key: str) -> threading.Lock:
-    """One build per inputs at a time in this process (a batch of tasks on one repo builds once)."""
-    with _key_locks_guard:
-        return _key_locks.setdefault(key, threading.Lock())
 
 
 def inputs_key(base_id: str, inputs: _Inputs, request: EnvRequest) -> str:
