@@ -6,7 +6,6 @@ from __future__ import annotations
 import pytest
 
 from agent.sandboxes.config import SandboxConfig
-
 from tests.e2e.scenarios.test_hardening import (  # noqa: F401 -- collected here, in each target
     test_1_a_path_with_escape_sequences_is_refused,
     test_2_run_test_args_cannot_change_what_pass_means,
