@@ -68,7 +68,8 @@ def reap() -> list[str]:
         return []
     from agent.sandboxes.registry import get_backend
 
-    return get_backend("docker").reap(log=lambda _msg: None)  # a node's tasks run in Docker (images ship as its archives)
+    # A node's tasks run in Docker: their images travel as Docker's archives (save_image, ensure_image).
+    return get_backend("docker").reap(log=lambda _msg: None)
 
 
 def local_image_id(ref: str) -> str | None:
