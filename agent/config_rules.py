@@ -66,8 +66,7 @@ def _policy(value: Any) -> str | None:
 def _allow(value: Any) -> str | None:
     """Narrower than every path but the files the host runs by itself (the default), or refused: a rule
     that matches every path ("**") is no narrower, one that names a host-run file explicitly is wider."""
-    from agent.host_run import HOST_RUN_GLOBS
-    from agent.policy import names_explicitly
+    from agent.host_run import HOST_RUN_GLOBS, names_explicitly
 
     for rule in value:  # repository-relative by construction (a leading / anchors at its root)
         if not rule.startswith("!") and not rule.strip("*/"):

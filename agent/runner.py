@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from agent.cancel import CancelToken
 from agent.env.cancel import EnvCancelled
-from agent.env.choose import choose_env
+from agent.env.choose import choose_for_task
 from agent.errors import CodeboxError, SandboxError
 from agent.events import EventSink
 from agent.host_run import host_run_globs
@@ -121,13 +121,13 @@ def run_task(
     except SandboxError as exc:
         return _with_sandbox(failed_report(task, model.name, "sandbox_error", str(exc), sink), config)
     try:  # the dependency environment, built or reused before the first tool call
-        env = prepared_env or _choose_env(task, repo, config, env_log or env_progress, cancel)
+        env = prepared_env or choose_task_env(task, repo, config, env_log or env_progress, cancel)
     except EnvCancelled as exc:  # nothing of the build is left; the task runs again next time
         return failed_report(task, model.name, "cancelled", cancel.reason or str(exc), sink)
     except CodeboxError as exc:
         return failed_report(task, model.name, "sandbox_error", f"environment: {exc}", sink)
     if env is not None:
-        config = config.replace(image=env.image)
+        config = config.replace(image=env.run_image)
     # A warm sandbox fits only if it has this repo and this config (the env's image included).
     claimed = warm.claim(task.id, repo, config) if warm is not None else None
     sandbox = claimed or backend.session(repo, config, task_id=task.id)
@@ -153,7 +153,7 @@ def task_sandbox_config(task: TaskSpec, sandbox_config: SandboxConfig | None) ->
     return config.replace(**changes) if changes else config
 
 
-def _choose_env(
+def choose_task_env(
     task: TaskSpec, repo: Path, config: SandboxConfig, log: Callable[[str], None], cancel: CancelToken
 ) -> EnvInfo | None:
     """The task's environment. Environments are built and kept in Docker's image store: another
@@ -162,7 +162,7 @@ def _choose_env(
         if task.env != "none":
             log(f"environments are built with Docker only: the {config.backend} sandbox runs {config.image} as it is")
         return None
-    return choose_env(task.env, repo, config.image, log, cancel)
+    return choose_for_task(task, repo, config, log, cancel)
 
 
 def env_progress(line: str) -> None:

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import argparse
 import io
+import json
 import sys
 from pathlib import Path
 
 from agent.commands.common import (
     EXIT_CANCELLED,
     EXIT_OK,
-    env_progress,
     error_exit,
     usage_error,
 )
@@ -19,9 +19,12 @@ from agent.console.escape import printable
 
 def cmd_env_build(args: argparse.Namespace) -> int:
     from agent.cancel import CancelToken
+    from agent.console.progress import StepProgress
     from agent.defaults import DEFAULT_IMAGE
+    from agent.env import asof
     from agent.env.build import EnvRequest, ensure_env
     from agent.env.cancel import EnvCancelled
+    from agent.env.options import EnvFlags
     from agent.env.resolve import IndexConfig
     from agent.errors import CodeboxError
     from agent.signals import cancel_on_signals
@@ -29,14 +32,23 @@ def cmd_env_build(args: argparse.Namespace) -> int:
     repo = Path(args.repo).expanduser().resolve()
     if not repo.is_dir():
         return usage_error(f"the repository {args.repo} is not a directory")
+    if args.print_declared:
+        return _print_declared(repo, args)
     index = IndexConfig.from_environ()
     index = IndexConfig(find_links=[*index.find_links, *args.find_links], no_index=index.no_index or args.no_index)
+    try:
+        flags = EnvFlags(args)
+    except CodeboxError as exc:
+        return error_exit(exc)
     request = EnvRequest(repo=repo, base_image=args.image or DEFAULT_IMAGE, extras=args.extra,
-                         groups=args.group, requirements=args.requirements, apt=args.apt, index=index)
+                         groups=args.group, requirements=args.requirements, apt=args.apt, index=index,
+                         allow_public_fallback=args.allow_public_fallback,
+                         recipe=flags.recipe_for(str(repo)), as_of=flags.as_of or asof.choose(None, repo))
     cancel = CancelToken()  # Ctrl-C / SIGTERM: uv and the build container stop at once, nothing is tagged
     try:
-        with cancel_on_signals(cancel, io.StringIO()):  # quiet: the one line below says it
-            info = ensure_env(request, env_progress, cancel)
+        # Each step a line; on a terminal a live line under them: the step, its seconds, the total.
+        with StepProgress(sys.stderr) as progress, cancel_on_signals(cancel, io.StringIO()):  # quiet: see below
+            info = ensure_env(request, progress.log, cancel)
     except EnvCancelled as exc:
         print(f"codebox: {printable(exc)}", file=sys.stderr)
         return EXIT_CANCELLED
@@ -51,35 +63,54 @@ def cmd_env_build(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def cmd_env_ls(args: argparse.Namespace) -> int:
-    from agent.containers.docker_client import connect
+def _print_declared(repo: Path, args: argparse.Namespace) -> int:
+    """`env build --print-declared`: what codebox reads from the repository, as JSON (nothing is built)."""
+    from agent.env.declared import read_declared
     from agent.env.errors import EnvError
-    from agent.env.images import list_env_images
 
     try:
-        client = connect(EnvError)
-        found = list_env_images(client)
-        client.close()
+        declared = read_declared(repo, args.extra, args.group, args.requirements)
     except EnvError as exc:
         return error_exit(exc)
-    print(f"{'IMAGE':<30} {'PYTHON':<8} {'PKGS':>5} {'SIZE':>8}  {'CREATED':<19}  REPO")
+    data = declared.model_dump(mode="json")
+    data["metadata_is_dynamic"] = declared.metadata_is_dynamic
+    print(json.dumps(data, indent=2, ensure_ascii=True))
+    return EXIT_OK
+
+
+def cmd_env_ls(args: argparse.Namespace) -> int:
+    import time
+
+    from agent.env.errors import EnvError
+    from agent.env.images import EngineImages, list_env_images
+
+    try:
+        engine = EngineImages.connect()
+        found = list_env_images(engine)
+        engine.close()
+    except EnvError as exc:
+        return error_exit(exc)
+    # Only the images codebox recorded building: an image made FROM one of them is not listed.
+    print(f"{'IMAGE':<32} {'KIND':<5} {'PYTHON':<8} {'PKGS':>5} {'SIZE':>8}  {'CREATED':<16}  {'AS OF':<10}  REPO")
     for env in found:
+        e = env.entry
         size = f"{env.size / 1e6:.0f}MB"
-        print(f"{env.tag:<30} {env.python:<8} {env.packages:>5} {size:>8}  {env.created:<19}  {printable(env.repo)}")
+        created = time.strftime("%Y-%m-%d %H:%M", time.localtime(e.created))
+        print(f"{printable(e.tag):<32} {e.kind:<5} {e.python:<8} {len(e.packages):>5} {size:>8}  {created:<16}  "
+              f"{e.as_of[:10]:<10}  {printable(e.repo)}")
     return EXIT_OK
 
 
 def cmd_env_rm(args: argparse.Namespace) -> int:
-    from agent.containers.docker_client import connect
     from agent.env.errors import EnvError
-    from agent.env.images import remove_env_images
+    from agent.env.images import EngineImages, remove_env_images
 
     if not args.images and not args.all:
         return usage_error("name the images to remove (see `codebox env ls`), or pass --all")
     try:
-        client = connect(EnvError)
-        removed = remove_env_images(client, args.images)
-        client.close()
+        engine = EngineImages.connect()
+        removed = remove_env_images(engine, args.images)
+        engine.close()
     except EnvError as exc:
         return error_exit(exc)
     for tag in removed:

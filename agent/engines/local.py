@@ -11,9 +11,8 @@ from pathlib import Path
 
 from agent.cancel import CancelToken
 from agent.engines.base import AdmitFn, OutcomeFn, PreparedJob, StartFn, TaskJob, TaskOutcome, execute_job
-from agent.env.choose import choose_env
 from agent.events import EventSink
-from agent.runner import env_progress, failed_report, task_sandbox_config
+from agent.runner import choose_task_env, env_progress, failed_report, task_sandbox_config
 from agent.sandboxes.pool import PlannedTask, WarmPool
 from agent.workspace import create_workspace
 
@@ -149,10 +148,9 @@ class _Ahead:
         try:  # as run_task does it: the task's image, then its environment on the workspace
             repo = workspace.path.resolve()
             config = task_sandbox_config(task, job.sandbox)
-            docker = config.backend == "docker"  # environments are Docker images (runner._choose_env)
-            env = choose_env(task.env, repo, config.image, env_progress, self.cancel) if docker else None
+            env = choose_task_env(task, repo, config, env_progress, self.cancel)
             if env is not None:
-                config = config.replace(image=env.image)
+                config = config.replace(image=env.run_image)
             self.pool.prestart(PlannedTask(task.id, repo, config))
         except Exception as exc:  # CodeboxError and the rest: the task chooses its env itself and reports it
             _log.info("task %s: no sandbox ahead of time (%s)", task.id, exc)
