@@ -178,3 +178,18 @@ def test_leftovers_are_gone_after_the_owner_is_killed(target: SandboxConfig, rep
     if alive():  # what is left, the reaper removes: its owner is dead
         backend.reap(log=lambda _line: None)
     assert alive() == []
+
+
+def test_a_test_over_the_memory_limit_is_stopped_and_the_next_call_works(target: SandboxConfig, repo: Path) -> None:
+    config = target.replace(memory="96m")
+    box = backend_for(config).session(repo, config, task_id="conf-oom")
+    try:
+        hog = box.call("run_test", {"argv": ["python3", "-c", "x = bytearray(400 * 2**20)"], "timeout_s": 60})
+        # runc: the kernel kills the test (oom); gVisor: the limit holds the whole sandbox, which goes
+        # (oom under Docker, whose events say so; container_died under Podman, whose do not).
+        assert not hog.ok and hog.outcome in ("oom", "container_died"), hog
+        if target.runtime == "runc":
+            assert hog.outcome == "oom"
+        assert box.call("read_file", {"path": "README.md"}).ok
+    finally:
+        box.close()
