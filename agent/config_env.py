@@ -39,7 +39,6 @@ OTHER_VARIABLES: dict[str, str] = {
     "CODEBOX_REQUIRE_CONFORMANCE": "tests: the patch conformance data must be there",
     "CODEBOX_REQUIRE_RUNSC": "tests: the sandbox conformance suite under gVisor (runsc) is required, not skipped",
     "CODEBOX_REQUIRE_PODMAN": "tests: the sandbox conformance suite under Podman is required, not skipped",
-    "CODEBOX_PODMAN_DIR": "where the Podman backend's services listen (default: a private folder in the temp dir)",
     "CODEBOX_CHROMIUM": "tests: the Chromium of the viewer's browser tests",
     "CODEBOX_TEST_ARTIFACTS": "tests: where the browser tests leave screenshots",
     "CODEBOX_TEST_SERVER_PYTHON": "tests: the Python that runs the sandbox server in its tests",
