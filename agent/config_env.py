@@ -37,6 +37,8 @@ OTHER_VARIABLES: dict[str, str] = {
     "CODEBOX_EXTRAS": "dev.sh: the extras to install",
     "CODEBOX_ALLOW_NO_DOCKER": "tests: let the Docker tests skip in CI",
     "CODEBOX_REQUIRE_CONFORMANCE": "tests: the patch conformance data must be there",
+    "CODEBOX_REQUIRE_RUNSC": "tests: the sandbox conformance suite under gVisor (runsc) is required, not skipped",
+    "CODEBOX_REQUIRE_PODMAN": "tests: the sandbox conformance suite under Podman is required, not skipped",
     "CODEBOX_CHROMIUM": "tests: the Chromium of the viewer's browser tests",
     "CODEBOX_TEST_ARTIFACTS": "tests: where the browser tests leave screenshots",
     "CODEBOX_TEST_SERVER_PYTHON": "tests: the Python that runs the sandbox server in its tests",

@@ -26,7 +26,6 @@ from agent.containers.attach_stream import AttachStream, StreamError
 from agent.containers.engine import DOCKER, Engine
 from agent.containers.engine_api import EngineClient, EngineError, NotFound
 from agent.containers.leftovers import LABEL_EXPIRES, reap_in_background, remove_container
-from agent.containers.logs import log as _log
 from agent.containers.spec import (
     ROLE_TOOLS,
     RepoAccessError,
@@ -35,6 +34,7 @@ from agent.containers.spec import (
 )
 from agent.errors import SandboxError
 from agent.sandboxes.config import SandboxConfig
+from agent.sandboxes.logs import log as _log
 from sandbox import wire
 
 

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from agent.containers.engine_api import Conflict, EngineClient, EngineError, NotFound, connect_engine
-from agent.containers.logs import log as _log
 from agent.errors import CodeboxError, SandboxError
+from agent.sandboxes.logs import log as _log
 
 if TYPE_CHECKING:  # the env builder hands remove_container a docker-py client
     import docker

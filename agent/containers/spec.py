@@ -182,7 +182,8 @@ def container_options(
         "AttachStderr": True,
         "Tty": False,
         "User": container_user(config, repo, role),
-        "Env": ["HOME=/tmp", f"PYTHONPATH={CODE_ROOT}", "PYTHONDONTWRITEBYTECODE=1"],
+        # container=: the systemd convention that says "in a container" (the server's --wipe-tmp checks it).
+        "Env": ["HOME=/tmp", f"PYTHONPATH={CODE_ROOT}", "PYTHONDONTWRITEBYTECODE=1", "container=codebox"],
         # NOT the repo: `python3 -m` puts the working directory first on sys.path, and a
         # repository with its own `sandbox/` package would replace the server (and the init).
         "WorkingDir": CODE_ROOT,

@@ -19,7 +19,6 @@ import docker
 import docker.errors
 
 from agent.containers.docker_client import connect
-from agent.containers.leftovers import reap_leftovers
 from agent.errors import CodeboxError
 
 
@@ -67,7 +66,10 @@ def reap() -> list[str]:
     """
     if os.environ.get("CODEBOX_NODE_GC", "1") == "0":
         return []
-    return reap_leftovers(log=lambda _msg: None)
+    from agent.sandboxes.registry import get_backend
+
+    # A node's tasks run in Docker: their images travel as Docker's archives (save_image, ensure_image).
+    return get_backend("docker").reap(log=lambda _msg: None)
 
 
 def local_image_id(ref: str) -> str | None:

@@ -111,6 +111,12 @@ class Backend(Protocol):
         no first call). Raises nothing: a failure is the handle's ``error``."""
         ...
 
+    def containers(self, config: SandboxConfig, task_id: str) -> list[str]:
+        """The ids of a task's containers in any state (gone ones are not listed).
+
+        Raises SandboxError when the engine does not answer."""
+        ...
+
     def reap(self, log: Callable[[str], None]) -> list[str]:
         """Remove the containers left by dead owners or past their lifetime (`codebox gc`); their ids.
 

@@ -33,8 +33,9 @@ class EngineBackend:
     def preflight(self, config: SandboxConfig) -> None:
         from agent.containers.image import ImageError, image_problem
 
-        client = self.connect(config.runtime)
+        client = self.connect()  # the default runtime's engine: it answers for every runtime and image
         self.check_runtime(client, config.runtime)
+        self.connect(config.runtime)  # and the one that will run the containers answers too
         try:
             problem = image_problem(config.image, client, build=self.build_command())
         except ImageError as exc:
@@ -64,6 +65,15 @@ class EngineBackend:
         from agent.containers.launch import PendingLaunch
 
         return PendingLaunch(config, repo, task_id, labels, engine=self.engine_for(config.runtime)).begin()
+
+    def containers(self, config: SandboxConfig, task_id: str) -> list[str]:
+        from agent.containers.leftovers import LABEL_TASK
+
+        try:
+            found = self.connect(config.runtime).containers(all=True, filters={"label": [f"{LABEL_TASK}={task_id}"]})
+        except EngineError as exc:
+            raise SandboxError(f"{self.name} did not list its containers: {exc}") from exc
+        return [str(info["Id"]) for info in found]
 
     def reap(self, log: Callable[[str], None]) -> list[str]:
         from agent.containers.leftovers import reap_leftovers

@@ -29,6 +29,7 @@ from agent.containers.engine import Engine
 from agent.containers.engine_api import Endpoint, EngineClient, EngineError
 from agent.defaults import DEFAULT_RUNTIME
 from agent.errors import CodeboxError, SandboxError
+from agent.sandboxes.config import SandboxConfig
 from agent.sandboxes.docker import EngineBackend
 
 # Explicit rlimits: Podman's defaults (1048576 open files, 4194304 processes) exceed the hard
@@ -143,6 +144,24 @@ class PodmanBackend(EngineBackend):
                 engine = Engine("podman", service.client, {"Ulimits": ULIMITS})
                 self._engines[runtime] = engine
         return engine
+
+    def preflight(self, config: SandboxConfig) -> None:
+        if os.getuid() != 0:
+            self._check_limits_hold(self.connect())
+        super().preflight(config)
+
+    def _check_limits_hold(self, client: EngineClient) -> None:
+        """Rootless Podman on cgroup v1 ignores every resource limit (memory, pids, cpus): a sandbox
+        without them is no sandbox for a hostile repository, so it is refused."""
+        try:
+            version = str(client.info().get("CgroupVersion") or "")
+        except EngineError as exc:
+            raise SandboxError(f"podman did not describe itself: {exc}") from exc
+        if version == "1":
+            raise SandboxError(
+                "rootless Podman on a cgroup v1 host ignores memory, process and CPU limits, which the sandbox "
+                "needs: run codebox as root for --backend podman, or on a host with cgroup v2 (delegated to users)"
+            )
 
     def runtimes(self, client: EngineClient) -> frozenset[str]:
         """The runtimes Podman lists whose program is installed (it lists its defaults either way)."""

@@ -26,10 +26,10 @@ from pathlib import Path
 from types import TracebackType
 from typing import NamedTuple
 
-from agent.containers.logs import log as _log
 from agent.errors import SandboxError
 from agent.sandboxes.base import Prestarted, Session
 from agent.sandboxes.config import SandboxConfig
+from agent.sandboxes.logs import log as _log
 from agent.sandboxes.registry import backend_for
 
 LABEL_POOL = "codebox.pool"  # set on containers a WarmPool started ahead of their task

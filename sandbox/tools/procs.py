@@ -88,14 +88,15 @@ def in_host_pid_namespace() -> bool:
     return any(p.ppid == 0 and pid != 1 for pid, p in scan().items())
 
 
-def tmpfs_mounts() -> set[str]:
-    """Mount points of tmpfs file systems, from /proc/self/mountinfo."""
+def tmpfs_mounts(also: tuple[str, ...] = ()) -> set[str]:
+    """Mount points of tmpfs file systems, from /proc/self/mountinfo; and those of ``also`` that are
+    mount points of any type (Podman under gVisor shows the container's own /dev/shm as a bind)."""
     found: set[str] = set()
     try:
         with open("/proc/self/mountinfo") as f:
             for line in f:
                 fields = line.split()
-                if len(fields) > 4 and " - tmpfs " in line:
+                if len(fields) > 4 and (" - tmpfs " in line or fields[4] in also):
                     found.add(fields[4])
     except OSError:
         pass
@@ -103,8 +104,10 @@ def tmpfs_mounts() -> set[str]:
 
 
 def tmp_is_private_tmpfs() -> bool:
-    """In a container (/.dockerenv or /run/.containerenv), and /tmp is a tmpfs mounted at /tmp
-    itself: the container's own, not a host's shared directory."""
-    if not (os.path.exists("/.dockerenv") or os.path.exists("/run/.containerenv")):
+    """In a container (/.dockerenv, /run/.containerenv, or the ``container`` variable that codebox's
+    create body sets: Podman's read-only containers have neither file), and /tmp is a tmpfs mounted
+    at /tmp itself: the container's own, not a host's shared directory."""
+    marked = os.path.exists("/.dockerenv") or os.path.exists("/run/.containerenv")
+    if not (marked or os.environ.get("container")):  # noqa: SIM112 -- the convention's own lower-case name
         return False
     return "/tmp" in tmpfs_mounts()

@@ -197,13 +197,14 @@ def _make_scratch() -> str:
 
 
 # What a test can write in the tool container (the root filesystem is read-only): emptied
-# between runs with --wipe-tmp. /dev/shm is docker's own writable tmpfs.
-WIPED_MOUNTS = ("/tmp", "/dev/shm")
+# between runs with --wipe-tmp. /dev/shm is the engine's own writable tmpfs; Podman's read-only
+# containers get writable tmpfs mounts at /var/tmp and /run too (its read-only-tmpfs default).
+WIPED_MOUNTS = ("/tmp", "/dev/shm", "/var/tmp", "/run")
 
 
 def _wipe_scratch_mounts() -> None:
-    """Empty /tmp and /dev/shm (each only if it is a tmpfs of its own): --wipe-tmp only."""
-    mounts = tmpfs_mounts()
+    """Empty the writable scratch mounts (each only if it is a tmpfs of its own): --wipe-tmp only."""
+    mounts = tmpfs_mounts(also=("/dev/shm",))  # a container's /dev/shm is its own, whatever its type
     for path in WIPED_MOUNTS:
         if path in mounts:
             _wipe_tmp(path)

@@ -28,6 +28,12 @@ def sandbox_image() -> str:
 
 
 @pytest.fixture
+def scenario_config(sandbox_image: str) -> SandboxConfig:
+    """The sandbox the scenarios run in (tests/conformance runs them in every backend and runtime)."""
+    return SandboxConfig(image=sandbox_image)
+
+
+@pytest.fixture
 def demo_repo(tmp_path: Path) -> Path:
     repo = tmp_path / "repo"
     shutil.copytree(DEMO_REPO, repo)
@@ -35,7 +41,7 @@ def demo_repo(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def run_scenario(sandbox_image: str) -> Callable[..., Run]:
+def run_scenario(scenario_config: SandboxConfig) -> Callable[..., Run]:
     def run(
         repo: Path,
         turns: list[dict[str, Any]],
@@ -73,7 +79,7 @@ def run_scenario(sandbox_image: str) -> Callable[..., Run]:
             task,
             model,
             FanoutSink(*sinks),
-            sandbox_config=config or SandboxConfig(image=sandbox_image),
+            sandbox_config=config or scenario_config,
             cancel=cancel,
         )
         return Run(report=report, events=memory.events, model=model)

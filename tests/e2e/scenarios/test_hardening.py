@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from agent.containers.sandbox import Sandbox
 from agent.containers.spec import UNPRIVILEGED_USER
 from agent.sandboxes.config import SandboxConfig
+from agent.sandboxes.registry import backend_for
 from tests.e2e.scenarios.support import Run, tree_digest
 
 pytestmark = pytest.mark.docker
@@ -38,7 +38,7 @@ DONE = {"message": "done"}
 
 
 def test_1_a_path_with_escape_sequences_is_refused(
-    run_scenario: Scenario, demo_repo: Path, sandbox_image: str
+    run_scenario: Scenario, demo_repo: Path, scenario_config: SandboxConfig
 ) -> None:
     evil = "notes\x1b]52;c;ZWNobyBwd25lZA==\x07\x1b[2J.txt"
     run = run_scenario(demo_repo, [patch(f"*** Add File: {evil}\n+x\n"), DONE], policy="workspace-write")
@@ -46,9 +46,12 @@ def test_1_a_path_with_escape_sequences_is_refused(
     assert result.is_error and "control character in path" in result.content
     assert not any("notes" in p.name for p in demo_repo.iterdir())
     # The server refuses it too, whatever the host let through.
-    with Sandbox(demo_repo, SandboxConfig(image=sandbox_image), task_id="pytest-harden-1") as sandbox:
+    sandbox = backend_for(scenario_config).session(demo_repo, scenario_config, task_id="pytest-harden-1")
+    try:
         text = f"*** Begin Patch\n*** Add File: {evil}\n+x\n*** End Patch\n"
         reply = sandbox.call("apply_patch", {"patch": text})
+    finally:
+        sandbox.close()
     assert not reply.ok and "control character" in (reply.error or "")
     assert not any("notes" in p.name for p in demo_repo.iterdir())
 
@@ -172,8 +175,10 @@ def test_5_fifo_and_sparse_files_answer_at_once(run_scenario: Scenario, demo_rep
         ],
     )
     fifo_read, fifo_search, sparse_read, sparse_search = run.results()
-    assert fifo_read.is_error and "not a regular file" in fifo_read.content
-    assert fifo_search.is_error and "not a regular file" in fifo_search.content
+    # gVisor's gofer refuses even to stat a host FIFO (EPERM): refused at once all the same.
+    refused = ("not a regular file", "Operation not permitted", "path not found")
+    assert fifo_read.is_error and any(r in fifo_read.content for r in refused), fifo_read.content
+    assert fifo_search.is_error and any(r in fifo_search.content for r in refused), fifo_search.content
     assert not sparse_read.is_error and "log line 2999" in sparse_read.content
     assert "stopped reading: binary data" in sparse_read.content
     assert "file(s) over 64 MiB not searched: big.log" in sparse_search.content
@@ -185,10 +190,10 @@ def test_5_fifo_and_sparse_files_answer_at_once(run_scenario: Scenario, demo_rep
 
 
 def test_6_the_tool_container_never_runs_as_root(
-    run_scenario: Scenario, demo_repo: Path, sandbox_image: str
+    run_scenario: Scenario, demo_repo: Path, scenario_config: SandboxConfig
 ) -> None:
     (demo_repo / "whoami.py").write_text("import os\nprint('uid', os.getuid(), 'gid', os.getgid())\n")
-    config = SandboxConfig(image=sandbox_image, user="0:0")  # as for a repository owned by root
+    config = scenario_config.replace(user="0:0")  # as for a repository owned by root
     run = run_scenario(
         demo_repo,
         [call("run_test"), patch("*** Add File: written.txt\n+by the write box\n"), DONE],

@@ -1,0 +1,72 @@
+"""The claims ARCHITECTURE.md makes about the seams, checked on the source: no import circle (even
+counting imports made for type checking only), the protocol imports no console, and the code that
+runs tasks reaches the container engines only through agent.sandboxes.registry."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from tests.architecture import test_boundary as boundary
+
+ROOT = Path(__file__).resolve().parents[2]
+# They ask the registry for a backend; Docker (agent/containers, docker-py) is the backends' business.
+TASK_PATH = ["agent/runner.py", "agent/eval.py", "agent/sandboxes/pool.py", "agent/engines/base.py",
+             "agent/engines/local.py", "agent/engines/ray.py", "agent/batch.py"]
+# The seam itself: what every backend implements and returns, engine-neutral.
+SEAM = ["agent/sandboxes/base.py", "agent/sandboxes/registry.py", "agent/sandboxes/config.py",
+        "agent/sandboxes/result.py", "agent/sandboxes/__init__.py"]
+
+
+def _source(path: Path) -> str:
+    """A module's source with its type-checking-only imports made plain ones (they count here)."""
+    return path.read_text(encoding="utf-8").replace("if TYPE_CHECKING:", "if True:")
+
+
+def _imports(relative: str) -> set[str]:
+    path = ROOT / relative
+    return boundary.imported_modules(_source(path), boundary._module_name(path))
+
+
+def _engine_modules(found: set[str]) -> list[str]:
+    return sorted(m for m in found if m.startswith(("agent.containers", "docker")) or m == "agent.sandboxes.docker"
+                  or m.startswith("agent.sandboxes.podman"))
+
+
+def test_no_import_circle_even_for_type_checking() -> None:
+    modules = {boundary._module_name(p): p for package in boundary.FIRST_PARTY for p in (ROOT / package).rglob("*.py")
+               if "demo/repo" not in p.as_posix()}
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        targets = set()
+        for imported in boundary.imported_modules(_source(path), name):
+            while imported and imported not in modules:
+                imported = imported.rpartition(".")[0]
+            if imported and imported != name:
+                targets.add(imported)
+        graph[name] = targets
+    assert boundary.find_cycle(graph) is None
+
+
+def test_the_protocol_imports_no_console() -> None:
+    assert [m for m in _imports("agent/protocol.py") if m.startswith("agent.console")] == []
+
+
+@pytest.mark.parametrize("relative", TASK_PATH)
+def test_the_task_path_reaches_engines_only_through_the_registry(relative: str) -> None:
+    assert _engine_modules(_imports(relative)) == []
+
+
+@pytest.mark.parametrize("relative", SEAM)
+def test_the_seam_names_no_engine(relative: str) -> None:
+    found = _imports(relative)
+    assert _engine_modules(found) == []
+
+
+def test_gc_asks_the_registry() -> None:
+    tree = ast.parse((ROOT / "agent/commands/maintenance.py").read_text(encoding="utf-8"))
+    gc = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "cmd_gc")
+    names = {n.module for n in ast.walk(gc) if isinstance(n, ast.ImportFrom)}
+    assert "agent.sandboxes.registry" in names and not any((m or "").startswith("agent.containers") for m in names)
