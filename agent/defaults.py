@@ -32,5 +32,10 @@ DEFAULT_TOOL_TIMEOUT_S: Final = 60.0  # a tool call's timeout when the model giv
 # Batch tasks at once.
 DEFAULT_JOBS: Final = 2
 
+# `codebox eval`: one instance's test run, and the log it keeps (bytes per stream, head + tail:
+# pytest's -rA summary at the end is always kept; two streams and the JUnit report fit in one reply).
+DEFAULT_EVAL_TIMEOUT_S: Final = 1800.0
+EVAL_LOG_LIMIT: Final = 512_000
+
 # Seconds per model request (OpenAIConfig.request_timeout_s; when streaming, the longest silence).
 DEFAULT_REQUEST_TIMEOUT_S: Final = 60.0
