@@ -66,7 +66,7 @@ def evaluate(
     evidence = EvalEvidence()
     problem = invalid_task(task)
     if problem:
-        evidence.error = problem
+        evidence.fail("invalid", problem)
         if workspace is not None:
             workspace.remove()
         return evidence
@@ -74,12 +74,12 @@ def evaluate(
     try:
         run.go(config, source, workspace, env, env_chosen, warm)
     except Exception as exc:  # a bug or an unexpected failure: this instance's error, never the run's end
-        evidence.error = evidence.error or f"{type(exc).__name__}: {exc}"
+        evidence.fail("internal", f"{type(exc).__name__}: {exc}")
     finally:
         envs.close_later(run.sandbox, run.workspace)
     if cancel.cancelled:
         evidence.cancelled = True
-        evidence.error = evidence.error or f"cancelled ({cancel.reason or 'cancelled'})"
+        evidence.fail("cancelled", f"cancelled ({cancel.reason or 'cancelled'})")
     return evidence
 
 
@@ -104,7 +104,7 @@ class _Run:
             try:
                 self.workspace = workspace or create_workspace(source, task.base_commit)
             except (WorkspaceError, OSError) as exc:
-                evidence.error = f"no workspace: {exc}"
+                evidence.fail("workspace", f"no workspace: {exc}")
                 return
         repo = self.workspace.path.resolve()
         config = task_sandbox_config(task, config)
@@ -115,7 +115,7 @@ class _Run:
             except EnvCancelled:
                 return
             except CodeboxError as exc:
-                evidence.error = f"environment: {exc}"
+                evidence.fail("environment", f"environment: {exc}")
                 return
         evidence.env = env
         config = config.replace(image=env.image) if env is not None else config
@@ -143,7 +143,8 @@ class _Run:
             if task.test_patch and task.test_patch.strip():
                 evidence.test_patch = _apply_test_patch(path, task.test_patch)
                 if not evidence.test_patch.applied:
-                    evidence.error = f"the test_patch does not apply after the reset: {evidence.test_patch.tried[-1]}"
+                    evidence.fail("test_patch",
+                                  f"the test_patch does not apply after the reset: {evidence.test_patch.tried[-1]}")
                     return False
         return True
 
@@ -168,15 +169,15 @@ class _Run:
         try:
             reply = sandbox.call("run_test", request, timeout_s=self.job.timeout_s)
         except CodeboxError as exc:  # SandboxError: no container could start
-            evidence.error = f"the sandbox failed: {exc}"
+            evidence.fail("sandbox", f"the sandbox failed: {exc}")
             return
         evidence.log, evidence.run_outcome = reply.output, reply.outcome
         code = reply.data.get("exit_code")
         evidence.exit_code = code if isinstance(code, int) else None
         if reply.outcome == "timeout":
-            evidence.error = f"the tests timed out after {self.job.timeout_s:g} s"
+            evidence.fail("timeout", f"the tests timed out after {self.job.timeout_s:g} s")
         elif reply.outcome in ("oom", "container_died", "sandbox_error"):
-            evidence.error = f"the test run did not finish ({reply.outcome}): {reply.error or ''}".rstrip(": ")
+            evidence.fail("sandbox", f"the test run did not finish ({reply.outcome}): {reply.error or ''}".rstrip(": "))
         text = reply.data.get("report_file_text")
         if isinstance(text, str):
             evidence.junit_xml = text

@@ -8,11 +8,18 @@ from what was kept.
 from __future__ import annotations
 
 import time
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
 from agent.eval.predictions import Prediction
 from agent.protocol import STATUS_FOR_REASON, EnvInfo, Report, StopReason, TaskSpec
+
+# What kept an instance from being evaluated: the instance as given (invalid, workspace, test_patch), the
+# machine (environment, sandbox: SWE-bench's "infrastructure"), its tests (timeout), a cancel, a bug.
+ErrorKind = Literal["invalid", "workspace", "test_patch", "environment", "sandbox", "timeout", "cancelled",
+                    "internal"]
+INFRASTRUCTURE: tuple[ErrorKind, ...] = ("environment", "sandbox")
 
 
 class EvalJob(BaseModel):
@@ -63,10 +70,16 @@ class EvalEvidence(BaseModel):
     """Why there is no JUnit report: the first lines of the real error."""
     error: str | None = None
     """Why the harness could not evaluate the instance (workspace, environment, sandbox, timeout)."""
+    error_kind: ErrorKind | None = None
     cancelled: bool = False
     notes: list[str] = Field(default_factory=list)
     timings: dict[str, float] = Field(default_factory=dict)
     """Seconds per step (workspace, env, apply, sandbox, tests, ...): where an instance's time went."""
+
+    def fail(self, kind: ErrorKind, message: str) -> None:
+        """The harness could not evaluate the instance (the first reason stays)."""
+        if self.error is None:
+            self.error, self.error_kind = message, kind
 
 
 def outcome_report(task: TaskSpec, job: EvalJob, evidence: EvalEvidence, started: float) -> Report:

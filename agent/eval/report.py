@@ -6,9 +6,11 @@ import json
 from pathlib import Path
 
 from agent.console.escape import printable
+from agent.eval.job import INFRASTRUCTURE
 from agent.eval.verdict import STATUSES, InstanceEval
 
 RESULTS, RUN_REPORT = "results.json", "report.json"
+AMBIGUOUS = ("timeout", "no_report")  # the environment or the patch: reported apart, never counted as either
 
 
 def results_summary(results: list[InstanceEval], strict: bool) -> dict[str, object]:
@@ -28,6 +30,9 @@ def swebench_report(results: list[InstanceEval], instance_ids: list[str], submit
     As SWE-bench counts: an empty patch is only in empty_patch_ids; an instance without a
     prediction in incomplete_ids; resolved and unresolved ones are completed; a patch that did
     not apply, a harness error, or a predicted instance with no verdict yet is in error_ids.
+    infra_failure_ids (the environment could not be built, the sandbox failed) and
+    ambiguous_failure_ids (a timeout; pytest could not start) are codebox's own knowledge of why,
+    advisory as SWE-bench's: those instances stay in error_ids / unresolved_ids.
     """
     by_id = {r.instance_id: r for r in results}
     predicted = [i for i in instance_ids if i in set(submitted)]
@@ -37,6 +42,9 @@ def swebench_report(results: list[InstanceEval], instance_ids: list[str], submit
     unresolved = sorted(r.instance_id for r in judged if r.status == "unresolved")
     done = set(resolved) | set(unresolved) | set(empty)
     errors = sorted(i for i in predicted if i not in done)
+    reasons = {r.instance_id: _failure_reason(r) for r in judged if r.status != "resolved"}
+    infra = sorted(i for i, reason in reasons.items() if reason in INFRASTRUCTURE)
+    ambiguous = sorted(i for i, reason in reasons.items() if reason in AMBIGUOUS)
     return {
         "total_instances": len(instance_ids),
         "submitted_instances": len(submitted),
@@ -44,6 +52,8 @@ def swebench_report(results: list[InstanceEval], instance_ids: list[str], submit
         "resolved_instances": len(resolved),
         "unresolved_instances": len(unresolved),
         "empty_patch_instances": len(empty),
+        "infra_failure_instances": len(infra),
+        "ambiguous_failure_instances": len(ambiguous),
         "error_instances": len(errors),
         "completed_ids": sorted([*resolved, *unresolved]),
         "incomplete_ids": sorted(i for i in instance_ids if i not in set(submitted)),
@@ -51,10 +61,22 @@ def swebench_report(results: list[InstanceEval], instance_ids: list[str], submit
         "submitted_ids": sorted(submitted),
         "resolved_ids": resolved,
         "unresolved_ids": unresolved,
+        "infra_failure_ids": infra,
+        "ambiguous_failure_ids": ambiguous,
+        "failure_reasons": {i: reasons[i] for i in sorted([*infra, *ambiguous])},
         "error_ids": errors,
         "schema_version": 2,
         "not_evaluated_ids": sorted(i for i in predicted if i not in by_id),
     }
+
+
+def _failure_reason(result: InstanceEval) -> str | None:
+    """Why an instance was not resolved when it was not the patch's fault for sure (SWE-bench's #586 tiers)."""
+    if result.error_kind is not None:
+        return result.error_kind
+    if result.no_report is not None:
+        return "no_report"  # pytest could not start: the environment, or a patch that breaks the import
+    return None
 
 
 def write_summaries(out: Path, results: list[InstanceEval], instance_ids: list[str], submitted: list[str],

@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field
 
 from agent.eval import grading
 from agent.eval.dataset import DatasetInfo, EvalType
-from agent.eval.job import ApplyRecord, EvalEvidence
+from agent.eval.job import ApplyRecord, ErrorKind, EvalEvidence
 from agent.eval.junit import XPASS, Key, collection_errors, junit_cases, junit_key, status_map
 from agent.protocol import EnvInfo
 
@@ -38,9 +38,13 @@ class InstanceEval(BaseModel):
     """Why the instance is not resolved, when one thing says it (the harness's error, pytest's own)."""
     harness_error: str | None = None
     """Why the harness could not evaluate the instance (status error): no workspace, environment, timeout."""
+    error_kind: ErrorKind | None = None
     no_report: str | None = None
     """Why pytest wrote no JUnit report: the first lines of the real error."""
     notes: list[str] = Field(default_factory=list)
+    """What the dataset line and the run noted (an eval_script not run, an image not here, a missing test file)."""
+    verdict_notes: list[str] = Field(default_factory=list)
+    """What the judgement noted (an empty patch, absent tests that fail_only forgives); rewritten by a regrade."""
     model_name_or_path: str | None = None
     empty_patch: bool = False
     eval_type: EvalType = "pass_and_fail"
@@ -81,7 +85,7 @@ def judge(result: InstanceEval, f2p: list[str], p2p: list[str], evidence: EvalEv
     ``evidence`` None: a regrade (the evidence fields already in ``result`` are used)."""
     if evidence is not None:
         _take_evidence(result, evidence)
-    result.notes = [n for n in result.notes if not n.startswith(EMPTY_PATCH)]
+    result.verdict_notes = []
     result.fail_to_pass = dict.fromkeys(f2p, "missing")
     result.pass_to_pass = dict.fromkeys(p2p, "missing")
     result.tests_status, result.missing_tests, result.resolution, result.trusted = {}, [], grading.NO, False
@@ -106,6 +110,7 @@ def _take_evidence(result: InstanceEval, evidence: EvalEvidence) -> None:
     result.cancelled, result.timings = evidence.cancelled, evidence.timings
     result.notes = [*result.notes, *evidence.notes]
     result.harness_error, result.no_report = evidence.error, evidence.no_report
+    result.error_kind = evidence.error_kind
 
 
 def _grade(result: InstanceEval, junit_xml: str | None) -> None:
@@ -131,13 +136,17 @@ def _grade(result: InstanceEval, junit_xml: str | None) -> None:
     distrust = grading.untrusted(status, result.exit_code)
     result.resolution = grading.NO if distrust else grading.resolution(report)
     result.trusted = distrust is None
+    result.status = "resolved" if result.resolution == grading.FULL else "unresolved"
     if distrust and result.error is None:
         result.error = distrust
     elif result.missing_tests and result.error is None:
-        result.error = _missing_message(result.missing_tests, junit_xml)
-    result.status = "resolved" if result.resolution == grading.FULL else "unresolved"
+        missing = _missing_message(result.missing_tests, junit_xml)
+        if result.status == "resolved":  # fail_only: an absent test is no failure
+            result.verdict_notes.append(missing)
+        else:
+            result.error = missing
     if result.empty_patch:
-        result.notes.append(EMPTY_PATCH + (" (and they pass: the instance's FAIL_TO_PASS do not fail at base)"
+        result.verdict_notes.append(EMPTY_PATCH + (" (and they pass: the instance's FAIL_TO_PASS do not fail at base)"
                                            if result.status == "resolved" else ""))
         result.status = "unresolved"
     if result.status == "resolved" and result.strict and result.flagged:
