@@ -54,9 +54,9 @@ def _report_keys(reporting: Path) -> set[str]:
     and its image builder)."""
     tree = ast.parse(reporting.read_text(encoding="utf-8"))
     for node in ast.walk(tree):
-        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "report" for t in node.targets):
-            if isinstance(node.value, ast.Dict):
-                return {k.value for k in node.value.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)}
+        named = isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "report" for t in node.targets)
+        if named and isinstance(node, ast.Assign) and isinstance(node.value, ast.Dict):
+            return {k.value for k in node.value.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)}
     raise ValueError(f"no report dict in {reporting}")
 
 

@@ -59,7 +59,7 @@ def test_swebench_grades_codebox_logs_the_same(run: tuple[Path, dict[str, Case]]
         if result["status"] == "patch_failed":
             continue  # no log: SWE-bench stops at the apply step too (its error_ids)
         log = read_log(out / iid)
-        assert log is not None and "short test summary" in log or result["no_report"], iid
+        assert (log is not None and "short test summary" in log) or result["no_report"], iid
         log_path = tmp_path / f"{iid}.txt"
         log_path.write_text(log or "")
         theirs = referee.grade(iid, case.f2p, case.p2p, case.eval_type, case.patch or "empty", log_path)
