@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from agent.cli_errors import OneLineParser, parse_args
 from agent.commands.common import usage_error
 from agent.config import KNOWN_KEYS, CodeboxSettings, ConfigError, load_settings, shown, user_config_file
 from agent.config_env import unknown_variables
@@ -44,6 +45,9 @@ def _add_env_parser(sub: Any) -> None:
     build.add_argument("--image", help="the base image (default codebox-sandbox:latest)")
     build.add_argument("--find-links", action="append", default=[], metavar="DIR", help="a local folder of wheels")
     build.add_argument("--no-index", action="store_true", help="only --find-links folders, no package index")
+    _add_fallback_option(build)
+    build.add_argument("--print-declared", action="store_true",
+                       help="print what is read from the repository (JSON) and build nothing")
     build.set_defaults(func="agent.commands.env:cmd_env_build")
     ls = env_sub.add_parser("ls", help="list environment images")
     ls.set_defaults(func="agent.commands.env:cmd_env_ls")
@@ -51,6 +55,12 @@ def _add_env_parser(sub: Any) -> None:
     rm.add_argument("images", nargs="*", help="images to remove (codebox-env:... only)")
     rm.add_argument("--all", action="store_true", help="remove every environment image")
     rm.set_defaults(func="agent.commands.env:cmd_env_rm")
+
+
+def _add_fallback_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--allow-public-fallback", action="store_true",
+                   help="resolve the packages a repository's own package sources (private indexes, git/path "
+                        "sources) would serve from your index instead of refusing (those sources are never used)")
 
 
 # --- parser --------------------------------------------------------------------------------------
@@ -211,7 +221,7 @@ def build_parser(settings: CodeboxSettings | None = None) -> argparse.ArgumentPa
     """The parser; its defaults are ``settings`` (the config files), built-in ones when None."""
     c = settings or CodeboxSettings()
     epilog = CONFIG_EPILOG.format(user=user_config_file())
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(  # one-line errors with a did-you-mean; the subcommands inherit it
         prog="codebox",
         description="A coding agent whose every tool call runs in a network-less Docker sandbox.",
         epilog=epilog,
@@ -247,6 +257,7 @@ def build_parser(settings: CodeboxSettings | None = None) -> argparse.ArgumentPa
     _add_limits(run, c, c.max_steps, c.timeout, "")
     _add_model_options(run, c)
     _add_sandbox_options(run, c)
+    _add_fallback_option(run)
     run.set_defaults(func="agent.commands.run:cmd_run")
 
     batch = sub.add_parser("batch", help="run a JSONL file of tasks, N at a time", formatter_class=_HelpFormatter,
@@ -272,6 +283,7 @@ def build_parser(settings: CodeboxSettings | None = None) -> argparse.ArgumentPa
     _add_limits(batch, c, None, None, " (caps every task's own value; default: the task's)")
     _add_model_options(batch, c)
     _add_sandbox_options(batch, c)
+    _add_fallback_option(batch)
     batch.set_defaults(func="agent.commands.batch:cmd_batch")
 
     ev = sub.add_parser("eval", help="grade predictions as SWE-bench does: each instance's tests, offline, in its "
@@ -341,11 +353,11 @@ def parse(argv: list[str] | None) -> argparse.Namespace | int:
     """
     try:
         settings = load_settings()
-        args = build_parser(settings).parse_args(argv)
+        args = parse_args(build_parser(settings), argv)  # one-line errors, with a did-you-mean
         repo = getattr(args, "repo", None) if args.command in REPO_COMMANDS else None
         if repo:
             settings = load_settings(repo=Path(repo).expanduser())
-            args = build_parser(settings).parse_args(argv)
+            args = parse_args(build_parser(settings), argv)
     except ConfigError as exc:
         return usage_error(str(exc))
     if getattr(args, "_allow", None) is not None:  # a flag replaces the configured list

@@ -175,6 +175,8 @@ class TaskSpec(BaseModel):
     # The dependency environment: "auto" (build or reuse one from what the repo declares),
     # "none" (the image as it is), or an image name (an environment made before).
     env: str = Field(default="auto", min_length=1)
+    # Resolve what the repository's own package sources would serve from the user's index (--allow-public-fallback).
+    allow_public_fallback: bool = False
     max_steps: int = Field(default=DEFAULT_MAX_STEPS, ge=1)
     timeout_s: float = Field(default=DEFAULT_TIMEOUT_S, gt=0)
     model: str | None = None

@@ -123,7 +123,8 @@ def run_task(
     if problem:
         return failed_report(task, model.name, "sandbox_error", problem, sink)
     try:  # the dependency environment, built or reused before the first tool call
-        env = prepared_env or choose_env(task.env, repo, config.image, env_log or env_progress, cancel)
+        env = prepared_env or choose_env(task.env, repo, config.image, env_log or env_progress, cancel,
+                                         allow_public_fallback=task.allow_public_fallback)
     except EnvCancelled as exc:  # nothing of the build is left; the task runs again next time
         return failed_report(task, model.name, "cancelled", cancel.reason or str(exc), sink)
     except CodeboxError as exc:

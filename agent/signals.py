@@ -7,14 +7,24 @@ import signal
 import sys
 from collections.abc import Iterator
 from types import FrameType
-from typing import TextIO
+from typing import Protocol
 
 from agent.cancel import CancelToken
 
 
+class Writes(Protocol):
+    """Where the notice goes: stderr, or a live console that prints it above its own lines."""
+
+    def write(self, text: str, /) -> object: ...
+
+
 @contextlib.contextmanager
-def cancel_on_signals(cancel: CancelToken, stream: TextIO = sys.stderr) -> Iterator[None]:
-    """Ctrl-C or SIGTERM cancels the run cleanly; a second Ctrl-C exits at once."""
+def cancel_on_signals(cancel: CancelToken, stream: Writes = sys.stderr) -> Iterator[None]:
+    """Ctrl-C or SIGTERM cancels the run cleanly; a second Ctrl-C exits at once.
+
+    ``stream``: a live console (RunConsole, BatchView) takes the notice above its status line or
+    board; written straight to the terminal under it, it would leave pieces of them behind.
+    """
 
     def handler(signum: int, frame: FrameType | None) -> None:
         name = signal.Signals(signum).name

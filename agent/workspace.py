@@ -139,11 +139,29 @@ def create_workspace(source: Path, base_commit: str | None = None, root: Path | 
         if kind == "plain":
             if base_commit:
                 raise WorkspaceError(f"base_commit {base_commit} given, but {source} is not a git repository")
-            return _from_folder(source, path)
-        return _from_git(source, path, base_commit, bare=kind == "bare")
+            workspace = _from_folder(source, path)
+        else:
+            workspace = _from_git(source, path, base_commit, bare=kind == "bare")
+        _owner_may_write(path)
+        return workspace
     except BaseException:
         shutil.rmtree(path, ignore_errors=True)
         raise
+
+
+def _owner_may_write(path: Path) -> None:
+    """The workspace is the task's to edit, however read-only the source was: the files are copied
+    with their modes (a `chmod -R a-w` tree would come out 555/444, and the sandbox, which drops
+    every capability, could not patch it). The owner gets write access; the others' bits stay."""
+    for folder, dirs, files in os.walk(path):
+        for name, wanted in [*((d, stat.S_IRWXU) for d in dirs), *((f, stat.S_IRUSR | stat.S_IWUSR) for f in files)]:
+            entry = os.path.join(folder, name)
+            st = os.lstat(entry)
+            if not stat.S_ISLNK(st.st_mode) and st.st_mode & wanted != wanted:
+                os.chmod(entry, stat.S_IMODE(st.st_mode) | wanted)
+    st = path.stat()
+    if st.st_mode & stat.S_IRWXU != stat.S_IRWXU:
+        path.chmod(stat.S_IMODE(st.st_mode) | stat.S_IRWXU)
 
 
 def _git_kind(source: Path) -> str:

@@ -19,6 +19,7 @@ from agent.commands.common import (
     EXIT_STOPPED,
     EXIT_USAGE,
     flag_problem,
+    model_spec,
     openai_options,
     prices_from_flags,
     sandbox_config_from_flags,
@@ -42,13 +43,35 @@ def _batch_budget(args: argparse.Namespace, prices: Any) -> Any:
     return BatchBudget(args.budget_tokens, args.budget_cost, prices)
 
 
+def _tasks_file_problem(path: str) -> str | None:
+    """The tasks file must be there: a plain "no such file", not a bad line 0."""
+    file = Path(path).expanduser()
+    if not file.exists():
+        return f"{path}: no such file (the tasks file: one JSON task a line)"
+    if file.is_dir():
+        return f"{path} is a folder, not a tasks file"
+    return None
+
+
+def _task_model_problem(args: argparse.Namespace, task: Any) -> str | None:
+    """Each task has a model (its own, the flag's or CODEBOX_MODEL), a script that exists, a key.
+    On Ray the script and the key are the nodes' (their files, their environment): only the name."""
+    from agent import preflight
+
+    spec = model_spec(args, task)
+    if args.engine == "ray":
+        return None if spec else preflight.model_problem(None, "", None)
+    return preflight.model_problem(spec, args.api_key_env or "OPENAI_API_KEY", args.base_url)
+
+
 def cmd_batch(args: argparse.Namespace) -> int:
     from agent.batch import load_tasks, run_batch, select_tasks
     from agent.console.batch_view import BatchView, print_table
     from agent.engines import JobLimits
 
-    problem = checks.model_option_problems(args.base_url, args.request_timeout, args.temperature,
-                                           setting_origin(args, "base_url", "--base-url")) or (
+    problem = _tasks_file_problem(args.tasks) or checks.model_option_problems(
+        args.base_url, args.request_timeout, args.temperature, setting_origin(args, "base_url", "--base-url")
+    ) or (
         checks.number_problem("--jobs", args.jobs, minimum=1)
         or checks.number_problem("--max-steps", args.max_steps, minimum=1)
         or checks.number_problem("--timeout", args.timeout, minimum=0, inclusive=False)
@@ -78,6 +101,8 @@ def cmd_batch(args: argparse.Namespace) -> int:
         return usage_error(f"{args.tasks} has no tasks")
     if args.env:  # the flag, when given, sets every task's environment
         tasks = [task.model_copy(update={"env": args.env}) for task in tasks]
+    if args.allow_public_fallback:
+        tasks = [task.model_copy(update={"allow_public_fallback": True}) for task in tasks]
     try:
         selected = select_tasks(tasks, args.filter)
     except re.error as exc:
@@ -85,7 +110,9 @@ def cmd_batch(args: argparse.Namespace) -> int:
     if not selected:
         return usage_error(f"--filter {args.filter!r} matches no task id in {args.tasks}")
     for task in selected:
-        problem = checks.missing_test_program(task, task.image or sandbox_config.image)
+        problem = _task_model_problem(args, task) or checks.missing_test_program(
+            task, task.image or sandbox_config.image
+        )
         if problem:
             return usage_error(f"task {task.id}: {problem} (nothing was run)")
     out = Path(args.out)
@@ -97,7 +124,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
         engine = RayEngine(address=args.address, max_retries=args.max_retries)
     view = BatchView(len(selected), sys.stderr)
     try:
-        with cancel_on_signals(cancel):
+        with cancel_on_signals(cancel, view):
             reports = run_batch(
                 tasks,
                 out,

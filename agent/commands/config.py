@@ -187,7 +187,7 @@ def _changes(files: list[ProjectFile]) -> list[str]:
         for key, raw in file.values.items():
             why = refusal(key, check_value(key, raw))
             verdict = f"loosens or redirects: {why}" if why else "tightens the default (counts untrusted too)"
-            lines.append(f"    {key} = {one_line(shown(raw), 60)}    {verdict}")
+            lines.append(f"    {one_line(key, 60)} = {one_line(shown(raw), 60)}    {verdict}")
     return lines
 
 

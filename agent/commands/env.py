@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import argparse
 import io
+import json
 import sys
 from pathlib import Path
 
 from agent.commands.common import (
     EXIT_CANCELLED,
     EXIT_OK,
-    env_progress,
     error_exit,
     usage_error,
 )
@@ -19,6 +19,7 @@ from agent.console.escape import printable
 
 def cmd_env_build(args: argparse.Namespace) -> int:
     from agent.cancel import CancelToken
+    from agent.console.progress import StepProgress
     from agent.defaults import DEFAULT_IMAGE
     from agent.env.build import EnvRequest, ensure_env
     from agent.env.cancel import EnvCancelled
@@ -29,14 +30,18 @@ def cmd_env_build(args: argparse.Namespace) -> int:
     repo = Path(args.repo).expanduser().resolve()
     if not repo.is_dir():
         return usage_error(f"the repository {args.repo} is not a directory")
+    if args.print_declared:
+        return _print_declared(repo, args)
     index = IndexConfig.from_environ()
     index = IndexConfig(find_links=[*index.find_links, *args.find_links], no_index=index.no_index or args.no_index)
     request = EnvRequest(repo=repo, base_image=args.image or DEFAULT_IMAGE, extras=args.extra,
-                         groups=args.group, requirements=args.requirements, apt=args.apt, index=index)
+                         groups=args.group, requirements=args.requirements, apt=args.apt, index=index,
+                         allow_public_fallback=args.allow_public_fallback)
     cancel = CancelToken()  # Ctrl-C / SIGTERM: uv and the build container stop at once, nothing is tagged
     try:
-        with cancel_on_signals(cancel, io.StringIO()):  # quiet: the one line below says it
-            info = ensure_env(request, env_progress, cancel)
+        # Each step a line; on a terminal a live line under them: the step, its seconds, the total.
+        with StepProgress(sys.stderr) as progress, cancel_on_signals(cancel, io.StringIO()):  # quiet: see below
+            info = ensure_env(request, progress.log, cancel)
     except EnvCancelled as exc:
         print(f"codebox: {printable(exc)}", file=sys.stderr)
         return EXIT_CANCELLED
@@ -48,6 +53,21 @@ def cmd_env_build(args: argparse.Namespace) -> int:
     for note in info.notes:
         print(f"codebox: env: note: {printable(note)}", file=sys.stderr)
     print(info.image)
+    return EXIT_OK
+
+
+def _print_declared(repo: Path, args: argparse.Namespace) -> int:
+    """`env build --print-declared`: what codebox reads from the repository, as JSON (nothing is built)."""
+    from agent.env.declared import read_declared
+    from agent.env.errors import EnvError
+
+    try:
+        declared = read_declared(repo, args.extra, args.group, args.requirements)
+    except EnvError as exc:
+        return error_exit(exc)
+    data = declared.model_dump(mode="json")
+    data["metadata_is_dynamic"] = declared.metadata_is_dynamic
+    print(json.dumps(data, indent=2, ensure_ascii=True))
     return EXIT_OK
 
 

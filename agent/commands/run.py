@@ -14,7 +14,6 @@ from agent.commands.common import (
     EXIT_CANCELLED,
     EXIT_OK,
     EXIT_STOPPED,
-    env_progress,
     error_exit,
     flag_problem,
     model_spec,
@@ -135,6 +134,7 @@ def _run_task_spec(args: argparse.Namespace, task_id: str) -> tuple[TaskSpec | N
             test_in_copy=args.test_in_copy,
             image=args.image,
             env=args.env or "auto",
+            allow_public_fallback=args.allow_public_fallback,
             max_steps=args.max_steps,
             timeout_s=args.timeout,
             max_total_tokens=args.max_total_tokens,
@@ -183,7 +183,36 @@ def _early_sandbox(args: argparse.Namespace, task_id: str) -> WarmPool | None:
     return pool
 
 
+def _preflight_problem(args: argparse.Namespace) -> str | None:
+    """The command line's mistakes found with the standard library alone: before any container."""
+    from agent import preflight
+
+    return (
+        preflight.repo_problem(args.repo)
+        or (None if args.isolated else preflight.read_only_problem(args.repo, args.policy))
+        or preflight.model_problem(model_spec(args), args.api_key_env or "OPENAI_API_KEY", args.base_url)
+    )
+
+
+def _model_problem(args: argparse.Namespace) -> str | None:
+    """The model built once as the run will build it: a script that is not one, a bad option."""
+    from agent.model.base import ModelError
+    from agent.model.factory import build_model
+
+    spec = model_spec(args)
+    if spec is None:
+        return None
+    try:
+        build_model(spec, **openai_options(args))
+    except ModelError as exc:
+        return str(exc)
+    return None
+
+
 def cmd_run(args: argparse.Namespace) -> int:
+    problem = _preflight_problem(args)
+    if problem:
+        return usage_error(problem)
     task_id = f"task_{uuid.uuid4().hex[:12]}"
     warm = _early_sandbox(args, task_id)
     try:
@@ -212,7 +241,8 @@ def _cmd_run(args: argparse.Namespace, task_id: str, warm: WarmPool | None) -> i
     if task.policy == "ask" and not _has_terminal():
         return usage_error("--policy ask needs a terminal to ask on; use workspace-write with --allow")
     problem = (
-        checks.output_file_problem(args.report, "--report")
+        _model_problem(args)
+        or checks.output_file_problem(args.report, "--report")
         or checks.output_file_problem(args.output_last_message, "--output-last-message")
         or checks.missing_test_program(task, sandbox_config.image)
     )
@@ -240,7 +270,8 @@ def _cmd_run(args: argparse.Namespace, task_id: str, warm: WarmPool | None) -> i
     cancel = CancelToken()
     patch_text = ""
     try:
-        with cancel_on_signals(cancel):
+        # On a live console the notice goes above its status line, not through it.
+        with cancel_on_signals(cancel, console if console is not None and console.styled else sys.stderr):
             options: dict[str, Any] = dict(
                 sandbox_config=sandbox_config,
                 cancel=cancel,
@@ -274,6 +305,7 @@ def _prepare_env(task: TaskSpec, base_image: str) -> Any:
     import io
 
     from agent.cancel import CancelToken
+    from agent.console.progress import StepProgress
     from agent.env.cancel import EnvCancelled
     from agent.env.choose import choose_env
     from agent.errors import CodeboxError
@@ -281,8 +313,10 @@ def _prepare_env(task: TaskSpec, base_image: str) -> Any:
 
     cancel = CancelToken()  # Ctrl-C / SIGTERM stop a build under way: its uv and container go at once
     try:
-        with cancel_on_signals(cancel, io.StringIO()):  # quiet: the one line below says it
-            return choose_env(task.env, Path(task.repo), base_image, env_progress, cancel)
+        # Each step a line; on a terminal a live line under them: the step, its seconds, the total.
+        with StepProgress(sys.stderr) as progress, cancel_on_signals(cancel, io.StringIO()):  # quiet: see below
+            return choose_env(task.env, Path(task.repo), base_image, progress.log, cancel,
+                              allow_public_fallback=task.allow_public_fallback)
     except (KeyboardInterrupt, EnvCancelled):
         print("codebox: cancelled while preparing the environment", file=sys.stderr)
         return EXIT_CANCELLED

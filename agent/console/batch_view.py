@@ -20,7 +20,7 @@ from rich.table import Table
 from rich.text import Text
 
 from agent.console.escape import one_line
-from agent.console.render import STATUS_STYLE
+from agent.console.render import STATUS_STYLE, tests_passed_or_none
 from agent.console.terminal import Writer
 from agent.protocol import AgentEvent, Report
 
@@ -122,11 +122,23 @@ class BatchView:
             line += f" · {self.resumed} resumed"
         return line
 
+    def write(self, text: str) -> int:
+        """Lines of codebox's own (the cancel notice) above the board, not through it."""
+        with self._lock:
+            for part in text.strip("\n").split("\n"):
+                if part.strip():
+                    self.writer.line(Text(part, style="yellow"))
+        return len(text)
+
     def _note(self, report: Report, resumed: bool = False) -> None:
-        mark = "✓" if report.status == "completed" else "✗"
-        line = Text(f"{mark} ", style=STATUS_STYLE.get(report.status, "bold"))
+        tests_failed = report.status == "completed" and not tests_passed_or_none(report)
+        mark = "✓" if report.status == "completed" and not tests_failed else "✗"
+        style = "bold yellow" if tests_failed else STATUS_STYLE.get(report.status, "bold")
+        line = Text(f"{mark} ", style=style)
         line.append(one_line(report.task_id), style="bold")
         line.append(f" {report.status} ({report.stop_reason}) {report.duration_s:.1f}s")
+        if tests_failed and report.last_test is not None:
+            line.append(f" · last test {one_line(report.last_test.outcome)}", style="yellow")
         if resumed:
             line.append(" (resumed: finished earlier)", style="dim")
         if report.error:
@@ -149,13 +161,16 @@ class _Board:
         self.view = view
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        table = Table(box=None, pad_edge=False, show_edge=False, header_style="dim")
-        for name in ("task", "step", "now", "elapsed"):
-            table.add_column(name, no_wrap=True, overflow="ellipsis")
-        for row in self.view.rows():
-            table.add_row(*row)
+        parts: list[Text | Table] = [Text(self.view.counts(), style="bold")]
+        rows = self.view.rows()
+        if rows:  # no running task: no header over an empty table (a cancelled batch's last frame)
+            table = Table(box=None, pad_edge=False, show_edge=False, header_style="dim")
+            for name in ("task", "step", "now", "elapsed"):
+                table.add_column(name, no_wrap=True, overflow="ellipsis")
+            for row in rows:
+                table.add_row(*row)
+            parts.append(table)
         hidden = len(self.view.running) - MAX_ROWS
-        parts: list[Text | Table] = [Text(self.view.counts(), style="bold"), table]
         if hidden > 0:
             parts.append(Text(f"… and {hidden} more running", style="dim"))
         yield Group(*parts)

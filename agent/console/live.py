@@ -30,12 +30,27 @@ STREAM_KEPT_CHARS = 400  # of a streaming reply, what the console keeps
 STREAM_SHOWN_CHARS = 60  # and the newest part of it it shows (a status line is one screen line)
 
 
-class StatusLine:
-    """What the run is doing now; rendered afresh at every refresh, so the elapsed time moves."""
+STOP_HINT = "Ctrl-C to stop"
 
-    def __init__(self) -> None:
+
+def clock(seconds: float) -> str:
+    """A whole run's time: 42s, 3m 07s, 1h 02m."""
+    whole = int(seconds)
+    if whole < 60:
+        return f"{whole}s"
+    if whole < 3600:
+        return f"{whole // 60}m {whole % 60:02d}s"
+    return f"{whole // 3600}h {whole % 3600 // 60:02d}m"
+
+
+class StatusLine:
+    """What the run is doing now, for how long, the whole run's time and how to stop it;
+    rendered afresh at every refresh, so the times move."""
+
+    def __init__(self, what: str = "run") -> None:
         self.label: Text | None = None
-        self.since = time.monotonic()
+        self.what = what
+        self.since = self.started = time.monotonic()
 
     def set(self, label: Text | None) -> None:
         self.label = label
@@ -46,9 +61,19 @@ class StatusLine:
             return
         now = time.monotonic()
         frame = SPINNER[int(now * 10) % len(SPINNER)]
-        line = Text(f"{frame} ", style="cyan") + self.label
-        line.append(f" {now - self.since:.1f}s", style="dim")
-        line.truncate(max(options.max_width - 1, 10), overflow="ellipsis")
+        width = max(options.max_width - 1, 10)
+        times = Text(f" {now - self.since:.1f}s · {self.what} {clock(now - self.started)}", style="dim")
+        hint = Text(f" · {STOP_HINT}", style="dim")
+        label = self.label.copy()
+        # What runs is cut before the times are, and the times before the hint: on a narrow
+        # terminal the line still says how long, and how to stop.
+        room = width - 2 - len(times) - len(hint)
+        if room < 12:
+            hint = Text("")
+            room = width - 2 - len(times)
+        label.truncate(max(room, 1), overflow="ellipsis")
+        line = Text(f"{frame} ", style="cyan") + label + times + hint
+        line.truncate(width, overflow="ellipsis")
         yield line
 
 
@@ -60,7 +85,7 @@ class RunConsole:
         self.prefix = prefix
         self.status = StatusLine()
         self._live: Live | None = None
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # write() may come from a signal handler on the emitting thread
         self._streamed = ""  # the text of the reply streaming in now (shown in the status line)
 
     @property
@@ -78,6 +103,14 @@ class RunConsole:
     def close(self) -> None:
         with self._lock:
             self._stop_live()
+
+    def write(self, text: str) -> int:
+        """Lines of codebox's own (the cancel notice) above the status line, not through it."""
+        with self._lock:
+            for part in text.strip("\n").split("\n"):
+                if part.strip():
+                    self.writer.line(Text(self.prefix + part, style="yellow"))
+        return len(text)
 
     @contextlib.contextmanager
     def paused(self) -> Iterator[None]:
@@ -97,6 +130,7 @@ class RunConsole:
     def _follow(self, event: AgentEvent) -> None:
         d = event.data
         if event.type == "turn.start":
+            self.status.started = time.monotonic()
             self._thinking(1)
             self._start_live()
         elif event.type == "tool.start" and d.get("decision") == "allow":

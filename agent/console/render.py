@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, TextIO
 from agent.console.escape import printable
 from agent.console.terminal import Styled, Writer
 from agent.console.terminal import safe_styled as safe
-from agent.tools.net_diff import NetDiff
+from agent.net_diff import NetDiff
 
 if TYPE_CHECKING:  # protocol imports this module (Report.render): no import back at run time
     from agent.protocol import AgentEvent, Report
@@ -23,7 +23,7 @@ MAX_FAILED_SHOWN = 10
 
 
 class ChangeLog:
-    """An event sink that keeps what the run changed, once per file (agent.tools.net_diff).
+    """An event sink that keeps what the run changed, once per file (agent.net_diff).
 
     Each file's diff goes from its content before the run's first patch to it to its content
     at the end, as the sandbox computed it: nothing the repository had changed before the run
@@ -40,14 +40,23 @@ class ChangeLog:
         pass
 
 
+def tests_passed_or_none(report: Report) -> bool:
+    """The last test run passed, or the run ran none: what a green mark may promise."""
+    return report.last_test is None or report.last_test.outcome == "ok"
+
+
 def summary_lines(report: Report) -> list[Styled]:
     """The summary as styled lines; every value that came from outside is escaped."""
     r = report
-    status = Styled(f"■ {r.status} ({r.stop_reason})", style=STATUS_STYLE.get(r.status, "bold"))
+    tests_failed = r.status == "completed" and not tests_passed_or_none(r)
+    style = "bold yellow" if tests_failed else STATUS_STYLE.get(r.status, "bold")
+    status = Styled(f"■ {r.status} ({r.stop_reason})", style=style)
     status.append(
         f" task {printable(r.task_id)} · {r.steps} steps · {len(r.tool_calls)} tool calls · {r.duration_s:.1f}s",
         style="",
     )
+    if tests_failed:
+        status.append(" · the last test run did not pass", style="yellow")
     lines = [status]
     if r.error:
         lines.append(Styled("error: ", style="bold red") + safe(r.error, "red"))

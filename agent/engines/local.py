@@ -149,7 +149,8 @@ class _Ahead:
         try:  # as run_task does it: the task's image, then its environment on the workspace
             repo = workspace.path.resolve()
             config = task_sandbox_config(task, job.sandbox)
-            env = choose_env(task.env, repo, config.image, env_progress, self.cancel)
+            env = choose_env(task.env, repo, config.image, env_progress, self.cancel,
+                             allow_public_fallback=task.allow_public_fallback)
             if env is not None:
                 config = config.replace(image=env.image)
             self.pool.prestart(PlannedTask(task.id, repo, config))

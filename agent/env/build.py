@@ -49,6 +49,7 @@ from agent.env.layer import LAYER_PATH, VENV, copy_layer, load_image
 from agent.env.project import console_scripts, editable_files
 from agent.env.resolve import IndexConfig, Lock, Target, check_python, resolve, uv_binary
 from agent.env.sdists import build_requirements, resolve_with_sdists
+from agent.env.source_policy import check_sources
 from agent.protocol import EnvInfo
 
 FORMAT_VERSION = "1"
@@ -81,6 +82,8 @@ class EnvRequest(BaseModel):
     apt: list[str] = Field(default_factory=list)
     index: IndexConfig = Field(default_factory=IndexConfig.from_environ)
     runner: str | None = DEFAULT_RUNNER
+    # Resolve what a repository's own package sources would serve from the user's index (source_policy.py).
+    allow_public_fallback: bool = False
 
 
 def _quiet(_: str) -> None:
@@ -104,6 +107,7 @@ def ensure_env(request: EnvRequest, log: Log = _quiet, cancel: Cancel = NEVER) -
 def _ensure(request: EnvRequest, log: Log, cancel: Cancel) -> EnvInfo:
     start = time.monotonic()
     declared = read_declared(request.repo, request.extras, request.groups, request.requirements, request.runner)
+    declared.notes += check_sources(declared, request.index, request.allow_public_fallback)
     apt.check_names(request.apt)
     if not declared.needs_env and not request.apt:
         return EnvInfo(image=request.base_image, base_image=request.base_image, notes=[NO_DEPENDENCIES])
@@ -153,7 +157,7 @@ def inputs_key(base_id: str, declared: Declared, request: EnvRequest) -> str:
         "project": declared.project.model_dump(mode="json"),
         "apt": sorted(request.apt),
         "index": request.index.model_dump(mode="json"),
-        "uv_index": os.environ.get("UV_INDEX_URL") or os.environ.get("UV_DEFAULT_INDEX") or "",
+        "uv_index": sorted(IndexConfig.user_indexes()),  # every index the user gives uv (resolve.py)
     }
     return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()[:32]
 

@@ -18,10 +18,11 @@ def _quiet(_: str) -> None:
     pass
 
 
-def choose_env(env: str, repo: Path, base_image: str, log: Log = _quiet, cancel: Cancel = NEVER) -> EnvInfo | None:
+def choose_env(env: str, repo: Path, base_image: str, log: Log = _quiet, cancel: Cancel = NEVER,
+               allow_public_fallback: bool = False) -> EnvInfo | None:
     """None for ``none``; the built or reused environment for ``auto``; the named image otherwise.
 
-    ``cancel`` stops a build under way (EnvCancelled).
+    ``cancel`` stops a build under way (EnvCancelled). ``allow_public_fallback``: see EnvRequest.
     """
     if env == NONE:
         return None
@@ -32,7 +33,8 @@ def choose_env(env: str, repo: Path, base_image: str, log: Log = _quiet, cancel:
             return EnvInfo(image=base_image, base_image=base_image, notes=[NO_DEPENDENCIES])
         from agent.env.build import EnvRequest, ensure_env
 
-        return ensure_env(EnvRequest(repo=repo, base_image=base_image), log, cancel)
+        return ensure_env(EnvRequest(repo=repo, base_image=base_image, allow_public_fallback=allow_public_fallback),
+                          log, cancel)
     return _named(env)
 
 

@@ -2,15 +2,36 @@
 
 Sources, in order: pyproject.toml (``[project]`` dependencies, the optional-dependencies
 extras asked for — test/tests/testing/dev by default — PEP 735 ``[dependency-groups]``,
-hatch's default env, PDM's dev-dependencies, poetry's dependencies and dev/test groups),
-setup.cfg (``install_requires``, ``extras_require``), setup.py (literal arguments of
-``setup()`` only), requirements files about running or testing the project, and tox.ini's
-``[testenv]`` deps. A requirement naming the project itself (``attrs[tests]`` inside attrs,
+hatch's default env, PDM's dev-dependencies, poetry's dependencies and dev/test groups,
+flit's old ``[tool.flit.metadata]``, ``[tool.setuptools.dynamic]`` and hatch's
+``requirements_txt`` hook files), setup.cfg (``install_requires``, ``extras_require``, with
+``file:`` read), setup.py (``setup()``'s arguments and the module-level names they use, read
+from its syntax tree: ``setup_py``), requirements files about running or testing the project,
+and tox (``tox``: tox.ini, setup.cfg, ``legacy_tox_ini``, tox 4's TOML; deps, ``-r`` files,
+extras). A requirement naming the project itself (``attrs[tests]`` inside attrs,
 ``-e .[test]``) expands the project's own extras: the project is never resolved from the index.
+
+What the reading says beyond the requirements (fields of ``Declared``):
+
+- ``dynamic_metadata``: why the static reading cannot see the project's whole dependency
+  metadata, one reason per item naming the file and key — pyproject ``dynamic`` listing
+  ``dependencies``/``optional-dependencies`` that no static file fills, setup.py arguments
+  computed at run time, setup.cfg ``attr:`` values, a setup.py with no ``setup()`` call, a
+  build backend whose metadata is not in ``[project]``. Empty means the static reading is
+  complete; non-empty means the project's PEP 517 hooks must be asked (in the build
+  container), and ``metadata_is_dynamic`` is True.
+- ``build_system``: ``[build-system]``'s requires and backend, for every project (``backend``).
+- ``extensions``: why the project is taken to have compiled extensions (empty: it has none).
+- ``sources``: package sources the repository names (``sources``): never followed, named in
+  the environment's notes, their packages held back by ``source_policy``.
+
+Every name, version and entry point read is checked (``names``); a hostile or broken file is
+refused with one line naming the file and key (EnvError, usage).
 """
 
 from __future__ import annotations
 
+import configparser
 import re
 from pathlib import Path
 from typing import Any
@@ -18,14 +39,19 @@ from typing import Any
 from packaging.utils import canonicalize_name
 from pydantic import BaseModel, Field
 
+from agent.console.escape import printable
+from agent.env.backend import BuildSystem, read_build_system
+from agent.env.digest import source_digest
 from agent.env.errors import EnvError
-from agent.env.extensions import build_requires, source_digest
+from agent.env.names import extra_name
 from agent.env.poetry import poetry_tables
 from agent.env.poetry import requirement as poetry_requirement
 from agent.env.project import Project, read_project
-from agent.env.reqlines import Requirement, RequirementsFile, SelfReference, parse_requirement
+from agent.env.reqlines import Requirement, RequirementsFile, SelfReference, parse_declared, parse_requirement
 from agent.env.safe_read import read_ini, read_toml, string_list, table
-from agent.env.setup_py import SetupCall, read_setup_py
+from agent.env.setup_py import METADATA_KEYS, SetupCall, read_setup_py
+from agent.env.sources import PackageSource, read_file_sources, read_pyproject_sources
+from agent.env.tox import read_tox
 
 DEFAULT_EXTRAS = ("test", "tests", "testing", "dev")
 # The test runner every environment gets unless the project names its own.
@@ -33,7 +59,6 @@ DEFAULT_RUNNER = "pytest"
 # The note of an environment for a repository that declares nothing (choose.py, build.py).
 NO_DEPENDENCIES = "the repository declares no dependencies: the base image is used as it is"
 _ABOUT_TESTS = re.compile(r"(^|[-_./])(test|tests|testing|dev|develop|ci)([-_.]|$)", re.IGNORECASE)
-_TOX_FACTOR = re.compile(r"^[A-Za-z0-9_{},.!-]+:\s")
 
 
 class Declared(BaseModel):
@@ -43,6 +68,13 @@ class Declared(BaseModel):
     project: Project
     files: list[str] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
+    # Why the project's whole dependency metadata is not known statically (empty: it is): see the module doc.
+    dynamic_metadata: list[str] = Field(default_factory=list)
+    build_system: BuildSystem = Field(default_factory=BuildSystem)
+    # Why the project is taken to have compiled extensions (empty: it has none).
+    extensions: list[str] = Field(default_factory=list)
+    # Package sources the repository names: never followed (sources.py, source_policy.py).
+    sources: list[PackageSource] = Field(default_factory=list)
     # Only for a project with compiled extensions: what building them needs, and their sources' digest.
     build_requires: list[Requirement] = Field(default_factory=list)
     sources_digest: str = ""
@@ -52,6 +84,11 @@ class Declared(BaseModel):
         """False for a repository that declares nothing: the plain sandbox image serves it."""
         return bool(self.requirements) or self.project.name is not None
 
+    @property
+    def metadata_is_dynamic(self) -> bool:
+        """True when the project's PEP 517 hooks must be asked for its metadata (``dynamic_metadata`` says why)."""
+        return bool(self.dynamic_metadata)
+
 
 class _Extras:
     """The project's extras by name, from whichever file declares them."""
@@ -60,7 +97,7 @@ class _Extras:
         self.by_name: dict[str, tuple[list[str], str]] = {}
 
     def add(self, name: str, requirements: list[str], source: str) -> None:
-        self.by_name.setdefault(_norm(name), (requirements, source))
+        self.by_name.setdefault(_norm(extra_name(name, source)), (requirements, source))
 
 
 def _norm(name: str) -> str:
@@ -74,17 +111,23 @@ class _Collector:
         self.requirements: list[Requirement] = []
         self.files: list[str] = []
         self.notes: list[str] = []
+        self.dynamic: list[str] = []
+        self.sources: list[PackageSource] = []
         self.extras = _Extras()
         self.groups: dict[str, list[Any]] = {}
+        self.reader = RequirementsFile(repo)
         self._expanded: set[str] = set()
+        self._taken = (0, 0, 0, 0)  # how much of the reader's lists was taken in
 
     def add(self, text: str, source: str) -> None:
-        req = parse_requirement(text, source)
+        req, url_source = parse_declared(text, source)
         if self.project.name and req.name == _norm(self.project.name):
             for extra in sorted(_extras_of(text)):
                 self.expand_extra(extra, source)
             return
         self.requirements.append(req)
+        if url_source is not None:
+            self.sources.append(url_source)
 
     def expand_extra(self, name: str, source: str, required: bool = True) -> None:
         key = _norm(name)
@@ -112,6 +155,8 @@ class _Collector:
         if entries is None:
             raise EnvError(f"{source}: no dependency group named {name!r}", usage=True)
         where = f"pyproject.toml [dependency-groups] {name}"
+        if not isinstance(entries, list):
+            raise EnvError(f"{where}: expected a list", usage=True)
         for entry in entries:
             if isinstance(entry, str):
                 self.add(entry, where)
@@ -120,10 +165,44 @@ class _Collector:
             else:
                 raise EnvError(f"{where}: entries must be strings or {{include-group = ...}}", usage=True)
 
+    def take_from_reader(self) -> None:
+        """What the requirements reader found since the last call: requirements, self-references, sources."""
+        reader = self.reader
+        reqs, refs, notes, files = self._taken
+        for req in reader.requirements[reqs:]:
+            if self.project.name and req.name == _norm(self.project.name):
+                for extra in sorted(_extras_of(req.text)):
+                    self.expand_extra(extra, req.source)
+            else:
+                self.requirements.append(req)
+        for ref in reader.self_refs[refs:]:
+            self.add_self_ref(ref)
+        self.notes.extend(reader.notes[notes:])
+        self.files.extend(f for f in reader.files[files:] if f not in self.files)
+        self._taken = (len(reader.requirements), len(reader.self_refs), len(reader.notes), len(reader.files))
+
+    def requirement_lines(self, files: list[str], where: str) -> list[tuple[str, str]]:
+        """(text, file:line) of the requirements in ``files`` (setuptools' ``file:``, hatch's hook), read apart."""
+        reader = RequirementsFile(self.repo)
+        for relative in files:
+            try:
+                reader.read(relative)
+            except EnvError as exc:
+                raise EnvError(f"{where}: {exc}", usage=True) from None
+        self.files.extend(f for f in reader.files if f not in self.files)
+        self.notes.extend(reader.notes)
+        self.sources.extend(reader.sources)
+        own = [(f"{self.project.name}[{','.join(ref.extras)}]", ref.source) for ref in reader.self_refs
+               if self.project.name and ref.extras]
+        return [(r.text, r.source) for r in reader.requirements] + own
+
 
 def _extras_of(text: str) -> set[str]:
     match = re.search(r"\[([^\]]*)\]", text.split(";")[0])
     return {e.strip() for e in match.group(1).split(",") if e.strip()} if match else set()
+
+
+# --- pyproject.toml ------------------------------------------------------------------------------
 
 
 def _read_pyproject(c: _Collector, data: dict[str, Any]) -> None:
@@ -135,12 +214,40 @@ def _read_pyproject(c: _Collector, data: dict[str, Any]) -> None:
         c.extras.add(name, string_list(texts, where), where)
     groups = data.get("dependency-groups")
     if isinstance(groups, dict):
+        for name in groups:
+            extra_name(name, "pyproject.toml [dependency-groups]")
         c.groups = groups
+    _read_dynamic_files(c, data)
     _read_tool_tables(c, data)
 
 
+def _read_dynamic_files(c: _Collector, data: dict[str, Any]) -> None:
+    """Dependencies a backend takes from requirements files: setuptools' ``dynamic`` ``file =``
+    and hatch's ``requirements_txt`` hook. Read here, they are static."""
+    dynamic = table(data, "tool", "setuptools", "dynamic")
+    hatch = table(data, "tool", "hatch", "metadata", "hooks", "requirements_txt")
+    for where, files in (("pyproject.toml [tool.setuptools.dynamic] dependencies",
+                          table(dynamic, "dependencies").get("file")),
+                         ("pyproject.toml [tool.hatch.metadata.hooks.requirements_txt] files", hatch.get("files"))):
+        if files is not None:
+            for text, line in c.requirement_lines(_file_list(files, where), where):
+                c.add(text, line)
+    for source, extras in (("pyproject.toml [tool.setuptools.dynamic.optional-dependencies]",
+                            table(dynamic, "optional-dependencies")),
+                           ("pyproject.toml [tool.hatch.metadata.hooks.requirements_txt.optional-dependencies]",
+                            table(hatch, "optional-dependencies"))):
+        for name, value in extras.items():
+            where = f"{source} {name}"
+            files = value.get("file") if isinstance(value, dict) else value
+            c.extras.add(name, [text for text, _ in c.requirement_lines(_file_list(files, where), where)], where)
+
+
+def _file_list(value: Any, where: str) -> list[str]:
+    return [value] if isinstance(value, str) else string_list(value, where)
+
+
 def _read_tool_tables(c: _Collector, data: dict[str, Any]) -> None:
-    """PDM's dev-dependencies and hatch's default/test environments: PEP 508 lists, read like extras."""
+    """PDM's dev-dependencies, hatch's default/test environments, poetry, old flit: read like extras."""
     for name, texts in table(data, "tool", "pdm", "dev-dependencies").items():
         where = f"pyproject.toml [tool.pdm.dev-dependencies] {name}"
         c.extras.add(name, string_list(texts, where), where)
@@ -156,38 +263,52 @@ def _read_tool_tables(c: _Collector, data: dict[str, Any]) -> None:
             converted = poetry_requirement(str(name), value, where)
             if converted is not None:
                 c.add(converted, where)
+    flit = table(data, "tool", "flit", "metadata")
+    for text in string_list(flit.get("requires"), "pyproject.toml [tool.flit.metadata] requires"):
+        c.add(text, "pyproject.toml [tool.flit.metadata] requires")
+    for name, texts in table(flit, "requires-extra").items():
+        where = f"pyproject.toml [tool.flit.metadata.requires-extra] {name}"
+        c.extras.add(name, string_list(texts, where), where)
 
 
-def _read_setup_cfg(c: _Collector) -> None:
-    cfg = read_ini(c.repo, "setup.cfg")
+# --- setup.cfg, setup.py ---------------------------------------------------------------------------
+
+
+def _read_setup_cfg(c: _Collector, cfg: configparser.ConfigParser | None) -> None:
     if cfg is None:
         return
     c.files.append("setup.cfg")
     if cfg.has_option("options", "install_requires"):
-        _add_cfg_lines(c, cfg.get("options", "install_requires"), "setup.cfg [options] install_requires")
+        where = "setup.cfg [options] install_requires"
+        for line in _cfg_lines(c, cfg.get("options", "install_requires"), where):
+            c.add(line, where)
     if cfg.has_section("options.extras_require"):
         for name, value in cfg.items("options.extras_require"):
             where = f"setup.cfg [options.extras_require] {name}"
-            c.extras.add(name, _cfg_lines(value, where), where)
+            c.extras.add(name, _cfg_lines(c, value, where), where)
 
 
-def _cfg_lines(value: str, where: str) -> list[str]:
+def _cfg_lines(c: _Collector, value: str, where: str) -> list[str]:
+    """A setup.cfg list; ``file:`` read (it names requirements files), ``attr:`` left to the backend."""
     lines = [line.strip() for line in value.splitlines() if line.strip() and not line.strip().startswith("#")]
-    if any(line.startswith(("file:", "attr:")) for line in lines):
-        raise EnvError(f"{where}: 'file:'/'attr:' values are not read; list the requirements or use --requirements",
-                       usage=True)
-    return lines
-
-
-def _add_cfg_lines(c: _Collector, value: str, where: str) -> None:
-    for line in _cfg_lines(value, where):
-        c.add(line, where)
+    if len(lines) == 1 and ";" not in lines[0] and "," in lines[0]:  # one line, comma-separated
+        lines = [part.strip() for part in lines[0].split(",") if part.strip()]
+    found: list[str] = []
+    for line in lines:
+        if line.startswith("file:"):
+            found += [text for text, _ in c.requirement_lines(line[5:].replace(",", " ").split(), where)]
+        elif line.startswith("attr:"):
+            c.dynamic.append(f"{where}: {line[:80]!r} is computed by the build backend")
+        else:
+            found.append(line)
+    return found
 
 
 def _read_setup_py(c: _Collector, setup: SetupCall) -> None:
     c.files.append("setup.py")
-    for name in setup.computed:
-        c.notes.append(f"setup.py: {name}= is computed at run time; not read")
+    c.notes.extend(setup.notes)
+    for name, why in setup.computed.items():
+        c.notes.append(f"setup.py: {name}= is computed at run time ({why}); not read")
     where = "setup.py install_requires"
     for text in _literal_list(setup.values.get("install_requires"), where):
         c.add(text, where)
@@ -195,7 +316,15 @@ def _read_setup_py(c: _Collector, setup: SetupCall) -> None:
     if isinstance(extras, dict):
         for name, texts in extras.items():
             where = f"setup.py extras_require {name}"
-            c.extras.add(str(name), _literal_list(texts, where), where)
+            if isinstance(name, str) and name.startswith(":"):  # {":python_version<'3'": [...]}: conditional deps
+                for text in _literal_list(texts, where):
+                    c.add(f"{text}; {name[1:]}" if name[1:].strip() else text, where)
+                continue
+            extra, _, marker = str(name).partition(":")
+            texts = [f"{t}; {marker}" if marker else t for t in _literal_list(texts, where)]
+            c.extras.add(extra, texts, where)
+    elif extras is not None:
+        raise EnvError("setup.py extras_require: expected a dict of lists", usage=True)
     tests_require = setup.values.get("tests_require")
     if tests_require:
         c.extras.add("tests-require", _literal_list(tests_require, "setup.py tests_require"), "setup.py tests_require")
@@ -211,10 +340,13 @@ def _literal_list(value: Any, where: str) -> list[str]:
     return [v.strip() for v in value if v.strip() and not v.strip().startswith("#")]
 
 
+# --- requirements files, tox -----------------------------------------------------------------------
+
+
 def requirement_files(repo: Path) -> list[str]:
     """requirements.txt, and the requirements files whose names say they are about tests or development."""
     found: list[str] = []
-    if (repo / "requirements.txt").is_file():
+    if _present(repo, "requirements.txt"):
         found.append("requirements.txt")
     for path in sorted(repo.glob("*requirements*.txt")):
         if path.name != "requirements.txt" and _ABOUT_TESTS.search(path.stem.replace("requirements", "")):
@@ -227,38 +359,87 @@ def requirement_files(repo: Path) -> list[str]:
     return found
 
 
+def _present(repo: Path, relative: str) -> bool:
+    """A file, or a symlink (read later, and refused there when it leaves the repository)."""
+    path = repo / relative
+    return path.is_symlink() or path.is_file()
+
+
 def _read_requirement_files(c: _Collector, files: list[str]) -> None:
-    reader = RequirementsFile(c.repo)
     for relative in files:
-        reader.read(relative)
-    c.files.extend(reader.files)
-    c.notes.extend(reader.notes)
-    for req in reader.requirements:
-        c.add(req.text, req.source)
-    for ref in reader.self_refs:
-        c.add_self_ref(ref)
+        c.reader.read(relative)
+        c.take_from_reader()
 
 
-def _read_tox(c: _Collector) -> None:
-    cfg = read_ini(c.repo, "tox.ini")
-    if cfg is None or not cfg.has_section("testenv"):
+def _read_tox(c: _Collector, pyproject: dict[str, Any] | None) -> None:
+    env = read_tox(c.repo, pyproject)
+    if env is None:
         return
-    c.files.append("tox.ini")
-    where = "tox.ini [testenv] deps"
-    for line in cfg.get("testenv", "deps", fallback="").splitlines():
-        line = line.strip()
-        if not line or line.startswith("#"):
-            continue
-        if _TOX_FACTOR.match(line) or ("{" in line and not line.startswith("-r")):
-            c.notes.append(f"{where}: {line!r} (factor-conditional or substituted) not read")
-            continue
-        if line.startswith("-r"):
-            included = line[2:].strip().replace("{toxinidir}/", "").replace("{toxinidir}", ".")
-            _read_requirement_files(c, [included])
-            continue
-        c.add(line, where)
-    for extra in cfg.get("testenv", "extras", fallback="").replace(",", "\n").split():
-        c.expand_extra(extra, "tox.ini [testenv] extras", required=False)
+    if env.file not in c.files:
+        c.files.append(env.file)
+    c.notes.extend(env.notes)
+    c.reader.read_lines(env.deps, ".", env.sources)
+    c.take_from_reader()
+    for extra in env.extras:
+        c.expand_extra(extra, f"{env.file} [testenv] extras", required=False)
+
+
+# --- what else the files say ----------------------------------------------------------------------
+
+
+def _dynamic_reasons(pyproject: dict[str, Any] | None, setup: SetupCall | None, system: BuildSystem,
+                     c: _Collector) -> list[str]:
+    """Why the static reading misses part of the dependency metadata (see the module doc)."""
+    data = pyproject or {}
+    meta = table(data, "project")
+    reasons = list(c.dynamic)
+    if meta:
+        dynamic = [d for d in meta.get("dynamic") or [] if isinstance(d, str)]
+        filled = _statically_filled(data)
+        for field in ("dependencies", "optional-dependencies"):
+            if field in dynamic and field not in filled:
+                reasons.append(f"pyproject.toml [project] dynamic lists {field!r} (filled by {system.backend})")
+        return reasons
+    if table(data, "tool", "poetry") and system.backend.startswith("poetry"):
+        return reasons
+    if table(data, "tool", "flit", "metadata") and system.backend.startswith("flit"):
+        return reasons
+    if setup is not None:
+        if not setup.found:
+            reasons.append("setup.py: no setup(...) call to read; its metadata is only known by running it")
+        reasons += [f"setup.py: {key}= is computed at run time ({setup.computed[key]})"
+                    for key in METADATA_KEYS if key in setup.computed]
+    elif system.declared and not system.setuptools:
+        reasons.append(f"pyproject.toml [build-system] build-backend {system.backend!r}: no [project] table, "
+                       "its metadata is not readable statically")
+    return reasons
+
+
+def _statically_filled(data: dict[str, Any]) -> set[str]:
+    """The dynamic [project] fields a static file fills (setuptools' ``file =``, hatch's hook, poetry 2)."""
+    filled = set()
+    dynamic = table(data, "tool", "setuptools", "dynamic")
+    hatch = table(data, "tool", "hatch", "metadata", "hooks", "requirements_txt")
+    poetry = table(data, "tool", "poetry")
+    if "file" in table(dynamic, "dependencies") or "files" in hatch or table(poetry, "dependencies"):
+        filled.add("dependencies")
+    if table(dynamic, "optional-dependencies") or table(hatch, "optional-dependencies") or table(poetry, "extras"):
+        filled.add("optional-dependencies")
+    return filled
+
+
+def _extension_reasons(data: dict[str, Any], setup: SetupCall | None, system: BuildSystem) -> list[str]:
+    reasons = list(setup.extensions) if setup is not None else []
+    ext_modules = table(data, "tool", "setuptools").get("ext-modules")
+    if isinstance(ext_modules, list) and ext_modules:
+        reasons.append(f"pyproject.toml [tool.setuptools] ext-modules lists {len(ext_modules)}")
+    if system.compiles:
+        reasons.append(f"pyproject.toml [build-system] build-backend {system.backend!r} builds compiled code")
+    build = table(data, "tool", "poetry").get("build")
+    script = build.get("script") if isinstance(build, dict) else build
+    if isinstance(script, str) and script:
+        reasons.append(f"pyproject.toml [tool.poetry] build script {script[:80]!r}")
+    return reasons
 
 
 def read_declared(
@@ -272,32 +453,53 @@ def read_declared(
 
     ``extras``/``groups`` add to the defaults (test, tests, testing, dev, when they exist);
     ``requirements`` are extra requirement files (relative to the repo); ``runner`` is added
-    when the project names no test runner of that name itself.
+    when the project names no test runner of that name itself. Every error is one line: what a
+    message quotes from the repository (a key with a line break in it) is escaped.
     """
+    try:
+        return _read_declared(repo, extras or [], groups or [], requirements or [], runner)
+    except EnvError as exc:
+        raise EnvError(printable(str(exc)), usage=exc.usage) from None
+    except RecursionError:
+        raise EnvError(f"{repo.name}: a declaration nested too deeply to read; refused", usage=True) from None
+
+
+def _read_declared(repo: Path, extras: list[str], groups: list[str], requirements: list[str],
+                   runner: str | None) -> Declared:
     pyproject = read_toml(repo, "pyproject.toml")
     setup = read_setup_py(repo)
-    project = read_project(repo, pyproject, setup)
+    cfg = read_ini(repo, "setup.cfg")
+    system = read_build_system(repo, pyproject)
+    notes: list[str] = []
+    reasons = _extension_reasons(pyproject or {}, setup, system)
+    project = read_project(repo, pyproject, setup, cfg, notes, compiled=bool(reasons))
     c = _Collector(repo, project)
+    c.notes.extend(notes)
     if pyproject is not None:
         c.files.append("pyproject.toml")
         _read_pyproject(c, pyproject)
-    _read_setup_cfg(c)
+        c.sources += read_pyproject_sources(pyproject)
+    _read_setup_cfg(c, cfg)
     if setup is not None:
         _read_setup_py(c, setup)
     for name in DEFAULT_EXTRAS:
         c.expand_extra(name, "default extras", required=False)
     c.expand_extra("tests-require", "setup.py", required=False)
-    for name in extras or []:
+    for name in extras:
         c.expand_extra(name, "--extra")
     for name in [g for g in DEFAULT_EXTRAS if _norm(g) in {_norm(k) for k in c.groups}]:
         c.expand_group(name, "default groups")
-    for name in groups or []:
+    for name in groups:
         c.expand_group(name, "--group")
-    _read_requirement_files(c, [*requirement_files(repo), *(requirements or [])])
-    _read_tox(c)
-    declared = Declared(requirements=_dedupe(c.requirements), project=project, files=c.files, notes=c.notes)
+    _read_requirement_files(c, [*requirement_files(repo), *requirements])
+    _read_tox(c, pyproject)
+    file_sources, source_files = read_file_sources(repo)
+    declared = Declared(requirements=_dedupe(c.requirements), project=project, files=[*c.files, *source_files],
+                        notes=c.notes, dynamic_metadata=_dynamic_reasons(pyproject, setup, system, c),
+                        build_system=system, extensions=reasons,
+                        sources=[*c.sources, *c.reader.sources, *file_sources])
     if project.extension_modules:
-        declared.build_requires = build_requires(pyproject)
+        declared.build_requires = system.requires
         declared.sources_digest = source_digest(repo)
         declared.notes.append("the project's compiled extensions are built at env time; "
                               "edits to their C/Cython sources need a new `codebox env build`")

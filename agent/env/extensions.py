@@ -11,14 +11,6 @@ by module name before anything in /repo. Edits to C sources need a new ``codebox
 
 from __future__ import annotations
 
-import hashlib
-from pathlib import Path
-from typing import Any
-
-from agent.env.errors import EnvError
-from agent.env.reqlines import Requirement, parse_requirement
-from agent.env.safe_read import string_list, table
-
 DEFAULT_BUILD_REQUIRES = ["setuptools>=40.8.0", "wheel"]
 COMPILER_APT = ["gcc", "libc6-dev"]
 
@@ -29,28 +21,6 @@ def headers_packages(python: str) -> list[str]:
     installing it would drag an interpreter upgrade along."""
     major, minor = python.split(".")[:2]
     return [f"libpython{major}.{minor}-dev"]
-SOURCE_SUFFIXES = (".c", ".h", ".pyx", ".pxd", ".cpp", ".cc", ".hpp")
-MAX_SOURCES = 5000
-
-
-def build_requires(pyproject: dict[str, Any] | None) -> list[Requirement]:
-    where = "pyproject.toml [build-system] requires"
-    texts = string_list(table(pyproject or {}, "build-system").get("requires"), where) or DEFAULT_BUILD_REQUIRES
-    return [parse_requirement(text, where) for text in texts]
-
-
-def source_digest(repo: Path) -> str:
-    """A digest of the C/Cython sources: a change to any of them makes a new environment."""
-    digest = hashlib.sha256()
-    count = 0
-    for path in sorted(repo.rglob("*")):
-        if path.suffix not in SOURCE_SUFFIXES or ".git" in path.parts or not path.is_file() or path.is_symlink():
-            continue
-        count += 1
-        if count > MAX_SOURCES:
-            raise EnvError(f"more than {MAX_SOURCES} C/Cython source files; refused", usage=True)
-        digest.update(str(path.relative_to(repo)).encode() + b"\0" + path.read_bytes() + b"\0")
-    return digest.hexdigest()
 
 
 def shell_steps(build: str, python_var: str, import_root: str, site: str, venv: str) -> str:

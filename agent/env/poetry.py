@@ -1,6 +1,8 @@
 """Poetry's dependency tables turned into PEP 508 requirements: ``^``, ``~``, ``*`` and exact
-versions, tables with ``version``/``extras``/``markers``. Git, path and URL sources are refused
-(codebox resolves names from its index only); ``python`` is the interpreter, not a package.
+versions, tables with ``version``/``extras``/``markers``. A dependency from a git, path or URL
+source (or a named ``source``) is kept by its name: ``sources`` names where it would come from
+and ``source_policy`` decides whether the user's index may serve it. ``python`` is the
+interpreter, not a package. A local label in a ``^``/``~`` bound (``^2.1+cpu``) is dropped.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from agent.env.errors import EnvError
 from agent.env.safe_read import table
 
 _PLAIN = re.compile(r"^\d+(\.\d+)*$")
+_LOCAL = re.compile(r"^([\^~]?\d+(\.\d+)*)\+[A-Za-z0-9.]+$")
 
 
 def _bump(parts: list[int], index: int) -> str:
@@ -40,11 +43,14 @@ def constraint(spec: str, where: str) -> str:
                        usage=True)
     pieces = []
     for piece in re.split(r"\s*,\s*|\s+(?=[<>=!^~])", spec):
+        local = _LOCAL.match(piece)
+        if local and piece[0] in "^~":  # a range bound cannot carry a local label (PEP 440)
+            piece = local.group(1)
         if piece.startswith("^") and _PLAIN.match(piece[1:]):
             pieces.append(_caret(piece[1:]))
         elif piece.startswith("~") and not piece.startswith("~=") and _PLAIN.match(piece[1:]):
             pieces.append(_tilde(piece[1:]))
-        elif _PLAIN.match(piece) or piece.endswith(".*"):
+        elif _PLAIN.match(piece) or piece.endswith(".*") or (local and piece[0].isdigit()):
             pieces.append(f"=={piece}")
         else:
             pieces.append(piece)
@@ -61,15 +67,12 @@ def requirement(name: str, value: Any, where: str) -> str | None:
         return name + constraint(value, where)
     if not isinstance(value, dict):
         raise EnvError(f"{where}: {name} has an unreadable poetry specification", usage=True)
-    for source in ("git", "path", "url", "file"):
-        if source in value:
-            raise EnvError(f"{where}: {name} comes from a {source} source; codebox resolves names from its index "
-                           "only", usage=True)
     if value.get("optional"):
         return None
     extras = value.get("extras") or []
     text = name + (f"[{','.join(str(e) for e in extras)}]" if extras else "")
-    text += constraint(str(value.get("version", "*")), where)
+    if not any(key in value for key in ("git", "path", "url", "file")):  # those name no version (sources.py)
+        text += constraint(str(value.get("version", "*")), where)
     if isinstance(value.get("markers"), str):
         text += f"; {value['markers']}"
     return text

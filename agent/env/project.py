@@ -8,16 +8,21 @@ project's version and entry points (pytest plugins, console scripts).
 
 from __future__ import annotations
 
+import configparser
+import itertools
 import json
 import re
 from pathlib import Path
 from typing import Any
 
 from packaging.utils import canonicalize_name
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 from pydantic import BaseModel, Field
 
-from agent.env.safe_read import read_ini, read_text, table
+from agent.env.errors import EnvError
+from agent.env.names import entry_point, is_version, project_name, specifier, version
+from agent.env.reqlines import parse_declared
+from agent.env.safe_read import MAX_LISTED, inside, read_bytes, read_text, string_list, table
 from agent.env.setup_py import SetupCall
 
 REPO_MOUNT = "/repo"
@@ -28,8 +33,8 @@ _VERSION_ASSIGN = re.compile(r"""^__version__\s*(?::\s*str\s*)?=\s*['"]([^'"]+)[
 class Project(BaseModel):
     """What an editable install of the project records."""
 
-    name: str | None = None
-    version: str = FALLBACK_VERSION
+    name: str | None = None  # a PEP 508 name (checked when read)
+    version: str = FALLBACK_VERSION  # a normalized PEP 440 version
     requires_python: str | None = None
     import_root: str = ""  # "" (/repo) or "src" (/repo/src)
     dependencies: list[str] = Field(default_factory=list)
@@ -37,33 +42,69 @@ class Project(BaseModel):
     extension_modules: bool = False
 
 
-def read_project(repo: Path, pyproject: dict[str, Any] | None, setup: SetupCall | None) -> Project:
+def read_project(repo: Path, pyproject: dict[str, Any] | None, setup: SetupCall | None,
+                 cfg: configparser.ConfigParser | None = None, notes: list[str] | None = None,
+                 compiled: bool = False) -> Project:
+    """The project as its files declare it; EnvError (usage) naming the file and key of a hostile value.
+
+    ``compiled``: the project has compiled extensions (decided by the caller from every file).
+    """
+    notes = notes if notes is not None else []
     data = pyproject or {}
     meta = table(data, "project")
-    cfg = read_ini(repo, "setup.cfg")
     setup_values = setup.values if setup else {}
     poetry = table(data, "tool", "poetry")
-    name = meta.get("name") or (cfg.get("metadata", "name", fallback=None) if cfg else None) or setup_values.get("name")
-    name = name or poetry.get("name")
     project = Project(
-        name=str(name) if isinstance(name, str) and name.strip() else None,
-        requires_python=_requires_python(meta, cfg, setup_values),
+        name=_name(meta, cfg, setup_values, poetry),
+        requires_python=_requires_python(meta, cfg, setup_values, notes),
         import_root=_import_root(repo, data, cfg, setup_values),
-        dependencies=[d for d in meta.get("dependencies", []) if isinstance(d, str)],
-        entry_points=_entry_points(meta, cfg),
-        extension_modules=_has_extensions(data, setup),
+        dependencies=_dependencies(meta),
+        entry_points=_entry_points(meta, cfg, setup_values),
+        extension_modules=compiled,
     )
-    project.version = _version(repo, meta, cfg, setup_values, project, poetry.get("version"))
+    project.version = _version(repo, meta, cfg, setup_values, project, poetry.get("version"), notes)
     return project
 
 
-def _requires_python(meta: dict[str, Any], cfg: Any, setup_values: dict[str, Any]) -> str | None:
-    value = meta.get("requires-python") or (cfg.get("options", "python_requires", fallback=None) if cfg else None)
-    value = value or setup_values.get("python_requires")
-    return value if isinstance(value, str) and value.strip() else None
+def _name(meta: dict[str, Any], cfg: configparser.ConfigParser | None, setup_values: dict[str, Any],
+          poetry: dict[str, Any]) -> str | None:
+    """The first name declared (pyproject, setup.cfg, setup.py, poetry), checked as a PEP 508 name."""
+    candidates = [(meta.get("name"), "pyproject.toml [project] name"),
+                  (cfg.get("metadata", "name", fallback=None) if cfg else None, "setup.cfg [metadata] name"),
+                  (setup_values.get("name"), "setup.py name="),
+                  (poetry.get("name"), "pyproject.toml [tool.poetry] name")]
+    for value, where in candidates:
+        if value is None or (isinstance(value, str) and not value.strip()):
+            continue
+        return project_name(value.strip() if isinstance(value, str) else value, where)
+    return None
 
 
-def _import_root(repo: Path, data: dict[str, Any], cfg: Any, setup_values: dict[str, Any]) -> str:
+def _dependencies(meta: dict[str, Any]) -> list[str]:
+    """[project] dependencies as packaging writes them (they become Requires-Dist lines)."""
+    found = []
+    for text in string_list(meta.get("dependencies"), "pyproject.toml [project] dependencies"):
+        found.append(parse_declared(text, "pyproject.toml [project] dependencies")[0].text)  # a URL: its name
+    return found
+
+
+def _requires_python(meta: dict[str, Any], cfg: configparser.ConfigParser | None, setup_values: dict[str, Any],
+                     notes: list[str]) -> str | None:
+    for value, where in ((meta.get("requires-python"), "pyproject.toml [project] requires-python"),
+                         (cfg.get("options", "python_requires", fallback=None) if cfg else None,
+                          "setup.cfg [options] python_requires"),
+                         (setup_values.get("python_requires"), "setup.py python_requires=")):
+        if isinstance(value, str) and value.strip():
+            normalized = specifier(value)
+            if normalized is None:
+                notes.append(f"{where}: {value.strip()[:80]!r} is not a valid version specifier; ignored")
+                return None
+            return normalized
+    return None
+
+
+def _import_root(repo: Path, data: dict[str, Any], cfg: configparser.ConfigParser | None,
+                 setup_values: dict[str, Any]) -> str:
     """"src" for a src/ layout (declared, or a src/ folder holding Python code), else "" (flat)."""
     setuptools = table(data, "tool", "setuptools")
     where = table(setuptools, "packages", "find").get("where")
@@ -76,39 +117,56 @@ def _import_root(repo: Path, data: dict[str, Any], cfg: Any, setup_values: dict[
     )
     src = repo / "src"
     has_code = src.is_dir() and not src.is_symlink() and any(
-        (p / "__init__.py").is_file() or p.suffix == ".py" for p in src.iterdir()
+        (p / "__init__.py").is_file() or p.suffix == ".py" for p in itertools.islice(src.iterdir(), MAX_LISTED)
     )
     return "src" if declared_src or has_code else ""
 
 
-def _entry_points(meta: dict[str, Any], cfg: Any) -> dict[str, dict[str, str]]:
-    groups: dict[str, dict[str, str]] = {}
+def _entry_points(meta: dict[str, Any], cfg: configparser.ConfigParser | None,
+                  setup_values: dict[str, Any]) -> dict[str, dict[str, str]]:
+    """Every entry point declared, each checked (names.entry_point): they become entry_points.txt lines."""
+    found: list[tuple[Any, Any, Any, str]] = []
     for key, group in (("scripts", "console_scripts"), ("gui-scripts", "gui_scripts")):
-        if table(meta, key):
-            groups[group] = {str(k): str(v) for k, v in table(meta, key).items()}
+        found += [(group, k, v, f"pyproject.toml [project.{key}]") for k, v in table(meta, key).items()]
     for group, items in table(meta, "entry-points").items():
         if isinstance(items, dict):
-            groups[str(group)] = {str(k): str(v) for k, v in items.items()}
+            found += [(group, k, v, f"pyproject.toml [project.entry-points.{group}]") for k, v in items.items()]
     if cfg is not None and cfg.has_section("options.entry_points"):
         for group, value in cfg.items("options.entry_points"):
-            for line in value.splitlines():
-                key, sep, target = line.partition("=")
-                if sep and key.strip():
-                    groups.setdefault(group, {})[key.strip()] = target.strip()
+            found += _entry_lines(group, value.splitlines(), "setup.cfg [options.entry_points]")
+    declared = setup_values.get("entry_points")
+    if isinstance(declared, dict):
+        for group, value in declared.items():
+            lines = value.splitlines() if isinstance(value, str) else value if isinstance(value, list) else []
+            found += _entry_lines(group, [line for line in lines if isinstance(line, str)], "setup.py entry_points=")
+    groups: dict[str, dict[str, str]] = {}
+    for group, name, target, where in found:
+        group, name, target = entry_point(group, name, target, where)
+        groups.setdefault(group, {}).setdefault(name, target)
     return groups
 
 
-def _has_extensions(data: dict[str, Any], setup: SetupCall | None) -> bool:
-    return bool(table(data, "tool", "setuptools").get("ext-modules")) or bool(setup and setup.has_extensions)
+def _entry_lines(group: str, lines: list[str], where: str) -> list[tuple[Any, Any, Any, str]]:
+    found: list[tuple[Any, Any, Any, str]] = []
+    for line in lines:
+        key, sep, target = line.partition("=")
+        if sep and key.strip():
+            found.append((group, key.strip(), target.strip(), where))
+    return found
 
 
-def _version(repo: Path, meta: dict[str, Any], cfg: Any, setup_values: dict[str, Any], project: Project,
-             poetry_version: Any = None) -> str:
+def _version(repo: Path, meta: dict[str, Any], cfg: configparser.ConfigParser | None, setup_values: dict[str, Any],
+             project: Project, poetry_version: Any, notes: list[str]) -> str:
     """The static version; else a ``__version__`` literal in the package, or PKG-INFO's; else the highest git tag."""
-    for value in (meta.get("version"), cfg.get("metadata", "version", fallback=None) if cfg else None,
-                  setup_values.get("version"), poetry_version):
-        if isinstance(value, str) and _valid(value):
-            return value
+    cfg_version = cfg.get("metadata", "version", fallback=None) if cfg else None
+    for value, where in ((meta.get("version"), "pyproject.toml [project] version"),
+                         (cfg_version, "setup.cfg [metadata] version"),
+                         (setup_values.get("version"), "setup.py version="),
+                         (poetry_version, "pyproject.toml [tool.poetry] version")):
+        if isinstance(value, str) and value.strip() and not value.strip().startswith(("attr:", "file:")):
+            checked = _static_version(value, where, notes)
+            if checked:
+                return checked
     if project.name:
         found = _version_in_sources(repo, project) or _version_in_pkg_info(repo)
         if found:
@@ -116,19 +174,21 @@ def _version(repo: Path, meta: dict[str, Any], cfg: Any, setup_values: dict[str,
     return _highest_tag(repo) or FALLBACK_VERSION
 
 
+def _static_version(value: str, where: str, notes: list[str]) -> str | None:
+    """A declared version, normalized; one that could be a path is refused, another invalid one noted."""
+    if is_version(value):
+        return version(value, where)
+    if any(c in value for c in "/\\\0\n\r") or ".." in value:
+        version(value, where)  # refused, naming the file and key
+    notes.append(f"{where}: {value.strip()[:80]!r} is not a PEP 440 version; ignored")
+    return None
+
+
 def _version_in_pkg_info(repo: Path) -> str | None:
     """An unpacked sdist says its version in PKG-INFO."""
     text = read_text(repo, "PKG-INFO") or ""
     match = re.search(r"^Version:\s*(\S+)\s*$", text, re.MULTILINE)
-    return match.group(1) if match and _valid(match.group(1)) else None
-
-
-def _valid(text: str) -> bool:
-    try:
-        Version(text)
-    except InvalidVersion:
-        return False
-    return True
+    return str(Version(match.group(1))) if match and is_version(match.group(1)) else None
 
 
 def _version_in_sources(repo: Path, project: Project) -> str | None:
@@ -138,31 +198,35 @@ def _version_in_sources(repo: Path, project: Project) -> str | None:
     for candidate in (f"{module}/__init__.py", f"{module}/_version.py", f"{module}/version.py", f"{module}.py"):
         try:
             text = read_text(repo, base + candidate)
-        except Exception:  # an unreadable module file is no version, not an error
+        except EnvError:  # an unreadable module file is no version, not an error
             continue
         match = _VERSION_ASSIGN.search(text or "")
-        if match and _valid(match.group(1)):
-            return match.group(1)
+        if match and is_version(match.group(1)):
+            return str(Version(match.group(1)))
     return None
 
 
 def _highest_tag(repo: Path) -> str | None:
-    """The highest version-like tag, read from .git's refs and packed-refs (git itself is not run)."""
-    git = repo / ".git"
+    """The highest version-like tag, read from .git's refs and packed-refs (git itself is not run).
+
+    Only inside the repository: a .git file (a worktree) or a symlink out of it gives no tags.
+    """
     names: list[str] = []
-    tags = git / "refs" / "tags"
-    if tags.is_dir():
-        names += [p.name for p in tags.iterdir()][:10_000]
-    packed = git / "packed-refs"
-    if packed.is_file() and packed.stat().st_size < 10_000_000:
-        for line in packed.read_text(errors="replace").splitlines():
-            _, _, ref = line.partition(" refs/tags/")
-            if ref:
-                names.append(ref.strip())
+    try:
+        tags = inside(repo, ".git/refs/tags")
+        if tags.is_dir():
+            names += [p.name for p in itertools.islice(tags.iterdir(), MAX_LISTED)]
+        packed = read_bytes(repo, ".git/packed-refs", limit=10_000_000, what="packed-refs")
+    except EnvError:
+        return None
+    for line in (packed or b"").decode("utf-8", "replace").splitlines():
+        _, _, ref = line.partition(" refs/tags/")
+        if ref:
+            names.append(ref.strip())
     versions = []
     for name in names:
         text = name[1:] if name[:1] in ("v", "V") else name
-        if _valid(text) and not Version(text).is_prerelease:
+        if is_version(text) and not Version(text).is_prerelease:
             versions.append(Version(text))
     return str(max(versions)) if versions else None
 
@@ -196,8 +260,10 @@ def editable_files(project: Project) -> dict[str, str]:
     files = {"_codebox_repo.pth": root + "\n"}
     if project.name is None:
         return files
-    dist = f"{canonicalize_name(project.name).replace('-', '_')}-{project.version}.dist-info"
-    metadata = ["Metadata-Version: 2.1", f"Name: {project.name}", f"Version: {project.version}"]
+    # Checked again where they become a folder name: a Project may come from elsewhere than read_project.
+    name, release = project_name(project.name, "the project's name"), version(project.version, "the project's version")
+    dist = f"{canonicalize_name(name).replace('-', '_')}-{release}.dist-info"
+    metadata = ["Metadata-Version: 2.1", f"Name: {name}", f"Version: {release}"]
     if project.requires_python:
         metadata.append(f"Requires-Python: {project.requires_python}")
     metadata += [f"Requires-Dist: {d}" for d in project.dependencies]
@@ -208,7 +274,8 @@ def editable_files(project: Project) -> dict[str, str]:
         lines = []
         for group, items in project.entry_points.items():
             lines.append(f"[{group}]")
-            lines += [f"{k} = {v}" for k, v in items.items()]
+            lines += ["{1} = {2}".format(*entry_point(group, k, v, "the project's entry points"))
+                      for k, v in items.items()]
             lines.append("")
         files[f"{dist}/entry_points.txt"] = "\n".join(lines)
     files[f"{dist}/RECORD"] = "".join(f"{p},,\n" for p in sorted(files)) + f"{dist}/RECORD,,\n"

@@ -1,14 +1,18 @@
 """One requirement (PEP 508, names and versions only) and requirements files: parsed, never run.
 
-Refused, with the file and line: URLs and paths (``name @ https://...``, ``./pkg``,
-``-e ../x``), and every option that would point the resolver at another index or
-location (``--index-url``, ``--extra-index-url``, ``--find-links``, ``--trusted-host``).
-``-e .`` / ``.[test]`` mean the project itself and are kept as a self-reference.
+Options that name another index or location (``-i``/``--index-url``, ``--extra-index-url``,
+``-f``/``--find-links``) are never followed: each becomes a named package source
+(``sources.PackageSource``) serving the packages of that file and the files it includes, and
+``source_policy`` decides whether those may come from the user's index. A ``name @ URL``
+requirement is such a source for its one package. ``--trusted-host`` and ``--no-index`` are noted
+and ignored. Refused, with the file and line: paths (``./pkg``, ``-e ../x``), bare URLs and
+unknown options. ``-e .`` / ``.[test]`` mean the project itself and are kept as a self-reference.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 from packaging.requirements import InvalidRequirement
@@ -18,13 +22,17 @@ from pydantic import BaseModel, Field
 
 from agent.env.errors import EnvError
 from agent.env.safe_read import inside, read_text
+from agent.env.sources import PackageSource, source, url_kind
 
 MAX_INCLUDE_DEPTH = 5
 MAX_REQUIREMENTS = 2000
-# Options that name another index or location: the resolver uses codebox's index, nothing else.
-_REFUSED_OPTIONS = ("-i", "--index-url", "--extra-index-url", "-f", "--find-links", "--trusted-host", "--no-index")
-# Options that change nothing we rely on (hashes are checked against the lock's own).
-_IGNORED_OPTIONS = ("--pre", "--prefer-binary", "--only-binary", "--no-binary", "--use-feature", "--require-hashes")
+# Options that name another index or location: named as a package source, never followed.
+_SOURCE_OPTIONS = ("-i", "--index-url", "--extra-index-url", "-f", "--find-links")
+# Options that change nothing we rely on (hashes are checked against the lock's own; the index is the user's).
+_IGNORED_OPTIONS = ("--pre", "--prefer-binary", "--only-binary", "--no-binary", "--use-feature", "--require-hashes",
+                    "--trusted-host", "--no-index")
+# Short options pip also takes glued to their value (``-rrequirements.txt``, ``-e.``).
+_SHORT_WITH_VALUE = ("-r", "-c", "-e", "-i", "-f")
 _SELF = re.compile(r"^\.(?:\[([A-Za-z0-9_.,\s-]*)\])?$")
 _HASH = re.compile(r"\s--hash[=\s]\S+")
 
@@ -44,17 +52,33 @@ class SelfReference(BaseModel):
     source: str
 
 
-def parse_requirement(text: str, source: str) -> Requirement:
+def _pep508(text: str, source: str) -> Pep508:
     try:
-        req = Pep508(text)
+        return Pep508(text)
     except InvalidRequirement as exc:
         reason = str(exc).splitlines()[0]
-        raise EnvError(f"{source}: {text.strip()!r} is not a requirement: {reason} "
+        raise EnvError(f"{source}: {text.strip()[:200]!r} is not a requirement: {reason} "
                        "(paths and URLs are not allowed)", usage=True) from None
+
+
+def parse_requirement(text: str, source: str) -> Requirement:
+    """A requirement by name; EnvError (usage) for anything else, a ``name @ URL`` included."""
+    req = _pep508(text, source)
     if req.url:
         raise EnvError(f"{source}: {req.name} @ {req.url}: URL requirements are not allowed; "
                        "codebox resolves names from its package index only", usage=True)
     return Requirement(text=str(req), name=canonicalize_name(req.name), source=source)
+
+
+def parse_declared(text: str, where: str) -> tuple[Requirement, PackageSource | None]:
+    """A requirement a project declares: a ``name @ URL`` is its name, with the URL as its source."""
+    req = _pep508(text, where)
+    if not req.url:
+        return Requirement(text=str(req), name=canonicalize_name(req.name), source=where), None
+    url = req.url
+    req.url = None
+    named = source(req.name, "git" if url.startswith("git+") else "url", url, where, [req.name])
+    return Requirement(text=str(req), name=canonicalize_name(req.name), source=where), named
 
 
 def _self_reference(text: str, source: str) -> SelfReference | None:
@@ -92,8 +116,11 @@ class RequirementsFile:
         self.self_refs: list[SelfReference] = []
         self.notes: list[str] = []
         self.files: list[str] = []
+        self.sources: list[PackageSource] = []
+        self._pending: list[PackageSource] = []  # sources of the file tree being read
 
     def read(self, relative: str, depth: int = 0) -> None:
+        """Read a requirements file (and its -r includes); a missing file is an error."""
         if depth > MAX_INCLUDE_DEPTH:
             raise EnvError(f"{relative}: -r includes nested more than {MAX_INCLUDE_DEPTH} deep; refused", usage=True)
         if relative in self.files:
@@ -102,31 +129,61 @@ class RequirementsFile:
         if text is None:
             raise EnvError(f"{relative}: no such requirements file", usage=True)
         self.files.append(relative)
-        for number, line in _logical_lines(text):
-            self._line(relative, number, line, depth)
-            if len(self.requirements) > MAX_REQUIREMENTS:
-                raise EnvError(f"{relative}: more than {MAX_REQUIREMENTS} requirements; refused", usage=True)
+        lines = [(f"{relative}:{number}", line) for number, line in _logical_lines(text)]
+        self._tree(lambda: self._lines(lines, str(Path(relative).parent), depth), depth)
 
-    def _line(self, relative: str, number: int, line: str, depth: int) -> None:
-        where = f"{relative}:{number}"
+    def read_lines(self, lines: list[tuple[str, str]], base: str = ".",
+                   sources: list[PackageSource] | None = None) -> None:
+        """Lines of a requirements block kept elsewhere (tox's deps), each with its own ``where``;
+        ``-r`` paths are relative to ``base`` (a folder of the repo). ``sources`` (named outside the
+        lines, like tox's setenv) serve the packages of the block, as its own options would."""
+        self._tree(lambda: self._lines(lines, base, 0), 0, sources or [])
+
+    def _tree(self, read: Callable[[], None], depth: int, sources: list[PackageSource] | None = None) -> None:
+        """Run ``read``; at the top of a file tree, its sources serve every package the tree declared."""
+        if depth > 0:
+            read()
+            return
+        start, self._pending = len(self.requirements), list(sources or [])
+        read()
+        names = sorted({r.name for r in self.requirements[start:]})
+        for found in self._pending:
+            self.sources.append(found.model_copy(update={"packages": names}))
+        self._pending = []
+
+    def _lines(self, lines: list[tuple[str, str]], base: str, depth: int) -> None:
+        for where, line in lines:
+            self._line(where, line, base, depth)
+            if len(self.requirements) > MAX_REQUIREMENTS:
+                raise EnvError(f"{where}: more than {MAX_REQUIREMENTS} requirements; refused", usage=True)
+
+    def _line(self, where: str, line: str, base: str, depth: int) -> None:
         if line.startswith("-"):
-            self._option(relative, where, line, depth)
+            self._option(where, line, base, depth)
             return
         line = _HASH.sub("", " " + line).strip()
         ref = _self_reference(line, where)
         if ref is not None:
             self.self_refs.append(ref)
-        else:
-            self.requirements.append(parse_requirement(line, where))
+            return
+        requirement, url_source = parse_declared(line, where)
+        self.requirements.append(requirement)
+        if url_source is not None:
+            self.sources.append(url_source)
 
-    def _option(self, relative: str, where: str, line: str, depth: int) -> None:
+    def _option(self, where: str, line: str, base: str, depth: int) -> None:
         name, _, value = line.replace("=", " ", 1).partition(" ")
+        if name[:2] in _SHORT_WITH_VALUE and len(name) > 2 and not name.startswith("--"):
+            name, value = name[:2], name[2:] + " " + value  # -rfile.txt, -e.
         value = value.strip()
-        if name in _REFUSED_OPTIONS:
-            raise EnvError(f"{where}: {name} is not allowed: codebox resolves from its configured index only",
-                           usage=True)
+        if not value and name in (*_SOURCE_OPTIONS, "-r", "--requirement", "-c", "--constraint", "-e", "--editable"):
+            raise EnvError(f"{where}: {name} needs a value", usage=True)
+        if name in _SOURCE_OPTIONS:
+            kind = "find-links" if name in ("-f", "--find-links") and url_kind(value) == "index" else url_kind(value)
+            self._pending.append(source(name, kind, value, where))
+            return
         if name in ("-r", "--requirement", "-c", "--constraint"):
-            included = str(inside(self.repo, str(Path(relative).parent / value)).relative_to(self.repo.resolve()))
+            included = str(inside(self.repo, str(Path(base) / value)).relative_to(self.repo.resolve()))
             if name in ("-c", "--constraint"):
                 self.notes.append(f"{where}: constraints file {value} not applied")
                 return

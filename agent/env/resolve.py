@@ -24,6 +24,8 @@ from agent.env.errors import EnvError
 from agent.env.reqlines import Requirement
 
 RESOLVE_TIMEOUT_S = 300.0
+# The variables by which a user names indexes to uv (which reads them from the environment we pass on).
+USER_INDEX_VARIABLES = ("UV_INDEX_URL", "UV_DEFAULT_INDEX", "UV_EXTRA_INDEX_URL", "UV_INDEX")
 
 
 class Target(BaseModel):
@@ -51,6 +53,20 @@ class IndexConfig(BaseModel):
         for folder in self.find_links:
             args += ["--find-links", folder]
         return args
+
+    @staticmethod
+    def user_indexes() -> dict[str, str]:
+        """The index URLs the user gave uv in the environment (uv reads them itself), by variable.
+
+        A repository's private index counts as configured by the user when it is one of these.
+        """
+        found: dict[str, str] = {}
+        for variable in USER_INDEX_VARIABLES:
+            for index, value in enumerate(os.environ.get(variable, "").split()):
+                url = value.partition("=")[2] if variable == "UV_INDEX" and "=" in value.split("://")[0] else value
+                if url:
+                    found[url] = variable if index == 0 else f"{variable} (entry {index + 1})"
+        return found
 
 
 class Pin(BaseModel):

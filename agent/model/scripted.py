@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agent.model.arguments import parse_arguments
 from agent.model.base import EmitFn, ModelError
@@ -84,6 +84,12 @@ class ScriptedModel:
             script = Script.model_validate_json(path.read_text(encoding="utf-8"))
         except OSError as exc:
             raise ModelError(f"cannot read the script {path}: {exc}") from exc
+        except ValidationError as exc:
+            first = exc.errors(include_url=False)[0]
+            where = ".".join(str(part) for part in first["loc"])
+            said = f"{where}: {first['msg']}" if where else str(first["msg"])
+            more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+            raise ModelError(f"the script {path} is not a valid codebox script: {said}{more}") from None
         except ValueError as exc:
             raise ModelError(f"the script {path} is not a valid codebox script: {exc}") from exc
         return cls(script.turns, name=f"scripted:{path.name}")

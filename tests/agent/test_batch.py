@@ -177,29 +177,38 @@ def test_cli_batch_refuses_a_bad_task_file(tmp_path: Path, capsys: pytest.Captur
     assert "line 1" in err and "line 2" in err and "nothing was run" in err
 
 
-def test_cli_run_with_a_missing_repo_still_writes_a_report(tmp_path: Path) -> None:
+def test_cli_run_with_a_missing_repo_is_a_usage_error_with_no_task_block(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     script = tmp_path / "s.json"
     script.write_text(json.dumps({"turns": [{"message": "hi"}]}))
     report_path = tmp_path / "report.json"
-    code = main(["run", "--repo", str(tmp_path / "nope"), "--model", f"scripted:{script}", "--quiet",
+    code = main(["run", "--repo", str(tmp_path / "nope"), "--model", f"scripted:{script}",
                  "--report", str(report_path), "goal"])
-    assert code == 1
-    report = json.loads(report_path.read_text())
-    assert report["stop_reason"] == "invalid_task" and "not a directory" in report["error"]
+    out, err = capsys.readouterr()
+    assert code == 2 and out == "" and err == f"codebox: --repo {tmp_path / 'nope'}: no such folder\n"
+    assert not report_path.exists()  # nothing ran: no report, as for every usage error
 
 
-def test_cli_run_with_no_model_is_a_model_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cli_run_with_no_model_is_a_usage_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.delenv("CODEBOX_MODEL", raising=False)
     report_path = tmp_path / "r.json"
-    assert main(["run", "--repo", str(tmp_path), "--quiet", "--report", str(report_path), "goal"]) == 1
-    assert json.loads(report_path.read_text())["stop_reason"] == "model_error"
+    assert main(["run", "--repo", str(tmp_path), "--report", str(report_path), "goal"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and "no model given" in err
+    assert not report_path.exists()
 
 
-def test_cli_ask_policy_needs_a_terminal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cli_ask_policy_needs_a_terminal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, script: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     import agent.commands.run as run_command
 
     monkeypatch.setattr(run_command, "_has_terminal", lambda: False)
-    assert main(["run", "--repo", str(tmp_path), "--policy", "ask", "--model", "scripted:x", "g"]) == 2
+    assert main(["run", "--repo", str(tmp_path), "--policy", "ask", "--model", script, "g"]) == 2
+    assert "--policy ask needs a terminal" in capsys.readouterr().err
 
 
 def test_a_task_whose_folder_cannot_be_written_still_gets_a_report(
@@ -224,8 +233,8 @@ def test_task_limits_above_the_defaults_are_honoured_in_batch(tmp_path: Path) ->
     assert args.max_steps is None and args.timeout is None  # the task's own values apply
 
 
-def test_cli_run_usage_errors_are_clear(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    base = ["run", "--repo", str(tmp_path), "--model", "scripted:x", "--quiet"]
+def test_cli_run_usage_errors_are_clear(tmp_path: Path, capsys: pytest.CaptureFixture[str], script: str) -> None:
+    base = ["run", "--repo", str(tmp_path), "--model", script, "--quiet"]
     assert main([*base, "--test-cmd", "pytest 'unbalanced", "g"]) == 2
     assert "No closing quotation" in capsys.readouterr().err
     assert main([*base, "--max-steps", "0", "g"]) == 2

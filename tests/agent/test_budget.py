@@ -218,7 +218,9 @@ def test_cli_batch_budget_line_and_cost_flags(
 
 
 def test_cli_cost_limits_need_prices(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    base = ["run", "--repo", str(tmp_path), "--model", "scripted:x", "--quiet"]
+    script = tmp_path / "script.json"
+    script.write_text('{"turns": [{"message": "done"}]}')
+    base = ["run", "--repo", str(tmp_path), "--model", f"scripted:{script}", "--quiet"]
     assert main([*base, "--max-cost", "1", "g"]) == 2
     assert "needs the prices" in capsys.readouterr().err
     assert main([*base, "--max-total-tokens", "0", "g"]) == 2

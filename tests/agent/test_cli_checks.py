@@ -44,10 +44,11 @@ MISTAKES = [
 def test_each_mistake_is_one_line_before_anything_runs(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], flags: list[str], message: str
 ) -> None:
-    # scripted:missing would be a model error (exit 1) if the model were built: exit 2 shows
-    # the check came first; no container is started either (no Docker needed for these).
+    # A script that would run: exit 2 shows the check came before the run.
+    script = tmp_path / "script.json"
+    script.write_text('{"turns": [{"message": "done"}]}')
     flags = [flag.format(repo=tmp_path) for flag in flags]
-    code = main(["run", "--repo", str(tmp_path), "--model", "scripted:missing", *flags, "goal"])
+    code = main(["run", "--repo", str(tmp_path), "--model", f"scripted:{script}", *flags, "goal"])
     err = capsys.readouterr().err
     assert code == 2
     assert err == f"codebox: {message.format(repo=tmp_path)}\n"

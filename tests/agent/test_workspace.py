@@ -214,3 +214,32 @@ def test_a_repo_s_own_git_config_runs_nothing_when_a_workspace_is_made(tmp_path:
     finally:
         ws.remove()
     assert not marker.exists()
+
+
+@pytest.mark.parametrize("kind", ["git", "folder"])
+def test_a_read_only_source_gives_a_workspace_its_owner_may_write(tmp_path: Path, kind: str) -> None:
+    """`chmod -R a-w` on the source: the copy is still the task's to patch (the sandbox drops
+    CAP_DAC_OVERRIDE, so even root needs the owner bits), and the source stays as it was."""
+    import stat
+
+    source = make_repo(tmp_path / "repo") if kind == "git" else tmp_path / "folder"
+    if kind == "folder":
+        (source / "pkg").mkdir(parents=True)
+        (source / "pkg" / "mod.py").write_text("x = 1\n")
+    (source / "pkg" / "new.py").write_text("y = 2\n")  # an untracked file too
+    made = [p for p in [source, *source.rglob("*")] if ".git" not in p.parts]
+    for p in made:
+        p.chmod(0o555 if p.is_dir() else 0o444)
+    try:
+        ws = create_workspace(source)
+        try:
+            for rel in ("", "pkg", "pkg/new.py", "pkg/mod.py"):
+                mode = stat.S_IMODE((ws.path / rel).stat().st_mode)
+                wanted = 0o755 if (ws.path / rel).is_dir() else 0o644
+                assert mode == wanted, (rel, oct(mode))  # the owner may write; the others' bits kept
+        finally:
+            ws.remove()
+        assert all(stat.S_IMODE(p.stat().st_mode) & 0o222 == 0 for p in made)  # the source untouched
+    finally:
+        for p in made:
+            p.chmod(0o755 if p.is_dir() else 0o644)

@@ -5,6 +5,7 @@ last test, failing tests, final message, error), the batch lines and table, usag
 from __future__ import annotations
 
 import io
+from pathlib import Path
 
 import pytest
 
@@ -85,10 +86,16 @@ def test_the_batch_lines_and_table_are_escaped() -> None:
     assert "it broke: \\x1b]52" in table_text([report])
 
 
-def test_a_usage_error_is_escaped(capsys: pytest.CaptureFixture[str], tmp_path: object) -> None:
+def test_a_usage_error_is_escaped(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     from agent.cli import main
 
-    assert main(["run", "--repo", ".", "--model", "scripted:x", "--base-url", "x" + OSC52, "g"]) == 2
+    script = tmp_path / "script.json"
+    script.write_text('{"turns": []}')
+    assert main(["run", "--repo", ".", "--model", f"scripted:{script}", "--base-url", "x" + OSC52, "g"]) == 2
+    err = capsys.readouterr().err
+    no_control(err)
+    assert "\\u001b]52" in err or "\\x1b]52" in err
+    assert main(["run", "--repo", "nowhere" + OSC52, "--model", f"scripted:{script}", "g"]) == 2
     err = capsys.readouterr().err
     no_control(err)
     assert "\\u001b]52" in err or "\\x1b]52" in err

@@ -51,10 +51,11 @@ def test_poetry_constraints(spec: str, pep440: str) -> None:
     assert constraint(spec, "x") == pep440
 
 
-def test_poetry_git_sources_are_refused(tmp_path: Path) -> None:
+def test_a_poetry_git_dependency_is_kept_by_name_with_its_source_named(tmp_path: Path) -> None:
     write(tmp_path, {"pyproject.toml": '[tool.poetry.dependencies]\nx = {git = "https://10.0.0.1/x.git"}\n'})
-    with pytest.raises(EnvError, match="git source"):
-        read_declared(tmp_path)
+    declared = read_declared(tmp_path, runner=None)
+    assert [r.text for r in declared.requirements] == ["x"]
+    assert [(s.kind, s.location, s.packages) for s in declared.sources] == [("git", "https://10.0.0.1/x.git", ["x"])]
 
 
 def test_console_scripts_are_made_for_plain_targets_only(tmp_path: Path) -> None:
@@ -147,19 +148,11 @@ def test_a_repo_that_declares_nothing_needs_no_environment() -> None:
     ("files", "message"),
     [
         ({"requirements.txt": "-e ../../x\n"}, r"requirements.txt:1: editable install of '../../x' is not allowed"),
-        ({"requirements.txt": "--index-url https://evil.example/simple\nalpha\n"},
-         r"requirements.txt:1: --index-url is not allowed"),
-        ({"requirements.txt": "--extra-index-url=http://10.0.0.1/\n"}, r"--extra-index-url is not allowed"),
-        ({"requirements.txt": "-f http://10.0.0.1/wheels\n"}, r"-f is not allowed"),
-        ({"requirements.txt": "alpha @ https://10.0.0.1/alpha.whl\n"}, r"URL requirements are not allowed"),
         ({"requirements.txt": "https://10.0.0.1/alpha.whl\n"}, r"is not a requirement"),
         ({"requirements.txt": "../other/pkg\n"}, r"is not a requirement"),
         ({"requirements.txt": "-r ../../../etc/passwd\n"}, r"leaves the repository"),
-        ({"pyproject.toml": '[project]\nname = "x"\ndependencies = ["a @ file:///etc"]\n'},
-         r"pyproject.toml \[project\] dependencies: a @ file:///etc: URL requirements"),
         ({"pyproject.toml": "x = " + "[" * 200 + "]" * 200 + "\n"}, r"pyproject.toml: nested"),
         ({"pyproject.toml": "[project\n"}, r"pyproject.toml: not valid TOML"),
-        ({"setup.cfg": "[options]\ninstall_requires = file: reqs.txt\n"}, r"'file:'/'attr:' values are not read"),
         ({"setup.py": "x = " + "(" * 5000 + ")" * 5000}, r"setup.py: (nested too deeply|not valid Python)"),
     ],
 )
