@@ -1,0 +1,34 @@
+"""The test run's command and what a failed start says: the first lines of the real error."""
+
+from __future__ import annotations
+
+from agent.eval.pytest_run import BOOT_VARIABLE, SUMMARY, failure_cause, pytest_argv, run_environment
+
+CONFTEST_IMPORT = """$ python3 -c ...
+exit code 4 (failed) after 0.31 s
+--- stderr (412 bytes) ---
+ImportError while loading conftest '/repo/tests/conftest.py'.
+tests/conftest.py:3: in <module>
+    import freezegun
+E   ModuleNotFoundError: No module named 'freezegun'"""
+MINVERSION = """$ python3 -c ...
+exit code 1 (failed) after 0.2 s
+--- stderr (90 bytes) ---
+ERROR: /repo/pyproject.toml: 'minversion' requires pytest-9.0, actual pytest-7.2.1'"""
+
+
+def test_the_first_lines_of_the_real_error() -> None:
+    cause = failure_cause(CONFTEST_IMPORT)
+    assert cause.startswith("ImportError while loading conftest") and "No module named 'freezegun'" in cause
+    assert failure_cause(MINVERSION) == MINVERSION.splitlines()[-1]
+    assert failure_cause("$ x\nexit code 3 (failed) after 1 s\n--- stdout (5 bytes) ---\nhello") == "hello"
+    assert failure_cause("") == "no output"
+
+
+def test_the_command_and_its_environment() -> None:
+    argv = pytest_argv(["tests/test_a.py"])
+    assert argv[:2] == ["python3", "-c"] and BOOT_VARIABLE in argv[2] and argv[-1] == "tests/test_a.py"
+    assert SUMMARY in argv and "--color=no" in argv
+    assert run_environment("/repo/src", False)["PYTHONPATH"] == "/repo/src"
+    assert "PYTHONPATH" not in run_environment(None, False)
+    assert run_environment(None, True)["PATH"].startswith("/opt/miniconda3/envs/testbed/bin:")
