@@ -22,14 +22,13 @@ from agent.budget import Prices
 from agent.cancel import CancelToken
 from agent.eval.job import EvalEvidence, EvalJob, outcome_report
 from agent.events import EventSink
-from agent.loop import Limits
 from agent.protocol import AgentEvent, EnvInfo, Report, TaskSpec
-from agent.runner import failed_report, run_task_isolated
 from agent.sandboxes.config import SandboxConfig
 from agent.workspace import Workspace
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the agent's loop and runner load only for agent jobs: an eval never imports them
     from agent.containers.pool import WarmPool
+    from agent.loop import Limits
 
 
 class JobLimits(BaseModel):
@@ -43,6 +42,8 @@ class JobLimits(BaseModel):
     """Prices per million tokens: the report's cost, and what max_cost is counted in."""
 
     def to_limits(self) -> Limits:
+        from agent.loop import Limits
+
         return Limits(
             max_steps=self.max_steps if self.max_steps is not None else 10**9,
             timeout_s=self.timeout_s if self.timeout_s is not None else float("inf"),
@@ -168,6 +169,8 @@ def execute_job(
     """
     if job.evaluation is not None:
         return _execute_eval(job, job.evaluation, source, cancel, prepared)
+    from agent.runner import failed_report, run_task_isolated
+
     task, lines = job.task, _LineSink(sink)
     patch, kept = "", None
     ahead: dict[str, Any] = {}

@@ -12,9 +12,7 @@ from pathlib import Path
 from agent.cancel import CancelToken
 from agent.containers.pool import PlannedTask, WarmPool
 from agent.engines.base import AdmitFn, OutcomeFn, PreparedJob, StartFn, TaskJob, TaskOutcome, execute_job
-from agent.env.choose import choose_env
 from agent.events import EventSink
-from agent.runner import env_progress, failed_report, task_sandbox_config
 from agent.workspace import create_workspace
 
 _log = logging.getLogger("codebox.batch")
@@ -82,6 +80,8 @@ class LocalEngine:
             sink = self.live_sink(job) if self.live_sink else None
             return execute_job(job, Path(job.task.repo), cancel, sink, prepared)
         except Exception as exc:  # execute_job returns outcomes; this is a sink that failed
+            from agent.runner import failed_report
+
             if prepared is not None and not job.keep_workspace:
                 prepared.workspace.remove()  # execute_job may never have been given it
             report = failed_report(job.task, job.model, "internal_error", f"{type(exc).__name__}: {exc}", _NullSink())
@@ -146,6 +146,9 @@ class _Ahead:
         except Exception as exc:  # WorkspaceError, OSError: the job tries again and reports it
             _log.info("task %s: no workspace ahead of time (%s)", task.id, exc)
             return None
+        from agent.env.choose import choose_env
+        from agent.runner import env_progress, task_sandbox_config
+
         try:  # as run_task does it: the task's image, then its environment on the workspace
             repo = workspace.path.resolve()
             config = task_sandbox_config(task, job.sandbox)

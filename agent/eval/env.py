@@ -10,6 +10,7 @@ the tests are done (wait_closed() before the process ends).
 from __future__ import annotations
 
 import contextlib
+import sys
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -18,7 +19,6 @@ from agent.cancel import CancelToken
 from agent.containers.sandbox import Sandbox
 from agent.env.choose import choose_env
 from agent.protocol import EnvInfo, TaskSpec
-from agent.runner import env_progress
 from agent.sandboxes.config import SandboxConfig
 from agent.workspace import Workspace
 
@@ -33,6 +33,11 @@ _closing_lock = threading.Lock()
 def choose(task: TaskSpec, repo: Path, base_image: str, cancel: CancelToken) -> EnvInfo | None:
     """The instance's environment (EnvError, EnvCancelled); None for ``env: none``."""
     return choose_env(task.env, repo, base_image, env_progress, cancel)
+
+
+def env_progress(line: str) -> None:
+    """An environment build's progress line (stderr, as batch's)."""
+    print(f"codebox: env: {line}", file=sys.stderr, flush=True)
 
 
 def open_sandbox(repo: Path, config: SandboxConfig, task_id: str, warm: WarmPool | None) -> Sandbox:

@@ -26,7 +26,6 @@ from agent.eval.job import ApplyRecord, EvalEvidence, EvalJob
 from agent.eval.junit import node_file
 from agent.eval.pytest_run import JUNIT_PATH, failure_cause, pytest_argv, run_environment, shown_command
 from agent.protocol import EnvInfo, TaskSpec
-from agent.runner import task_sandbox_config
 from agent.sandboxes.config import SandboxConfig
 from agent.workspace import Workspace, WorkspaceError, create_workspace, git
 
@@ -107,7 +106,7 @@ class _Run:
                 evidence.fail("workspace", f"no workspace: {exc}")
                 return
         repo = self.workspace.path.resolve()
-        config = task_sandbox_config(task, config)
+        config = config.replace(image=task.image) if task.image else config  # a task's image wins (as batch's)
         with self.step("env"):
             try:
                 if not env_chosen:
