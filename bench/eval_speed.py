@@ -89,7 +89,8 @@ def _project(name: str, folder: Path, repo: Path, base: str, gold: str, f2p: lis
               "test_patch": "", "FAIL_TO_PASS": tests, "PASS_TO_PASS": []} for n, tests in enumerate(f2p)]
     dataset = folder / f"{name}.jsonl"
     dataset.write_text("".join(json.dumps(line) + "\n" for line in lines))
-    project = Project(name, dataset, folder / "repos", [str(line["instance_id"]) for line in lines], import_root=root)
+    project = Project(name, dataset, folder / "repos", [str(line["instance_id"]) for line in lines],
+                      import_root=root)
     for line in lines:
         checkout = folder / "host" / str(line["instance_id"])
         subprocess.run(["git", "clone", "-q", str(repo), str(checkout)], check=True)
@@ -99,12 +100,18 @@ def _project(name: str, folder: Path, repo: Path, base: str, gold: str, f2p: lis
     return project
 
 
-def real_project(folder: Path, dataset: Path, repos: Path) -> Project:
-    """Real instances: the host checkout is base + gold patch + test patch."""
+def real_projects(folder: Path, dataset: Path, repos: Path) -> list[Project]:
+    """Real instances, one project per repository: the host checkout is base + gold patch + test patch."""
     rows = [json.loads(line) for line in dataset.read_text().splitlines() if line.strip()]
-    project = Project("real", dataset, repos, [r["instance_id"] for r in rows])
+    projects: dict[str, Project] = {}
     for row in rows:
-        src = next(p for p in (repos / row["repo"], repos / row["repo"].replace("/", "__")) if p.exists())
+        name = row["repo"].replace("/", "__")
+        part = folder / f"{name}.jsonl"
+        with part.open("a") as f:
+            f.write(json.dumps(row) + "\n")
+        project = projects.setdefault(name, Project(name, part, repos, []))
+        project.ids.append(row["instance_id"])
+        src = next(p for p in (repos / row["repo"], repos / name) if p.exists())
         checkout = folder / "host" / row["instance_id"]
         subprocess.run(["git", "clone", "-q", "--shared", str(src), str(checkout)], check=True)
         subprocess.run(["git", "checkout", "-q", row["base_commit"]], cwd=checkout, check=True)
@@ -115,7 +122,7 @@ def real_project(folder: Path, dataset: Path, repos: Path) -> Project:
         project.files[row["instance_id"]] = sorted({t.split("::")[0] for t in tests})
         project.checkouts[row["instance_id"]] = checkout
         project.import_root = "src" if (checkout / "src").is_dir() else "."
-    return project
+    return list(projects.values())
 
 
 def _tests(value: str | list[str]) -> list[str]:
@@ -196,7 +203,7 @@ def main() -> None:
     try:
         projects = [build_flat(folder, args.instances), build_src(folder, args.instances)]
         if args.dataset and args.repos:
-            projects.append(real_project(folder, args.dataset.resolve(), args.repos.resolve()))
+            projects += real_projects(folder, args.dataset.resolve(), args.repos.resolve())
         for project in projects:  # warm-up: environments built, host venvs made, caches filled on both sides
             run_eval(project, project.ids, folder / "warm")
             host_venv(project, folder, folder / "warm")
