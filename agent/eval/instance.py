@@ -24,7 +24,14 @@ from agent.eval.apply import apply_patch, reset_to_base
 from agent.eval.integrity import flagged_paths
 from agent.eval.job import ApplyRecord, EvalEvidence, EvalJob
 from agent.eval.junit import node_file
-from agent.eval.pytest_run import JUNIT_PATH, failure_cause, pytest_argv, run_environment, shown_command
+from agent.eval.pytest_run import (
+    BUNDLE_PATH,
+    failure_cause,
+    pytest_argv,
+    read_bundle,
+    run_environment,
+    shown_command,
+)
 from agent.protocol import EnvInfo, TaskSpec
 from agent.sandboxes.config import SandboxConfig
 from agent.workspace import Workspace, WorkspaceError, create_workspace, git
@@ -160,7 +167,7 @@ class _Run:
             return
         root = None if envs.installs_the_repo(env) and not self.job.dataset_image else envs.import_root(repo)
         request: dict[str, object] = {
-            "argv": pytest_argv(evidence.test_files), "timeout_s": self.job.timeout_s, "report_file": JUNIT_PATH,
+            "argv": pytest_argv(evidence.test_files), "timeout_s": self.job.timeout_s, "report_file": BUNDLE_PATH,
             "env": run_environment(root, self.job.dataset_image),
         }
         if task.test_in_copy:
@@ -170,19 +177,26 @@ class _Run:
         except CodeboxError as exc:  # SandboxError: no container could start
             evidence.fail("sandbox", f"the sandbox failed: {exc}")
             return
-        evidence.log, evidence.run_outcome = reply.output, reply.outcome
-        code = reply.data.get("exit_code")
-        evidence.exit_code = code if isinstance(code, int) else None
-        if reply.outcome == "timeout":
+        self._read_run(reply.output, reply.outcome, reply.error, reply.data)
+
+    def _read_run(self, output: str, outcome: str, error: str | None, data: dict[str, object]) -> None:
+        """The bundle when the run wrote one (the whole log); else what run_test kept of its output."""
+        evidence = self.evidence
+        evidence.run_outcome = outcome
+        text = data.get("report_file_text")
+        bundle = read_bundle(text) if isinstance(text, str) else None
+        code = data.get("exit_code")
+        evidence.exit_code = bundle.exit_code if bundle else code if isinstance(code, int) else None
+        evidence.log = bundle.log if bundle else output
+        if outcome == "timeout":
             evidence.fail("timeout", f"the tests timed out after {self.job.timeout_s:g} s")
-        elif reply.outcome in ("oom", "container_died", "sandbox_error"):
-            evidence.fail("sandbox", f"the test run did not finish ({reply.outcome}): {reply.error or ''}".rstrip(": "))
-        text = reply.data.get("report_file_text")
-        if isinstance(text, str):
-            evidence.junit_xml = text
+        elif outcome in ("oom", "container_died", "sandbox_error"):
+            evidence.fail("sandbox", f"the test run did not finish ({outcome}): {error or ''}".rstrip(": "))
+        if bundle is not None and bundle.junit is not None:
+            evidence.junit_xml = bundle.junit
         elif evidence.error is None:
-            why = reply.data.get("report_file_error") or reply.error or "no report"
-            evidence.no_report = f"pytest wrote no report ({why}): {failure_cause(reply.output)}"
+            why = f"exit {evidence.exit_code}" if bundle else (data.get("report_file_error") or error or "no report")
+            evidence.no_report = f"pytest wrote no report ({why}): {failure_cause(evidence.log)}"
 
 
 def _test_files(names: list[str]) -> list[str]:

@@ -1,50 +1,50 @@
-"""The test run of one instance: the pytest command in the sandbox, and what a failed start says.
+"""The test run of one instance: the pytest command in the sandbox, its bundle back, what a failed start says.
 
-pytest starts through a few lines of Python (BOOTSTRAP, passed in the environment so the
-command line stays short) that add one plugin: it marks an XPASS in the JUnit report (JUnit
-shows a non-strict xfail that passed as passed; SWE-bench's parser does not count it as passed)
-and, on pytest < 8.3 (no --no-fold-skipped), writes each skipped test's own -rA line
-(``SKIPPED node - reason``), so SWE-bench's parser reads every skip by its node id. The log
-carries -rA's short test summary, with no colour: ``-rpsxXEf`` is -rA's summary in -rA's order
-without its PASSES section (every passed test's captured output), which pytest builds in
-quadratic time (five of the six minutes of packaging's 7,638 tests).
+The program is boot_pytest.py (sent in the environment, so the command line stays short): pytest
+with codebox's plugin, its terminal output teed into a log, and the exit status, the JUnit XML and
+the whole log back in one compressed bundle (run_test's report_file). The log carries -rA's short
+test summary, with no colour: ``-rpsxXEf`` is -rA's summary in -rA's order without its PASSES
+section (every passed test's captured output), which pytest builds in quadratic time (five of the
+six minutes of packaging's 7,638 tests).
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
+import gzip
+import json
 import re
+from dataclasses import dataclass
+from pathlib import Path
 
 JUNIT_PATH = "/tmp/codebox-eval-junit.xml"  # the repo is read-only in the sandbox: /tmp is the tmpfs
+BUNDLE_PATH = "/tmp/codebox-eval-bundle.txt"
+LOG_PATH = "/tmp/codebox-eval-log.txt"
+BUNDLE_LIMIT = 2_000_000  # under run_test's report_file limit (2 MiB): ~1.5 MB gzip, tens of MB of log
 BOOT_VARIABLE = "CODEBOX_EVAL_BOOT"
 SUMMARY = "-rpsxXEf"  # -rA's short test summary (passed, skipped, xfail, xpass, error, failed), no PASSES section
-BOOTSTRAP = """\
-import re, sys
-import pytest
+BOOT_SOURCE = (Path(__file__).with_name("boot_pytest.py")).read_text(encoding="utf-8")
 
-class CodeboxEvalOutcomes:
-    def __init__(self, unfold):
-        self.unfold, self.xpassed, self.skipped = unfold, set(), []
 
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_runtest_logreport(self, report):
-        if report.when == "call" and report.passed and hasattr(report, "wasxfail"):
-            self.xpassed.add(report.nodeid)
-        if report.when == "teardown" and report.nodeid in self.xpassed:
-            report.user_properties.append(("codebox.outcome", "xpassed"))
-        if self.unfold and report.skipped and not hasattr(report, "wasxfail"):
-            reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
-            self.skipped.append((report.nodeid, reason))
+@dataclass
+class Bundle:
+    """What the run brought back: pytest's exit status, its JUnit XML (None: not written), the log."""
 
-    def pytest_terminal_summary(self, terminalreporter):
-        for nodeid, reason in self.skipped:
-            terminalreporter.write_line("SKIPPED %s - %s" % (nodeid, reason))
+    exit_code: int
+    junit: str | None
+    log: str
 
-version = tuple(int(part) for part in re.findall(r"\\d+", pytest.__version__)[:2])
-args = sys.argv[1:]
-if version >= (8, 3):
-    args.insert(0, "--no-fold-skipped")
-sys.exit(pytest.main(args, plugins=[CodeboxEvalOutcomes(version < (8, 3))]))
-"""
+
+def read_bundle(text: str) -> Bundle | None:
+    """The bundle, or None when it is not one (a run killed before it wrote it)."""
+    try:
+        data = json.loads(gzip.decompress(base64.b64decode(text.strip(), validate=True)))
+        return Bundle(int(data["exit"]), data.get("junit"), str(data.get("log") or ""))
+    except (binascii.Error, OSError, EOFError, ValueError, KeyError, TypeError):
+        return None
+
+
 # Testbed's conda env of a SWE-bench instance image (harmless where it does not exist).
 SWE_BENCH_PATH = "/opt/miniconda3/envs/testbed/bin:/opt/miniconda3/bin"
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -52,7 +52,7 @@ DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 def pytest_argv(files: list[str]) -> list[str]:
     """The command run in the sandbox (from /repo): pytest on the named tests' files."""
-    return ["python3", "-c", f"import os; exec(os.environ[{BOOT_VARIABLE!r}])",
+    return ["python3", "-c", f"import os; exec(compile(os.environ[{BOOT_VARIABLE!r}], 'codebox-eval', 'exec'))",
             SUMMARY, "--color=no", "-p", "no:cacheprovider", "-o", "junit_family=xunit1", f"--junitxml={JUNIT_PATH}",
             *files]
 
@@ -64,10 +64,11 @@ def shown_command(files: list[str]) -> list[str]:
 
 
 def run_environment(import_root: str | None, dataset_image: bool) -> dict[str, str]:
-    """Variables of the test run: the bootstrap; the repo first on sys.path where no environment installs
+    """Variables of the test run: the program and its paths; the repo first on sys.path where no environment installs
     it (``import_root``: "/repo" or "/repo/src"), so an image's own copy of a package (Debian's
     packaging under pytest) never shadows the repository under test; a SWE-bench image's testbed first."""
-    env = {BOOT_VARIABLE: BOOTSTRAP}
+    env = {BOOT_VARIABLE: BOOT_SOURCE, "CODEBOX_EVAL_BUNDLE": BUNDLE_PATH, "CODEBOX_EVAL_JUNIT": JUNIT_PATH,
+           "CODEBOX_EVAL_LOG": LOG_PATH, "CODEBOX_EVAL_BUNDLE_LIMIT": str(BUNDLE_LIMIT)}
     if import_root:
         env["PYTHONPATH"] = import_root
     if dataset_image:

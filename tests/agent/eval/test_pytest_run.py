@@ -2,7 +2,20 @@
 
 from __future__ import annotations
 
-from agent.eval.pytest_run import BOOT_VARIABLE, SUMMARY, failure_cause, pytest_argv, run_environment
+from pathlib import Path
+
+import pytest
+
+from agent.eval import boot_pytest
+from agent.eval.pytest_run import (
+    BOOT_SOURCE,
+    BOOT_VARIABLE,
+    SUMMARY,
+    failure_cause,
+    pytest_argv,
+    read_bundle,
+    run_environment,
+)
 
 CONFTEST_IMPORT = """$ python3 -c ...
 exit code 4 (failed) after 0.31 s
@@ -30,5 +43,24 @@ def test_the_command_and_its_environment() -> None:
     assert argv[:2] == ["python3", "-c"] and BOOT_VARIABLE in argv[2] and argv[-1] == "tests/test_a.py"
     assert SUMMARY in argv and "--color=no" in argv
     assert run_environment("/repo/src", False)["PYTHONPATH"] == "/repo/src"
+    assert run_environment(None, False)[BOOT_VARIABLE] == BOOT_SOURCE
     assert "PYTHONPATH" not in run_environment(None, False)
     assert run_environment(None, True)["PATH"].startswith("/opt/miniconda3/envs/testbed/bin:")
+
+
+def test_the_bundle_brings_the_report_and_the_whole_log_back_and_keeps_the_summary_when_cut(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name, path in (("BUNDLE", "b.txt"), ("JUNIT", "j.xml"), ("LOG", "l.txt")):
+        monkeypatch.setattr(boot_pytest, name, str(tmp_path / path))
+    (tmp_path / "j.xml").write_text("<testsuites/>")
+    (tmp_path / "l.txt").write_text("header\n" + "".join(f"PASSED t.py::test_{n}\n" for n in range(20000)) + "1 passed")
+    boot_pytest.write_bundle(0)
+    bundle = read_bundle((tmp_path / "b.txt").read_text())
+    assert bundle is not None and bundle.exit_code == 0 and bundle.junit == "<testsuites/>"
+    assert bundle.log == (tmp_path / "l.txt").read_text()
+    monkeypatch.setattr(boot_pytest, "LIMIT", 20_000)  # over the limit: the head and the tail stay
+    boot_pytest.write_bundle(1)
+    cut = read_bundle((tmp_path / "b.txt").read_text())
+    assert cut is not None and len((tmp_path / "b.txt").read_bytes()) <= 20_000
+    assert cut.log.startswith("header\n") and cut.log.endswith("1 passed") and "characters cut] ..." in cut.log
+    assert read_bundle("not base64 at all") is None
