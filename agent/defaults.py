@@ -32,8 +32,8 @@ DEFAULT_TOOL_TIMEOUT_S: Final = 60.0  # a tool call's timeout when the model giv
 # Batch tasks at once.
 DEFAULT_JOBS: Final = 2
 
-# `codebox eval`: one instance's test run, and the log it keeps (bytes per stream, head + tail:
-# pytest's -rA summary at the end is always kept; two streams and the JUnit report fit in one reply).
+# `codebox eval`: one instance's test run; and what run_test keeps of its output (bytes per stream, head
+# + tail) for a run killed before it bundled its whole log (the bundle is agent/eval/pytest_run.py's).
 DEFAULT_EVAL_TIMEOUT_S: Final = 1800.0
 EVAL_LOG_LIMIT: Final = 512_000
 
