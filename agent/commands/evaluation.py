@@ -49,7 +49,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
     instances, predictions, bad_input = inputs
     from agent.containers.image import image_problem
 
-    problem = image_problem(config.image)
+    try:  # no daemon, or no sandbox image: said before any instance starts
+        problem = image_problem(config.image)
+    except CodeboxError as exc:
+        problem = str(exc)
     if problem:
         return usage_error(problem)
     return _run(args, instances, predictions, config, bad_input)
@@ -64,8 +67,14 @@ def _inputs(args: argparse.Namespace, pattern: str | None) -> tuple[list[Any], d
     repos = Path(args.repos).expanduser() if args.repos else None
     if repos is not None and not repos.is_dir():
         return usage_error(f"--repos {args.repos}: not a directory")
+    def local_image(name: str) -> bool:
+        try:
+            return image_exists(name)
+        except CodeboxError:  # the daemon went away: the line's image is not here
+            return False
+
     loaded = load_dataset(Path(args.tasks), repos_dir=repos, env=args.env, split=args.split, pattern=pattern,
-                          image_exists=image_exists)
+                          image_exists=local_image)
     if args.predictions == GOLD:
         predictions = gold_predictions({i.task.id: i.task.patch for i in loaded.instances})
         prediction_errors: list[InputError] = []

@@ -56,3 +56,18 @@ def test_instances_that_cannot_be_evaluated_say_why(tmp_path: Path) -> None:
     job = EvalJob(prediction=Prediction(instance_id="t"), timeout_s=10)
     evidence = evaluate(not_pytest, job, SandboxConfig(), tmp_path, CancelToken())
     assert "not pytest node ids" in (evidence.error or "")
+
+
+def test_no_docker_is_one_line_before_any_instance_starts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    base = calc_repo(tmp_path / "repo")
+    tasks = tmp_path / "t.jsonl"
+    tasks.write_text(json.dumps({"instance_id": "a", "repo": str(tmp_path / "repo"), "base_commit": base,
+                                 "FAIL_TO_PASS": ["tests/test_mul.py::test_mul"], "image": "anything:1"}) + "\n")
+    preds = tmp_path / "p.jsonl"
+    preds.write_text(json.dumps({"instance_id": "a", "model_patch": ""}) + "\n")
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-such.sock")
+    assert main(["eval", "--tasks", str(tasks), "--predictions", str(preds), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("codebox: Docker is not answering") and err.count("\n") == 1
+    assert not (tmp_path / "o").exists()
