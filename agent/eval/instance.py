@@ -10,6 +10,7 @@ Every failure is the evidence's own (error, no_report), never an exception out o
 
 from __future__ import annotations
 
+import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -172,11 +173,17 @@ class _Run:
         }
         if task.test_in_copy:
             request["copy_repo"] = True
+        done = threading.Event()
+        watch = threading.Thread(target=_close_on_cancel, args=(self.cancel, done, sandbox), daemon=True,
+                                 name=f"codebox-eval-cancel-{task.id}")
+        watch.start()
         try:
             reply = sandbox.call("run_test", request, timeout_s=self.job.timeout_s)
         except CodeboxError as exc:  # SandboxError: no container could start
             evidence.fail("sandbox", f"the sandbox failed: {exc}")
             return
+        finally:
+            done.set()
         self._read_run(reply.output, reply.outcome, reply.error, reply.data)
 
     def _read_run(self, output: str, outcome: str, error: str | None, data: dict[str, object]) -> None:
@@ -197,6 +204,14 @@ class _Run:
         elif evidence.error is None:
             why = f"exit {evidence.exit_code}" if bundle else (data.get("report_file_error") or error or "no report")
             evidence.no_report = f"pytest wrote no report ({why}): {failure_cause(evidence.log)}"
+
+
+def _close_on_cancel(cancel: CancelToken, done: threading.Event, sandbox: Sandbox) -> None:
+    """A cancel stops a test run under way (the sandbox closed: the call returns at once)."""
+    while not done.is_set():
+        if cancel.wait(0.2):
+            sandbox.close()
+            return
 
 
 def _test_files(names: list[str]) -> list[str]:

@@ -8,13 +8,11 @@ instance-id spelling), each a clone or a bare mirror (``.git`` suffixes too).
 from __future__ import annotations
 
 import re
-import subprocess
 from pathlib import Path
 
 from agent.workspace import git
 
 _OWNER_NAME = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
-_SHA = re.compile(r"[0-9a-fA-F]{7,64}")
 
 
 class RepoNotFound(Exception):
@@ -89,16 +87,3 @@ def branch_commit(repo: Path, branch: str) -> str | None:
         if proc.returncode == 0:
             return proc.stdout.decode().strip()
     return None
-
-
-def commit_date(repo: Path, commit: str) -> str | None:
-    """The committer date of ``commit`` (ISO 8601), or None."""
-    try:
-        proc = git("show", "-s", "--format=%cI", "--end-of-options", commit, cwd=repo, check=False)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return proc.stdout.decode().strip() or None if proc.returncode == 0 else None
-
-
-def looks_like_sha(text: str) -> bool:
-    return bool(_SHA.fullmatch(text))

@@ -193,3 +193,36 @@ def test_the_warm_pool_prepares_the_next_instance_while_one_runs(
     assert timings[1]["workspace"] == timings[2]["workspace"] == 0.0  # made ahead, while the one before ran
     assert timings[1]["env"] == timings[2]["env"] == 0.0
     shutil.rmtree(out)
+
+
+def test_a_cancel_stops_a_test_run_under_way_and_the_next_run_evaluates_it(tmp_path: Path) -> None:
+    import threading
+    import time
+
+    from agent.cancel import CancelToken
+    from agent.eval.dataset import load_dataset
+    from agent.eval.predictions import load_predictions
+    from agent.eval.run import EvalOptions, run_eval
+
+    slow = {"calc.py": CALC, "tests/test_slow.py": "import time\n\n\ndef test_slow():\n    time.sleep(120)\n"}
+    base = make_repo(tmp_path / "repos" / "acme" / "slow", slow)
+    line = {"repo": "acme/slow", "instance_id": "slow", "base_commit": base,
+            "FAIL_TO_PASS": ["tests/test_slow.py::test_slow"]}
+    (tmp_path / "d.jsonl").write_text(json.dumps(line) + "\n")
+    (tmp_path / "p.jsonl").write_text(json.dumps({"instance_id": "slow", "model_patch": ""}) + "\n")
+    instances = load_dataset(tmp_path / "d.jsonl", repos_dir=tmp_path / "repos").instances
+    predictions = load_predictions(tmp_path / "p.jsonl")[0]
+    cancel = CancelToken()
+    timer = threading.Timer(8, cancel.cancel, args=("the test cancels",))
+    timer.start()
+    started = time.monotonic()
+    try:
+        [result] = run_eval(instances, predictions, tmp_path / "out", EvalOptions(timeout_s=300), cancel)
+    finally:
+        timer.cancel()
+    assert time.monotonic() - started < 60  # not the test's 120 s
+    assert result.status == "error" and result.cancelled
+    assert result.instance_id not in json.loads((tmp_path / "out" / "report.json").read_text())["completed_ids"]
+    again = EvalOptions(timeout_s=5)  # the next run evaluates it again (here: its timeout ends it)
+    [second] = run_eval(instances, predictions, tmp_path / "out", again, CancelToken())
+    assert not second.cancelled and second.error_kind == "timeout" and "timed out after 5 s" in (second.error or "")
