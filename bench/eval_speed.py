@@ -12,12 +12,14 @@ median of each step of an instance (workspace, env, sandbox, apply, tests; eval.
 
     python bench/eval_speed.py [--reps 5] [--instances 4] [--dataset FILE --repos DIR]
 
---dataset/--repos add real instances (their gold patches; the host venv from their env's lock).
+--dataset/--repos add real instances, all in one eval run (their gold patches; on the host, a venv
+from each one's environment lock).
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import shutil
@@ -47,8 +49,10 @@ class Project:
     ids: list[str]
     checkouts: dict[str, Path] = field(default_factory=dict)
     files: dict[str, list[str]] = field(default_factory=dict)
-    import_root: str = "."
-    python: str = ""
+    roots: dict[str, str] = field(default_factory=dict)
+    """Per instance: where its packages are (PYTHONPATH on the host: "src" or ".")."""
+    pythons: dict[str, str] = field(default_factory=dict)
+    """Per instance: the host venv's python (one venv per distinct lock)."""
 
 
 def _module(n: int, tests: int) -> str:
@@ -89,28 +93,23 @@ def _project(name: str, folder: Path, repo: Path, base: str, gold: str, f2p: lis
               "test_patch": "", "FAIL_TO_PASS": tests, "PASS_TO_PASS": []} for n, tests in enumerate(f2p)]
     dataset = folder / f"{name}.jsonl"
     dataset.write_text("".join(json.dumps(line) + "\n" for line in lines))
-    project = Project(name, dataset, folder / "repos", [str(line["instance_id"]) for line in lines],
-                      import_root=root)
+    project = Project(name, dataset, folder / "repos", [str(line["instance_id"]) for line in lines])
     for line in lines:
         checkout = folder / "host" / str(line["instance_id"])
         subprocess.run(["git", "clone", "-q", str(repo), str(checkout)], check=True)
         subprocess.run(["git", "apply", "-"], input=gold.encode(), cwd=checkout, check=True)
         project.checkouts[str(line["instance_id"])] = checkout
         project.files[str(line["instance_id"])] = sorted({t.split("::")[0] for t in line["FAIL_TO_PASS"]})
+        project.roots[str(line["instance_id"])] = root
     return project
 
 
-def real_projects(folder: Path, dataset: Path, repos: Path) -> list[Project]:
-    """Real instances, one project per repository: the host checkout is base + gold patch + test patch."""
+def real_project(folder: Path, dataset: Path, repos: Path) -> Project:
+    """Real instances, all in one eval run: each host checkout is base + gold patch + test patch."""
     rows = [json.loads(line) for line in dataset.read_text().splitlines() if line.strip()]
-    projects: dict[str, Project] = {}
+    project = Project("real", dataset, repos, [row["instance_id"] for row in rows])
     for row in rows:
         name = row["repo"].replace("/", "__")
-        part = folder / f"{name}.jsonl"
-        with part.open("a") as f:
-            f.write(json.dumps(row) + "\n")
-        project = projects.setdefault(name, Project(name, part, repos, []))
-        project.ids.append(row["instance_id"])
         src = next(p for p in (repos / row["repo"], repos / name) if p.exists())
         checkout = folder / "host" / row["instance_id"]
         subprocess.run(["git", "clone", "-q", "--shared", str(src), str(checkout)], check=True)
@@ -121,8 +120,8 @@ def real_projects(folder: Path, dataset: Path, repos: Path) -> list[Project]:
         tests = [*_tests(row["FAIL_TO_PASS"]), *_tests(row["PASS_TO_PASS"])]
         project.files[row["instance_id"]] = sorted({t.split("::")[0] for t in tests})
         project.checkouts[row["instance_id"]] = checkout
-        project.import_root = "src" if (checkout / "src").is_dir() else "."
-    return list(projects.values())
+        project.roots[row["instance_id"]] = "src" if (checkout / "src").is_dir() else "."
+    return project
 
 
 def _tests(value: str | list[str]) -> list[str]:
@@ -147,30 +146,32 @@ def run_eval(project: Project, ids: list[str], out: Path) -> float:
 def run_host(project: Project, ids: list[str]) -> float:
     started = time.monotonic()
     for iid in ids:
-        env = {**os.environ, "PYTHONPATH": project.import_root, "PYTEST_ADDOPTS": "-p no:cacheprovider"}
-        proc = subprocess.run([project.python, "-m", "pytest", "-q", *project.files[iid]], cwd=project.checkouts[iid],
-                              env=env, capture_output=True, text=True)
+        env = {**os.environ, "PYTHONPATH": project.roots[iid], "PYTEST_ADDOPTS": "-p no:cacheprovider"}
+        proc = subprocess.run([project.pythons[iid], "-m", "pytest", "-q", *project.files[iid]],
+                              cwd=project.checkouts[iid], env=env, capture_output=True, text=True)
         if proc.returncode != 0:
             raise SystemExit(f"host pytest failed on {iid}:\n{proc.stdout[-2000:]}")
     return time.monotonic() - started
 
 
-def host_venv(project: Project, folder: Path, out: Path) -> None:
-    """A venv with the packages the instance's tests ran with in codebox (its env's lock, or the image's pytest)."""
-    result = json.loads((out / project.ids[0] / "eval.json").read_text())
-    lock = (result.get("env") or {}).get("lock") or ""
-    venv = folder / f"venv-{project.name}"
-    subprocess.run([UV, "venv", "-q", "-p", "3.11", str(venv)], check=True)
-    if lock.strip():
-        (folder / f"{project.name}.lock").write_text(lock)
-        requirement = ["-r", str(folder / f"{project.name}.lock")]
-    else:  # the sandbox image's own pytest
-        version = subprocess.run(["docker", "run", "--rm", "--network", "none", "codebox-sandbox:latest", "python3",
-                                  "-c", "import pytest; print(pytest.__version__)"], capture_output=True, text=True,
-                                 check=True).stdout.strip()
-        requirement = [f"pytest=={version}"]
-    subprocess.run([UV, "pip", "install", "-q", "-p", str(venv / "bin" / "python"), *requirement], check=True)
-    project.python = str(venv / "bin" / "python")
+def host_venvs(project: Project, folder: Path, out: Path) -> None:
+    """Per instance, a venv with the packages its tests ran with in codebox (its env's lock, or the image's
+    pytest); one venv per distinct lock."""
+    for iid in project.ids:
+        lock = (json.loads((out / iid / "eval.json").read_text()).get("env") or {}).get("lock") or ""
+        venv = folder / f"venv-{hashlib.sha256(lock.encode()).hexdigest()[:12]}"
+        if not venv.exists():
+            subprocess.run([UV, "venv", "-q", "-p", "3.11", str(venv)], check=True)
+            if lock.strip():
+                (folder / f"{venv.name}.lock").write_text(lock)
+                requirement = ["-r", str(folder / f"{venv.name}.lock")]
+            else:  # the sandbox image's own pytest
+                version = subprocess.run(["docker", "run", "--rm", "--network", "none", "codebox-sandbox:latest",
+                                          "python3", "-c", "import pytest; print(pytest.__version__)"],
+                                         capture_output=True, text=True, check=True).stdout.strip()
+                requirement = [f"pytest=={version}"]
+            subprocess.run([UV, "pip", "install", "-q", "-p", str(venv / "bin" / "python"), *requirement], check=True)
+        project.pythons[iid] = str(venv / "bin" / "python")
 
 
 def measure(project: Project, ids: list[str], out: Path, eval_first: bool) -> tuple[float, float]:
@@ -203,10 +204,10 @@ def main() -> None:
     try:
         projects = [build_flat(folder, args.instances), build_src(folder, args.instances)]
         if args.dataset and args.repos:
-            projects += real_projects(folder, args.dataset.resolve(), args.repos.resolve())
+            projects.append(real_project(folder, args.dataset.resolve(), args.repos.resolve()))
         for project in projects:  # warm-up: environments built, host venvs made, caches filled on both sides
             run_eval(project, project.ids, folder / "warm")
-            host_venv(project, folder, folder / "warm")
+            host_venvs(project, folder, folder / "warm")
             run_host(project, project.ids)
         batch: dict[str, list[tuple[float, float]]] = {p.name: [] for p in projects}
         single: dict[str, list[tuple[float, float]]] = {p.name: [] for p in projects}
