@@ -24,6 +24,8 @@ FLAG_FOR_FIELD = {
     "cpus": "--cpus",
     "memory": "--memory",
     "image": "--image",
+    "runtime": "--runtime",
+    "backend": "--backend",
     "goal": "the goal",
     "allow": "--allow",
     "deny": "--deny",

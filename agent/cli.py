@@ -16,7 +16,7 @@ from agent.cli_errors import OneLineParser, parse_args
 from agent.commands.common import usage_error
 from agent.config import KNOWN_KEYS, CodeboxSettings, ConfigError, load_settings, shown, user_config_file
 from agent.config_env import unknown_variables
-from agent.defaults import DEFAULT_EVAL_TIMEOUT_S, POLICY_NAMES
+from agent.defaults import BACKEND_NAMES, DEFAULT_EVAL_TIMEOUT_S, POLICY_NAMES
 from agent.host_run import HOST_RUN_HELP
 
 # The parser names each command's function as "module:function"; main() imports only the chosen
@@ -29,6 +29,22 @@ def command_function(target: str) -> Command:
     module, _, name = target.partition(":")
     function: Command = getattr(importlib.import_module(module), name)
     return function
+
+
+def _add_env_recipe_options(p: argparse.ArgumentParser) -> None:
+    """The environment recipe and date (agent/env/options.py folds them into each task's env)."""
+    g = p.add_argument_group("environment recipe")
+    g.add_argument("--pip", action="append", default=[], metavar="PKG",
+                   help="a package the environment gets by name (PEP 508, from the index) beyond what the repo "
+                        "declares")
+    g.add_argument("--pre-install", action="append", default=[], metavar="CMD",
+                   help="a shell command run in the build container (offline, unprivileged) in the project copy "
+                        "before its build")
+    g.add_argument("--recipes", metavar="FILE",
+                   help="a JSON or TOML file: repository name -> recipe (pip, apt, requirements, pre_install)")
+    g.add_argument("--as-of", metavar="DATE|now",
+                   help="resolve packages as they were on DATE (default: the task's created_at, else its commit's "
+                        "date; for run, HEAD's)")
 
 
 def _add_env_parser(sub: Any) -> None:
@@ -48,6 +64,7 @@ def _add_env_parser(sub: Any) -> None:
     _add_fallback_option(build)
     build.add_argument("--print-declared", action="store_true",
                        help="print what is read from the repository (JSON) and build nothing")
+    _add_env_recipe_options(build)
     build.set_defaults(func="agent.commands.env:cmd_env_build")
     ls = env_sub.add_parser("ls", help="list environment images")
     ls.set_defaults(func="agent.commands.env:cmd_env_ls")
@@ -134,6 +151,10 @@ def _add_sandbox_options(p: argparse.ArgumentParser, c: CodeboxSettings) -> None
     g.add_argument("--memory", default=c.memory, action=_SettingFlag, help="container memory limit, e.g. 512m or 2g")
     g.add_argument("--pids", type=int, default=c.pids, action=_SettingFlag, help="container process limit")
     g.add_argument("--cpus", type=float, default=c.cpus, action=_SettingFlag, help="container CPU limit")
+    g.add_argument("--backend", choices=list(BACKEND_NAMES), default=c.backend, action=_SettingFlag,
+                   help="container engine of the sandbox (docs/backends.md)")
+    g.add_argument("--runtime", default=c.runtime, action=_SettingFlag, metavar="NAME",
+                   help="OCI runtime of the sandbox: runc, runsc (gVisor), or any the engine lists")
 
 
 def _add_write_options(p: argparse.ArgumentParser, c: CodeboxSettings) -> None:
@@ -258,6 +279,7 @@ def build_parser(settings: CodeboxSettings | None = None) -> argparse.ArgumentPa
     _add_model_options(run, c)
     _add_sandbox_options(run, c)
     _add_fallback_option(run)
+    _add_env_recipe_options(run)
     run.set_defaults(func="agent.commands.run:cmd_run")
 
     batch = sub.add_parser("batch", help="run a JSONL file of tasks, N at a time", formatter_class=_HelpFormatter,
@@ -284,6 +306,7 @@ def build_parser(settings: CodeboxSettings | None = None) -> argparse.ArgumentPa
     _add_model_options(batch, c)
     _add_sandbox_options(batch, c)
     _add_fallback_option(batch)
+    _add_env_recipe_options(batch)
     batch.set_defaults(func="agent.commands.batch:cmd_batch")
 
     ev = sub.add_parser("eval", help="grade predictions as SWE-bench does: each instance's tests, offline, in its "
@@ -311,6 +334,7 @@ def build_parser(settings: CodeboxSettings | None = None) -> argparse.ArgumentPa
     ev.add_argument("--max-retries", type=int, default=1, metavar="N",
                     help="with --engine ray: runs again of an instance whose node was lost")
     _add_sandbox_options(ev, c)
+    _add_env_recipe_options(ev)
     ev.set_defaults(func="agent.commands.evaluation:cmd_eval")
 
     demo = sub.add_parser("demo", help="the whole pipeline on a bundled buggy repo, with a scripted model")
@@ -323,6 +347,8 @@ def build_parser(settings: CodeboxSettings | None = None) -> argparse.ArgumentPa
     build = image_sub.add_parser("build", help="build the sandbox image (offline: debootstrap base if needed)")
     build.add_argument("--force", action="store_true", help="rebuild even if it exists")
     build.add_argument("--pull", action="store_true", help="build on the registry base (pulled) instead of offline")
+    build.add_argument("--backend", choices=list(BACKEND_NAMES), default="docker",
+                       help="the engine whose store gets it (podman: Docker's image, copied over)")
     build.set_defaults(func="agent.commands.maintenance:cmd_image")
 
     _add_env_parser(sub)
@@ -336,6 +362,7 @@ def build_parser(settings: CodeboxSettings | None = None) -> argparse.ArgumentPa
     view.set_defaults(func="agent.commands.maintenance:cmd_view")
 
     gc = sub.add_parser("gc", help="remove leftover codebox containers of dead runs")
+    gc.add_argument("--backend", choices=list(BACKEND_NAMES), default=c.backend, help="the engine to clean")
     gc.set_defaults(func="agent.commands.maintenance:cmd_gc")
     return parser
 

@@ -26,12 +26,15 @@ from typing import Any, Literal, NamedTuple
 from agent.config_env import config_dir, read_environment
 from agent.console.escape import one_line
 from agent.defaults import (
+    BACKEND_NAMES,
+    DEFAULT_BACKEND,
     DEFAULT_CPUS,
     DEFAULT_JOBS,
     DEFAULT_MAX_STEPS,
     DEFAULT_MEMORY,
     DEFAULT_PIDS,
     DEFAULT_POLICY,
+    DEFAULT_RUNTIME,
     DEFAULT_TIMEOUT_S,
     POLICY_NAMES,
     PolicyName,
@@ -96,6 +99,10 @@ class CodeboxSettings:
     """Container process limit."""
     cpus: float = DEFAULT_CPUS
     """Container CPU limit."""
+    backend: str = DEFAULT_BACKEND
+    """Sandbox backend: docker or podman."""
+    runtime: str = DEFAULT_RUNTIME
+    """OCI runtime of the sandbox: runc, runsc (gVisor), or any the engine lists."""
     jobs: int = DEFAULT_JOBS
     """Batch tasks at once."""
 
@@ -191,8 +198,9 @@ class Refusal(NamedTuple):
 
 # What each key holds. Values come typed from TOML and as text from the environment; a number
 # given as text is read as one (CODEBOX_JOBS=4).
-_TEXT = frozenset({"model", "base_url", "api_key_env", "test_cmd", "image", "memory"})
-_CHOICES: dict[str, tuple[str, ...]] = {"api": ("chat", "responses"), "policy": POLICY_NAMES}
+_TEXT = frozenset({"model", "base_url", "api_key_env", "test_cmd", "image", "memory", "runtime"})
+_CHOICES: dict[str, tuple[str, ...]] = {"api": ("chat", "responses"), "policy": POLICY_NAMES,
+                                        "backend": BACKEND_NAMES}
 _INTEGERS = frozenset({"max_steps", "pids", "jobs", "max_total_tokens"})
 _NUMBERS = frozenset({"request_timeout", "temperature", "timeout", "cpus", "max_cost", "price_input",
                       "price_output"})

@@ -26,6 +26,7 @@ OTHER_VARIABLES: dict[str, str] = {
     "CODEBOX_NO_INDEX": "1: environment builds use CODEBOX_FIND_LINKS only, no package index",
     "CODEBOX_WORKSPACE_ROOT": "where task workspaces are made (default: the temporary folder)",
     "CODEBOX_PULL_BASE": "1: `codebox image build` pulls its base image instead of building it offline",
+    "CODEBOX_PODMAN_DIR": "where the Podman backend keeps its services' sockets (default: the temporary folder)",
     "CODEBOX_NODE_GC": "0: a Ray node does not remove leftover containers when it starts",
     "CODEBOX_DEBIAN_MIRROR": "build_base.sh: the Debian mirror of the offline base image",
     "CODEBOX_SUITE": "build_base.sh: the Debian suite of the offline base image",

@@ -66,8 +66,7 @@ def _policy(value: Any) -> str | None:
 def _allow(value: Any) -> str | None:
     """Narrower than every path but the files the host runs by itself (the default), or refused: a rule
     that matches every path ("**") is no narrower, one that names a host-run file explicitly is wider."""
-    from agent.host_run import HOST_RUN_GLOBS
-    from agent.policy import names_explicitly
+    from agent.host_run import HOST_RUN_GLOBS, names_explicitly
 
     for rule in value:  # repository-relative by construction (a leading / anchors at its root)
         if not rule.startswith("!") and not rule.strip("*/"):
@@ -97,6 +96,8 @@ RULES: dict[str, Rule] = {
     "price_input": _never("prices are facts about your account"),
     "price_output": _never("prices are facts about your account"),
     "image": _never("it chooses what runs in the sandbox"),
+    "backend": _never("it chooses what isolates the sandbox"),
+    "runtime": _never("it chooses what isolates the sandbox"),
     "memory": Rule(f"lower it (at most {defaults.DEFAULT_MEMORY})", _memory),
     "pids": _at_most(defaults.DEFAULT_PIDS),
     "cpus": _at_most(defaults.DEFAULT_CPUS),

@@ -17,6 +17,13 @@ DEFAULT_POLICY: Final = "read-only"
 DEFAULT_MAX_STEPS: Final = 30
 DEFAULT_TIMEOUT_S: Final = 900.0
 
+# Where the sandbox runs (SandboxConfig.backend, .runtime): the container engine, and the OCI
+# runtime it runs the containers with (runc; runsc is gVisor; any other the engine lists).
+BackendName = Literal["docker", "podman"]
+BACKEND_NAMES: Final[tuple[str, ...]] = get_args(BackendName)
+DEFAULT_BACKEND: Final = "docker"
+DEFAULT_RUNTIME: Final = "runc"
+
 # The sandbox container's image and limits (SandboxConfig's fields).
 DEFAULT_IMAGE: Final = "codebox-sandbox:latest"
 DEFAULT_MEMORY: Final = "1g"
@@ -28,6 +35,8 @@ DEFAULT_LIFETIME_S: Final = 3600.0  # cap on a container's life
 DEFAULT_OUTPUT_LIMIT: Final = 32_000  # bytes per stream kept by the server
 DEFAULT_CALL_GRACE_S: Final = 5.0  # host deadline = request timeout + grace
 DEFAULT_TOOL_TIMEOUT_S: Final = 60.0  # a tool call's timeout when the model gives none
+# An environment build, from its first resolve to its image: the deadline of its containers and steps.
+DEFAULT_ENV_BUILD_TIMEOUT_S: Final = 1800.0
 
 # Batch tasks at once.
 DEFAULT_JOBS: Final = 2

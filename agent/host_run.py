@@ -12,6 +12,8 @@ import posixpath
 import re
 from pathlib import Path
 
+from agent.globs import normalize
+
 # Globs, repository-relative. `.git/**` is never writable at all (agent.policy.path_problem).
 HOST_RUN_GLOBS: tuple[str, ...] = (
     ".git/**",
@@ -198,3 +200,24 @@ def host_run_globs(repo: Path | None) -> list[str]:
             globs += [g for g in hooks_path_globs(repo, value) if g not in globs]
         globs += [g for g in _git_dir_globs(repo) if g not in globs]
     return globs
+
+
+def _literal_head(pattern: str) -> str:
+    """The leading part of a glob before its first wildcard, without a trailing slash."""
+    return re.split(r"[*?\[]", normalize(pattern), maxsplit=1)[0].rstrip("/")
+
+
+def names_explicitly(rule: str, protected: str) -> bool:
+    """An allow rule names a protected area explicitly when its literal head lies inside it:
+    `.husky/**` or `.husky/pre-commit` name `.husky/**`; `**`, `.*/**` or `src/**` do not.
+    An area at any depth (`**/.envrc`) is named by a head that ends in it (`sub/.envrc`)."""
+    if normalize(rule).lower() == normalize(protected).lower():
+        return True
+    anywhere = normalize(protected).startswith("**/")
+    area = _literal_head(normalize(protected).removeprefix("**/")).lower()
+    head = _literal_head(rule).lower()
+    if not (area and head):
+        return False
+    if head == area or head.startswith(area + "/"):
+        return True
+    return anywhere and (head.endswith("/" + area) or f"/{area}/" in head)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from agent.globs import GlobRules, glob_match, normalize
-from agent.host_run import HOST_RUN_GLOBS
+from agent.host_run import HOST_RUN_GLOBS, names_explicitly
 from agent.tools import PreparedCall
 from sandbox.patch.paths import path_problem as shared_path_problem
 
@@ -75,27 +75,6 @@ def path_problem(path: str) -> str | None:
 # C0, DEL and C1 controls: a path carrying an escape sequence would reach terminals and tools raw.
 # Bidi overrides and line separators too: they reorder or break the line a path is shown on.
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
-
-
-def _literal_head(pattern: str) -> str:
-    """The leading part of a glob before its first wildcard, without a trailing slash."""
-    return re.split(r"[*?\[]", normalize(pattern), maxsplit=1)[0].rstrip("/")
-
-
-def names_explicitly(rule: str, protected: str) -> bool:
-    """An allow rule names a protected area explicitly when its literal head lies inside it:
-    `.husky/**` or `.husky/pre-commit` name `.husky/**`; `**`, `.*/**` or `src/**` do not.
-    An area at any depth (`**/.envrc`) is named by a head that ends in it (`sub/.envrc`)."""
-    if normalize(rule).lower() == normalize(protected).lower():
-        return True
-    anywhere = normalize(protected).startswith("**/")
-    area = _literal_head(normalize(protected).removeprefix("**/")).lower()
-    head = _literal_head(rule).lower()
-    if not (area and head):
-        return False
-    if head == area or head.startswith(area + "/"):
-        return True
-    return anywhere and (head.endswith("/" + area) or f"/{area}/" in head)
 
 
 class WorkspaceWritePolicy(Policy):

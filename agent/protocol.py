@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
 from agent.defaults import DEFAULT_MAX_STEPS, DEFAULT_POLICY, DEFAULT_TIMEOUT_S, PolicyName
+from agent.env.recipe import Recipe
 from agent.sandboxes.result import Outcome
 
 
@@ -156,6 +157,15 @@ class AgentEvent(BaseModel):
 # PolicyName (read-only, workspace-write, ask) lives in agent.defaults: the parser needs it without pydantic.
 
 
+class EnvSpec(Recipe):
+    """A task's ``env`` given as an object: built as ``auto`` builds one, with this recipe, as of ``as_of``."""
+
+    as_of: str | None = None  # a date, a timestamp or "now"; default: the task's created_at or commit date
+
+    def recipe(self) -> Recipe:
+        return Recipe(**self.model_dump(exclude={"as_of"}))
+
+
 class TaskSpec(BaseModel):
     """One task: a line of a batch file, or what `codebox run` builds from its flags."""
 
@@ -172,9 +182,13 @@ class TaskSpec(BaseModel):
     # write next to their files (the repository itself is always mounted read-only).
     test_in_copy: bool = False
     image: str | None = None
+    # The OCI runtime of the task's sandbox (runc, runsc for gVisor, any the engine lists); None:
+    # the run's (--runtime, CODEBOX_RUNTIME, the config files).
+    runtime: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}$")
     # The dependency environment: "auto" (build or reuse one from what the repo declares),
-    # "none" (the image as it is), or an image name (an environment made before).
-    env: str = Field(default="auto", min_length=1)
+    # "none" (the image as it is), an image name (an environment made before), or an object
+    # (EnvSpec: auto with a recipe, e.g. {"pip": [...], "pre_install": [...]}).
+    env: Annotated[str, Field(min_length=1)] | EnvSpec = "auto"
     # Resolve what the repository's own package sources would serve from the user's index (--allow-public-fallback).
     allow_public_fallback: bool = False
     max_steps: int = Field(default=DEFAULT_MAX_STEPS, ge=1)
@@ -291,13 +305,19 @@ class EnvInfo(BaseModel):
 
     image: str
     base_image: str
+    image_id: str = ""  # the exact image (a tag can be moved; the id cannot): what the sandbox runs
+    as_of: str = ""  # the date the lock was resolved as of ("now": that day's index)
     built: bool = False  # False: reused from the cache, or none was needed
-    lock: str = ""  # the pinned packages, name==version one a line
+    lock: str = ""  # the lock as installed: name==version --hash=sha256:... one a line
     installed: list[str] = Field(default_factory=list)
     apt: list[str] = Field(default_factory=list)
     python: str = ""
     notes: list[str] = Field(default_factory=list)
     duration_s: float = 0.0
+
+    @property
+    def run_image(self) -> str:
+        return self.image_id or self.image
 
 
 class PatchSummary(BaseModel):
@@ -325,6 +345,9 @@ class Report(BaseModel):
     last_test: TestRun | None = None
     usage: Usage | None = None
     env: EnvInfo | None = None
+    # Where the tools ran: the sandbox backend (docker, podman) and its OCI runtime (runc, runsc ...).
+    backend: str | None = None
+    runtime: str | None = None
     cost: float | None = None  # from usage and the prices the user gave; None without prices
     started_at: float
     duration_s: float

@@ -10,11 +10,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agent.cancel import CancelToken
-from agent.containers.image import ImageError, image_problem
-from agent.containers.sandbox import Sandbox, SandboxError
 from agent.env.cancel import EnvCancelled
-from agent.env.choose import choose_env
-from agent.errors import CodeboxError
+from agent.env.choose import choose_for_task
+from agent.errors import CodeboxError, SandboxError
 from agent.events import EventSink
 from agent.host_run import host_run_globs
 from agent.loop import CodingAgent, Limits
@@ -22,13 +20,15 @@ from agent.model.base import ModelClient, ModelError
 from agent.model.factory import build_model
 from agent.policy import ApproveOncePolicy, AskFn, Policy, ReadOnlyPolicy, WorkspaceWritePolicy
 from agent.protocol import STATUS_FOR_REASON, AgentEvent, EnvInfo, Report, StopReason, TaskSpec
+from agent.sandboxes.base import Session
 from agent.sandboxes.config import SandboxConfig
+from agent.sandboxes.registry import backend_for
 from agent.sandboxes.result import ToolResult
 from agent.tools import ToolContext, ToolRegistry
 from agent.workspace import Workspace, WorkspaceError, create_workspace, with_patch
 
 if TYPE_CHECKING:
-    from agent.containers.pool import WarmPool
+    from agent.sandboxes.pool import WarmPool
 
 
 def build_policy(task: TaskSpec, ask: AskFn | None = None) -> Policy:
@@ -115,31 +115,28 @@ def run_task(
     config = task_sandbox_config(task, sandbox_config)
     if cancel.cancelled:
         return failed_report(task, model.name, "cancelled", cancel.reason or "cancelled before start", sink)
-    problem = None
-    try:  # fail fast, before any model token is spent, on the one common start failure
-        problem = image_problem(config.image)  # missing, or built by a codebox with other build files
-    except ImageError as exc:
-        problem = str(exc)
-    if problem:
-        return failed_report(task, model.name, "sandbox_error", problem, sink)
+    backend = backend_for(config)
+    try:  # fail fast, before any model token is spent: the engine, the runtime, the image
+        backend.preflight(config)
+    except SandboxError as exc:
+        return _with_sandbox(failed_report(task, model.name, "sandbox_error", str(exc), sink), config)
     try:  # the dependency environment, built or reused before the first tool call
-        env = prepared_env or choose_env(task.env, repo, config.image, env_log or env_progress, cancel,
-                                         allow_public_fallback=task.allow_public_fallback)
+        env = prepared_env or choose_task_env(task, repo, config, env_log or env_progress, cancel)
     except EnvCancelled as exc:  # nothing of the build is left; the task runs again next time
         return failed_report(task, model.name, "cancelled", cancel.reason or str(exc), sink)
     except CodeboxError as exc:
         return failed_report(task, model.name, "sandbox_error", f"environment: {exc}", sink)
     if env is not None:
-        config = config.replace(image=env.image)
+        config = config.replace(image=env.run_image)
     # A warm sandbox fits only if it has this repo and this config (the env's image included).
     claimed = warm.claim(task.id, repo, config) if warm is not None else None
-    sandbox = claimed or Sandbox(repo, config, task_id=task.id)
+    sandbox = claimed or backend.session(repo, config, task_id=task.id)
     # The container starts (~0.35 s) while the model thinks about its first reply.
     early = _EarlyStart(sandbox)
     try:
         ctx = ToolContext(sandbox=early, repo=repo, test_cmd=list(task.test_cmd), test_in_copy=task.test_in_copy)
         agent = CodingAgent(model, ToolRegistry(), policy, sink, ctx, limits=limits)
-        return _with_env(agent.run(task, cancel), env)
+        return _with_sandbox(_with_env(agent.run(task, cancel), env), config)
     finally:
         # Closing first is safe: a start still under way sees the sandbox closed and removes
         # its container itself; so a slow start never holds up a finished or cancelled run.
@@ -148,14 +145,34 @@ def run_task(
 
 
 def task_sandbox_config(task: TaskSpec, sandbox_config: SandboxConfig | None) -> SandboxConfig:
-    """The sandbox's limits and image for this task, before its environment is chosen (a task's image wins)."""
+    """The sandbox's settings for this task, before its environment is chosen (a task's image and
+    runtime win)."""
     config = sandbox_config or SandboxConfig()
-    return config.replace(image=task.image) if task.image else config
+    own = {"image": task.image, "runtime": task.runtime}
+    changes = {key: value for key, value in own.items() if value}
+    return config.replace(**changes) if changes else config
+
+
+def choose_task_env(
+    task: TaskSpec, repo: Path, config: SandboxConfig, log: Callable[[str], None], cancel: CancelToken
+) -> EnvInfo | None:
+    """The task's environment. Environments are built and kept in Docker's image store: another
+    backend runs on its image as it is (docs/backends.md lists it)."""
+    if config.backend != "docker":
+        if task.env != "none":
+            log(f"environments are built with Docker only: the {config.backend} sandbox runs {config.image} as it is")
+        return None
+    return choose_for_task(task, repo, config, log, cancel)
 
 
 def env_progress(line: str) -> None:
     """The visible progress line of an environment build (stderr: stdout may carry --json events)."""
     print(f"codebox: env: {line}", file=sys.stderr, flush=True)
+
+
+def _with_sandbox(report: Report, config: SandboxConfig) -> Report:
+    report.backend, report.runtime = config.backend, config.runtime
+    return report
 
 
 def _with_env(report: Report, env: EnvInfo | None) -> Report:
@@ -204,7 +221,7 @@ class _EarlyStart:
     run ends with sandbox_error): no second start, no retries the model would see.
     """
 
-    def __init__(self, sandbox: Sandbox) -> None:
+    def __init__(self, sandbox: Session) -> None:
         self.sandbox = sandbox
         self.error: str | None = None
         self.thread = threading.Thread(target=self._start, name="codebox-sandbox-start", daemon=True)
@@ -216,7 +233,7 @@ class _EarlyStart:
         except Exception as exc:  # SandboxError, or anything else: never a traceback in a thread
             self.error = str(exc) if isinstance(exc, SandboxError) else f"{type(exc).__name__}: {exc}"
 
-    def _ready(self) -> Sandbox:
+    def _ready(self) -> Session:
         self.thread.join()
         if self.error is not None:
             raise SandboxError(f"the sandbox could not start: {self.error}")

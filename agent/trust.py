@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import time
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -61,6 +60,8 @@ def trusted_digests() -> dict[str, str]:
 
 
 def _write(items: list[TrustEntry]) -> None:
+    import tempfile  # here: reading the record (every run in a project) does without it
+
     path = trust_file()
     path.parent.mkdir(parents=True, exist_ok=True)
     body = {"projects": [entry._asdict() for entry in items]}

@@ -151,14 +151,16 @@ def create_workspace(source: Path, base_commit: str | None = None, root: Path | 
 
 def _owner_may_write(path: Path) -> None:
     """The workspace is the task's to edit, however read-only the source was: the files are copied
-    with their modes (a `chmod -R a-w` tree would come out 555/444, and the sandbox, which drops
-    every capability, could not patch it). The owner gets write access; the others' bits stay."""
-    for folder, dirs, files in os.walk(path):
-        for name, wanted in [*((d, stat.S_IRWXU) for d in dirs), *((f, stat.S_IRUSR | stat.S_IWUSR) for f in files)]:
+    with their modes (a `chmod -R a-w` tree comes out 555/444, and the sandbox, which drops every
+    capability, could not patch it). Its folders get the owner's rwx; the others' bits stay, and so
+    do the files' modes: apply_patch writes a temporary file and renames it, which only needs the
+    folder (and keeps the file's mode)."""
+    for folder, dirs, _files in os.walk(path):
+        for name in dirs:
             entry = os.path.join(folder, name)
             st = os.lstat(entry)
-            if not stat.S_ISLNK(st.st_mode) and st.st_mode & wanted != wanted:
-                os.chmod(entry, stat.S_IMODE(st.st_mode) | wanted)
+            if not stat.S_ISLNK(st.st_mode) and st.st_mode & stat.S_IRWXU != stat.S_IRWXU:
+                os.chmod(entry, stat.S_IMODE(st.st_mode) | stat.S_IRWXU)
     st = path.stat()
     if st.st_mode & stat.S_IRWXU != stat.S_IRWXU:
         path.chmod(stat.S_IMODE(st.st_mode) | stat.S_IRWXU)

@@ -103,6 +103,14 @@ def cmd_batch(args: argparse.Namespace) -> int:
         tasks = [task.model_copy(update={"env": args.env}) for task in tasks]
     if args.allow_public_fallback:
         tasks = [task.model_copy(update={"allow_public_fallback": True}) for task in tasks]
+    from agent.env.errors import EnvError
+    from agent.env.options import EnvFlags
+
+    try:  # --pip, --pre-install, --recipes, --as-of complete each task's env
+        flags = EnvFlags(args)
+        tasks = [flags.apply(task) for task in tasks]
+    except EnvError as exc:
+        return usage_error(str(exc))
     try:
         selected = select_tasks(tasks, args.filter)
     except re.error as exc:

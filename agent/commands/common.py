@@ -53,7 +53,8 @@ def model_spec(args: argparse.Namespace, task: TaskSpec | None = None) -> str | 
 
 def _sandbox_options(args: argparse.Namespace) -> dict[str, Any]:
     """The sandbox flags given (the rest: the config's defaults)."""
-    options: dict[str, Any] = {"memory": args.memory, "pids_limit": args.pids, "cpus": args.cpus}
+    options: dict[str, Any] = {"memory": args.memory, "pids_limit": args.pids, "cpus": args.cpus,
+                               "backend": getattr(args, "backend", None), "runtime": getattr(args, "runtime", None)}
     if args.image:
         options["image"] = args.image
     return {k: v for k, v in options.items() if v is not None}

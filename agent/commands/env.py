@@ -21,8 +21,10 @@ def cmd_env_build(args: argparse.Namespace) -> int:
     from agent.cancel import CancelToken
     from agent.console.progress import StepProgress
     from agent.defaults import DEFAULT_IMAGE
+    from agent.env import asof
     from agent.env.build import EnvRequest, ensure_env
     from agent.env.cancel import EnvCancelled
+    from agent.env.options import EnvFlags
     from agent.env.resolve import IndexConfig
     from agent.errors import CodeboxError
     from agent.signals import cancel_on_signals
@@ -34,9 +36,14 @@ def cmd_env_build(args: argparse.Namespace) -> int:
         return _print_declared(repo, args)
     index = IndexConfig.from_environ()
     index = IndexConfig(find_links=[*index.find_links, *args.find_links], no_index=index.no_index or args.no_index)
+    try:
+        flags = EnvFlags(args)
+    except CodeboxError as exc:
+        return error_exit(exc)
     request = EnvRequest(repo=repo, base_image=args.image or DEFAULT_IMAGE, extras=args.extra,
                          groups=args.group, requirements=args.requirements, apt=args.apt, index=index,
-                         allow_public_fallback=args.allow_public_fallback)
+                         allow_public_fallback=args.allow_public_fallback,
+                         recipe=flags.recipe_for(str(repo)), as_of=flags.as_of or asof.choose(None, repo))
     cancel = CancelToken()  # Ctrl-C / SIGTERM: uv and the build container stop at once, nothing is tagged
     try:
         # Each step a line; on a terminal a live line under them: the step, its seconds, the total.
@@ -72,34 +79,38 @@ def _print_declared(repo: Path, args: argparse.Namespace) -> int:
 
 
 def cmd_env_ls(args: argparse.Namespace) -> int:
-    from agent.containers.docker_client import connect
+    import time
+
     from agent.env.errors import EnvError
-    from agent.env.images import list_env_images
+    from agent.env.images import EngineImages, list_env_images
 
     try:
-        client = connect(EnvError)
-        found = list_env_images(client)
-        client.close()
+        engine = EngineImages.connect()
+        found = list_env_images(engine)
+        engine.close()
     except EnvError as exc:
         return error_exit(exc)
-    print(f"{'IMAGE':<30} {'PYTHON':<8} {'PKGS':>5} {'SIZE':>8}  {'CREATED':<19}  REPO")
+    # Only the images codebox recorded building: an image made FROM one of them is not listed.
+    print(f"{'IMAGE':<32} {'KIND':<5} {'PYTHON':<8} {'PKGS':>5} {'SIZE':>8}  {'CREATED':<16}  {'AS OF':<10}  REPO")
     for env in found:
+        e = env.entry
         size = f"{env.size / 1e6:.0f}MB"
-        print(f"{env.tag:<30} {env.python:<8} {env.packages:>5} {size:>8}  {env.created:<19}  {printable(env.repo)}")
+        created = time.strftime("%Y-%m-%d %H:%M", time.localtime(e.created))
+        print(f"{printable(e.tag):<32} {e.kind:<5} {e.python:<8} {len(e.packages):>5} {size:>8}  {created:<16}  "
+              f"{e.as_of[:10]:<10}  {printable(e.repo)}")
     return EXIT_OK
 
 
 def cmd_env_rm(args: argparse.Namespace) -> int:
-    from agent.containers.docker_client import connect
     from agent.env.errors import EnvError
-    from agent.env.images import remove_env_images
+    from agent.env.images import EngineImages, remove_env_images
 
     if not args.images and not args.all:
         return usage_error("name the images to remove (see `codebox env ls`), or pass --all")
     try:
-        client = connect(EnvError)
-        removed = remove_env_images(client, args.images)
-        client.close()
+        engine = EngineImages.connect()
+        removed = remove_env_images(engine, args.images)
+        engine.close()
     except EnvError as exc:
         return error_exit(exc)
     for tag in removed:

@@ -47,15 +47,31 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if isinstance(inputs, int):
         return inputs
     instances, predictions, bad_input = inputs
-    from agent.containers.image import image_problem
+    try:
+        instances = _with_env_flags(args, instances)
+    except CodeboxError as exc:  # EnvError: a bad --recipes file or --as-of date
+        return usage_error(str(exc))
+    from agent.sandboxes.registry import backend_for
 
-    try:  # no daemon, or no sandbox image: said before any instance starts
-        problem = image_problem(config.image)
+    try:  # no engine, no runtime, no sandbox image: said before any instance starts
+        backend_for(config).preflight(config)
     except CodeboxError as exc:
-        problem = str(exc)
-    if problem:
-        return usage_error(problem)
+        return usage_error(str(exc))
     return _run(args, instances, predictions, config, bad_input)
+
+
+def _with_env_flags(args: argparse.Namespace, instances: list[Any]) -> list[Any]:
+    """--pip, --pre-install, --recipes, --as-of folded into each instance's env, as batch folds them; a
+    recipes file is keyed by the repository's name as the dataset gives it (owner/name), not by its clone."""
+    from agent.env.options import EnvFlags
+
+    flags = EnvFlags(args)
+    folded = []
+    for instance in instances:
+        task = instance.task
+        named = flags.apply(task.model_copy(update={"repo": instance.dataset.repo or task.repo}))
+        folded.append(instance.model_copy(update={"task": named.model_copy(update={"repo": task.repo})}))
+    return folded
 
 
 def _inputs(args: argparse.Namespace, pattern: str | None) -> tuple[list[Any], dict[str, Any], bool] | int:

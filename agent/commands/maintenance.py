@@ -32,6 +32,7 @@ def cmd_image(args: argparse.Namespace) -> int:
         ensure_sandbox_image,
         image_exists,
     )
+    from agent.errors import SandboxError
 
     try:
         def log(line: str) -> None:  # docker's build output: escaped like everything foreign
@@ -45,8 +46,14 @@ def cmd_image(args: argparse.Namespace) -> int:
                 tag = build_sandbox(base=base, force=True, log=log)
         else:
             tag = ensure_sandbox_image(offline=False if args.pull else None, log=log)
-        print(f"codebox: sandbox image ready: {tag}")
-    except ImageError as exc:
+        if getattr(args, "backend", "docker") == "podman":  # the same image, into Podman's store
+            from agent.sandboxes.podman import copy_image_from_docker
+
+            log(f"copying {tag} into Podman's image store (docker save | podman load)")
+            copy_image_from_docker(tag)
+        where = " (podman)" if getattr(args, "backend", "") == "podman" else ""
+        print(f"codebox: sandbox image ready: {tag}{where}")
+    except (ImageError, SandboxError) as exc:
         print(f"codebox: {printable(exc)}", file=sys.stderr)
         return EXIT_STOPPED
     return EXIT_OK
@@ -79,12 +86,14 @@ def cmd_view(args: argparse.Namespace) -> int:
 
 
 def cmd_gc(args: argparse.Namespace) -> int:
-    from agent.containers.sandbox import SandboxError, reap_leftovers
+    from agent.errors import SandboxError
+    from agent.sandboxes.registry import get_backend
 
+    backend = get_backend(getattr(args, "backend", None) or "docker")
     try:
-        removed = reap_leftovers(log=lambda line: print(printable(line)))
+        removed = backend.reap(log=lambda line: print(printable(line)))
     except SandboxError as exc:
         print(f"codebox: {printable(exc)}", file=sys.stderr)
         return EXIT_STOPPED
-    print(f"codebox: removed {len(removed)} leftover container(s)")
+    print(f"codebox: removed {len(removed)} leftover container(s) ({backend.name})")
     return EXIT_OK

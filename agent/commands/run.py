@@ -29,10 +29,10 @@ from agent.console.escape import one_line, printable
 if TYPE_CHECKING:
     from agent.console.live import RunConsole
     from agent.console.render import ChangeLog
-    from agent.containers.pool import WarmPool
     from agent.events import EventSink
     from agent.policy import Answer, AskFn
     from agent.protocol import Report, TaskSpec
+    from agent.sandboxes.pool import WarmPool
     from agent.tools import PreparedCall
 
 # cmd_run starts the task's container first (_early_sandbox), then imports the loop, the
@@ -145,6 +145,13 @@ def _run_task_spec(args: argparse.Namespace, task_id: str) -> tuple[TaskSpec | N
         return None, None, flag_problem(exc)
     except ValidationError as exc:
         return None, None, checks.validation_message(exc)
+    from agent.env.errors import EnvError
+    from agent.env.options import EnvFlags
+
+    try:  # --pip, --pre-install, --recipes, --as-of: the environment this run builds
+        task = EnvFlags(args).apply(task)
+    except EnvError as exc:
+        return None, None, str(exc)
     return task, sandbox_config, None
 
 
@@ -157,13 +164,13 @@ def _early_sandbox(args: argparse.Namespace, task_id: str) -> WarmPool | None:
 
     Pydantic-free (agent.containers.launch): the create request leaves the process before the
     rest of codebox is imported (this waits for that, up to EARLY_SENT_WAIT_S). run_task claims
-    the container (agent.containers.pool) if it fits (same repo and config: an environment image
+    the container (agent.sandboxes.pool) if it fits (same repo and config: an environment image
     chosen later does not fit) and its Sandbox sends the first ping. On any doubt about the
     flags nothing starts here, and run_task starts its own sandbox, or reports why it cannot, as
     it always does.
     """
-    from agent.containers.pool import PlannedTask, WarmPool
     from agent.sandboxes.config import SandboxConfigError
+    from agent.sandboxes.pool import PlannedTask, WarmPool
 
     if args.isolated or args.env not in (None, "auto", "none"):
         return None  # it would not fit: an isolated run mounts its workspace; --env IMAGE runs that image
@@ -261,7 +268,7 @@ def _cmd_run(args: argparse.Namespace, task_id: str, warm: WarmPool | None) -> i
             sinks.append(JsonlSink(args.events))
         except OSError as exc:
             return usage_error(f"cannot write the events file {args.events}: {exc}")
-    prepared = _prepare_env(task, sandbox_config.image)
+    prepared = _prepare_env(task, sandbox_config)
     if isinstance(prepared, int):
         for s in sinks:
             s.close()
@@ -300,14 +307,14 @@ def _live_console(stream: TextIO) -> RunConsole:
     return RunConsole(stream)
 
 
-def _prepare_env(task: TaskSpec, base_image: str) -> Any:
+def _prepare_env(task: TaskSpec, sandbox_config: Any) -> Any:
     """The task's environment, chosen before the run (EnvInfo or None), or the exit code of a failure."""
     import io
 
     from agent.cancel import CancelToken
     from agent.console.progress import StepProgress
     from agent.env.cancel import EnvCancelled
-    from agent.env.choose import choose_env
+    from agent.env.choose import choose_for_task
     from agent.errors import CodeboxError
     from agent.signals import cancel_on_signals
 
@@ -315,8 +322,7 @@ def _prepare_env(task: TaskSpec, base_image: str) -> Any:
     try:
         # Each step a line; on a terminal a live line under them: the step, its seconds, the total.
         with StepProgress(sys.stderr) as progress, cancel_on_signals(cancel, io.StringIO()):  # quiet: see below
-            return choose_env(task.env, Path(task.repo), base_image, progress.log, cancel,
-                              allow_public_fallback=task.allow_public_fallback)
+            return choose_for_task(task, Path(task.repo), sandbox_config, progress.log, cancel)
     except (KeyboardInterrupt, EnvCancelled):
         print("codebox: cancelled while preparing the environment", file=sys.stderr)
         return EXIT_CANCELLED

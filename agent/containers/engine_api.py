@@ -189,6 +189,10 @@ class EngineClient:
         answer = self._call("POST", f"/containers/{_q(container_id)}/wait", timeout_s=timeout_s).json()
         return int((answer or {}).get("StatusCode", -1))
 
+    def info(self) -> dict[str, Any]:
+        """The daemon's ``GET /info``: its runtimes (``Runtimes``), default runtime, version ..."""
+        return dict(self._call("GET", "/info").json() or {})
+
     def inspect_container(self, container_id: str) -> dict[str, Any]:
         return dict(self._call("GET", f"/containers/{_q(container_id)}/json").json())
 

@@ -128,17 +128,18 @@ def _stale(labels: dict[str, str]) -> str | None:
     return f"it was built by codebox {by} from other build files (image format {built or 'none'}, now {image_format()})"
 
 
-def image_problem(tag: str) -> str | None:
-    """Why ``tag`` cannot serve as the sandbox image, with what to do; None when it can.
+def image_problem(tag: str, client: EngineClient | None = None, build: str = "codebox image build") -> str | None:
+    """Why ``tag`` cannot serve as the sandbox image (of the engine ``client`` speaks to), with what
+    to do (``build``: the command that builds it there); None when it can.
 
     Images not built by codebox (``--image python:3.12``) are taken as they are.
     """
-    labels = image_labels(tag)
+    labels = image_labels(tag, client)
     if labels is None:
-        return f"the sandbox image {tag!r} is not there; build it with `codebox image build` (or pass --image)"
+        return f"the sandbox image {tag!r} is not there; build it with `{build}` (or pass --image)"
     stale = _stale(labels)
     if stale:
-        return f"the sandbox image {tag!r} does not fit this codebox {__version__}: {stale}; run `codebox image build`"
+        return f"the sandbox image {tag!r} does not fit this codebox {__version__}: {stale}; run `{build}`"
     return None
 
 

@@ -4,7 +4,7 @@ The one way a sandbox container starts. ``launch`` does it for ``Sandbox._launch
 sends the container's first ping. ``PendingLaunch`` does it in a background thread, for
 `codebox run`'s early start: the create request leaves the process before pydantic (and the
 rest of codebox) is imported, and the ``Sandbox`` that claims the task adopts the started
-container and sends only the first ping (agent.containers.pool).
+container and sends only the first ping (agent.sandboxes.pool).
 
 Attach comes BEFORE start: nothing the server writes can be lost, and this process is the
 container's only stdin client (StdinOnce: its disconnect is the server's EOF). A process killed
@@ -23,7 +23,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from agent.containers.attach_stream import AttachStream, StreamError
-from agent.containers.engine_api import EngineClient, EngineError, NotFound, connect_engine
+from agent.containers.engine import DOCKER, Engine
+from agent.containers.engine_api import EngineClient, EngineError, NotFound
 from agent.containers.leftovers import LABEL_EXPIRES, reap_in_background, remove_container
 from agent.containers.logs import log as _log
 from agent.containers.spec import (
@@ -36,7 +37,11 @@ from agent.errors import SandboxError
 from agent.sandboxes.config import SandboxConfig
 from sandbox import wire
 
-IMAGE_HELP = "build it with: codebox image build"
+
+def image_help(engine: Engine) -> str:
+    """What to do about a missing sandbox image, on this engine."""
+    suffix = "" if engine.name == DOCKER.name else f" --backend {engine.name}"
+    return f"build it with: codebox image build{suffix}"
 
 
 class Container:
@@ -98,6 +103,7 @@ def launch(
     register: Callable[[Container], bool] | None = None,
     closed: Callable[[], bool] = lambda: False,
     on_sent: Callable[[], None] | None = None,
+    engine: Engine = DOCKER,
 ) -> Container:
     """Create, attach and start one sandbox container; it runs, attached, not pinged yet.
 
@@ -112,7 +118,7 @@ def launch(
     # No image lookup here: create answers NotFound itself (the runner has looked the image up
     # once, before the model's first token).
     try:
-        name, options = container_options(config, repo, role, task_id, time.time(), labels)
+        name, options = container_options(config, repo, role, task_id, time.time(), labels, engine.host_config)
     except RepoAccessError as exc:
         raise SandboxError(str(exc)) from exc
     except ValueError as exc:  # a size the daemon would refuse
@@ -122,13 +128,13 @@ def launch(
     try:
         container_id = client.create_container(options, name=name, on_sent=on_sent)
     except NotFound as exc:
-        raise SandboxError(f"the sandbox image {config.image!r} is not there; {IMAGE_HELP}") from exc
+        raise SandboxError(f"the sandbox image {config.image!r} is not there; {image_help(engine)}") from exc
     except EngineError as exc:
         raise SandboxError(f"cannot create the sandbox container: {exc}") from exc
     finally:
         # Once per process, beside the first start (after its create, not before it): leftovers,
         # and the in-container package's bytecode.
-        reap_in_background(log=_log.info, also=precompile_package)
+        reap_in_background(engine.name, engine.connect, log=_log.info, also=precompile_package)
     box = Container(role, container_id, name, expires, created_at)
     if register is not None and not register(box):
         discard(client, box)
@@ -169,8 +175,10 @@ class PendingLaunch:
     """
 
     def __init__(
-        self, config: SandboxConfig, repo: Path, task_id: str, labels: dict[str, str] | None = None
+        self, config: SandboxConfig, repo: Path, task_id: str, labels: dict[str, str] | None = None,
+        engine: Engine = DOCKER,
     ) -> None:
+        self.engine = engine
         self.config = config
         self.repo = repo
         self.task_id = task_id
@@ -250,9 +258,9 @@ class PendingLaunch:
 
     def _run(self) -> None:
         try:
-            self.client = connect_engine(SandboxError)
+            self.client = self.engine.connect(SandboxError)
             launch(self.client, self.config, self.repo, ROLE_TOOLS, self.task_id, self.labels,
-                   register=self._register, closed=lambda: self._closed, on_sent=self._sent.set)
+                   register=self._register, closed=lambda: self._closed, on_sent=self._sent.set, engine=self.engine)
         except SandboxError as exc:
             self._error = exc
         except Exception as exc:  # never a traceback in a thread: the claiming Sandbox reports it

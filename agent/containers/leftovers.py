@@ -25,7 +25,6 @@ LABEL_OWNER_START = "codebox.owner_start"
 LABEL_HOST = "codebox.host"
 LABEL_ROLE = "codebox.role"
 LABEL_EXPIRES = "codebox.expires"
-LABEL_POOL = "codebox.pool"  # set on containers a WarmPool started ahead of their task
 
 # reap_leftovers leaves an expired container alone for this long (its server exits by itself first).
 EXPIRY_GRACE_S = 5.0
@@ -33,7 +32,7 @@ EXPIRY_GRACE_S = 5.0
 REAP_INTERVAL_S = 600.0
 
 _REAP_LOCK = threading.Lock()
-_next_reap_at: float | None = None  # time.monotonic() of the next background reap; None: never reaped
+_next_reap_at: dict[str, float] = {}  # per engine: time.monotonic() of its next background reap
 
 
 def process_start_ticks(pid: int) -> str | None:
@@ -89,7 +88,8 @@ def remove_container(client: EngineClient | docker.DockerClient, container_id: s
     except (NotFound, Conflict):
         pass  # 409: "removal of container ... is already in progress" (auto_remove raced us)
     except EngineError as exc:
-        _log.warning("could not remove sandbox container %s: %s", container_id[:12], exc)
+        if "state improper" not in str(exc):  # Podman: it stopped meanwhile, and auto-remove takes it
+            _log.warning("could not remove sandbox container %s: %s", container_id[:12], exc)
 
 
 def _remove_with_docker_py(client: docker.DockerClient, container_id: str) -> None:
@@ -150,34 +150,40 @@ def reap_leftovers(
 
 
 def reap_in_background(
-    log: Callable[[str], None] = _log.info, also: Callable[[], None] | None = None
+    engine: str,
+    connect: Callable[[type[CodeboxError]], EngineClient],
+    log: Callable[[str], None] = _log.info,
+    also: Callable[[], None] | None = None,
 ) -> threading.Thread | None:
-    """Reap leftovers in a daemon thread, at most once per REAP_INTERVAL_S in this process.
+    """Reap an engine's leftovers in a daemon thread, at most once per REAP_INTERVAL_S in this process.
 
     No container start waits for it: reaping is housekeeping (a leftover holds memory, not a
     lock), so the first start of a process runs it alongside, and later starts skip it.
-    ``also`` runs in the same thread (other once-per-process housekeeping). Returns the
-    thread, or None when a reap already ran (or runs) recently.
+    ``also`` runs in the same thread, once per process (other housekeeping). Returns the
+    thread, or None when a reap of this ``engine`` already ran (or runs) recently.
     """
-    global _next_reap_at
     with _REAP_LOCK:
         now = time.monotonic()
-        if _next_reap_at is not None and now < _next_reap_at:
+        if engine in _next_reap_at and now < _next_reap_at[engine]:
             return None
-        _next_reap_at = now + REAP_INTERVAL_S
-    thread = threading.Thread(target=_housekeeping, args=(log, also), name="codebox-reap", daemon=True)
+        first = not _next_reap_at
+        _next_reap_at[engine] = now + REAP_INTERVAL_S
+    args = (connect, log, also if first else None)
+    thread = threading.Thread(target=_housekeeping, args=args, name="codebox-reap", daemon=True)
     thread.start()
     return thread
 
 
-def _housekeeping(log: Callable[[str], None], also: Callable[[], None] | None) -> None:
+def _housekeeping(
+    connect: Callable[[type[CodeboxError]], EngineClient], log: Callable[[str], None], also: Callable[[], None] | None
+) -> None:
     if also is not None:
         try:
             also()
         except Exception as exc:  # housekeeping never fails a run
             log(f"background housekeeping failed: {type(exc).__name__}: {exc}")
     try:
-        client = connect_engine(CodeboxError)
+        client = connect(CodeboxError)
     except CodeboxError:
         return  # the start itself reports a daemon that does not answer
     try:

@@ -67,7 +67,8 @@ from types import TracebackType
 from typing import Any
 
 from agent.containers.attach_stream import LineTooLong, StreamClosed, StreamDeadline, StreamError
-from agent.containers.engine_api import EngineClient, EngineError, connect_engine, oom_killed_since
+from agent.containers.engine import DOCKER, Engine
+from agent.containers.engine_api import EngineClient, EngineError, oom_killed_since
 from agent.containers.launch import Container, PendingLaunch, discard, launch, start_error, stderr_tail
 from agent.containers.leftovers import reap_leftovers
 from agent.containers.spec import ROLE_TOOLS, ROLE_WRITE
@@ -136,6 +137,7 @@ class Sandbox:
         client: EngineClient | None = None,
         labels: dict[str, str] | None = None,
         launched: PendingLaunch | None = None,
+        engine: Engine = DOCKER,
     ) -> None:
         """``launched``: the tool container, launched ahead for this repo and config (the caller
         checked that they match): its first start adopts it and only sends the first ping."""
@@ -143,6 +145,7 @@ class Sandbox:
         self.config: SandboxConfig = config or SandboxConfig()
         self.task_id = task_id or uuid.uuid4().hex[:12]
         self._client = client
+        self.engine = engine
         self._labels = dict(labels or {})  # extra container labels (e.g. codebox.pool)
         self._pending = launched
         self.startup_s: float | None = None  # start-to-ready (ping answered) of the last container started
@@ -342,7 +345,7 @@ class Sandbox:
     # -- containers ----------------------------------------------------------------------------
     def _docker(self) -> EngineClient:
         if self._client is None:
-            self._client = connect_engine(SandboxError)
+            self._client = self.engine.connect(SandboxError)
         return self._client
 
     def _ensure(self, role: str, needed_s: float) -> Container:
@@ -374,7 +377,7 @@ class Sandbox:
         else:
             try:
                 box = launch(self._docker(), self.config, self.repo, role, self.task_id, self._labels,
-                             register=self._register, closed=lambda: self._closed)
+                             register=self._register, closed=lambda: self._closed, engine=self.engine)
             except SandboxError:
                 self._forget_dead(role)
                 raise

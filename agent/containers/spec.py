@@ -11,6 +11,7 @@ import math
 import os
 import re
 import stat
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -137,8 +138,12 @@ def container_options(
     task_id: str,
     now: float,
     extra_labels: dict[str, str] | None = None,
+    host_extra: Mapping[str, Any] | None = None,
 ) -> tuple[str, dict[str, Any]]:
-    """The container's name and the body of the Engine API's ``POST /containers/create``."""
+    """The container's name and the body of the Engine API's ``POST /containers/create``.
+
+    ``host_extra``: what this engine's containers need in HostConfig beyond the common options
+    (agent.containers.engine.Engine.host_config); it never replaces a hardening option."""
     name = f"codebox-{_safe_name(task_id)}-{role}-{os.urandom(3).hex()}"
     # The extra labels first: they never override the labels the reaper relies on.
     labels = {**(extra_labels or {}), **owner_labels(task_id, role, now + config.lifetime_s)}
@@ -159,7 +164,10 @@ def container_options(
         "NanoCpus": int(config.cpus * 1e9),
         # The responses go to us over the attach stream; the daemon need not keep a copy.
         "LogConfig": {"Type": "none", "Config": {}},
+        # The OCI runtime: runc, or runsc (gVisor: a user-space kernel between the code and the host).
+        "Runtime": config.runtime,
     }
+    host_config = {**(host_extra or {}), **host_config}
     body: dict[str, Any] = {
         "Image": config.image,
         "Cmd": _command(config, role),

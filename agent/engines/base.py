@@ -27,8 +27,8 @@ from agent.sandboxes.config import SandboxConfig
 from agent.workspace import Workspace
 
 if TYPE_CHECKING:  # the agent's loop and runner load only for agent jobs: an eval never imports them
-    from agent.containers.pool import WarmPool
     from agent.loop import Limits
+    from agent.sandboxes.pool import WarmPool
 
 
 class JobLimits(BaseModel):

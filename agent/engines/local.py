@@ -10,9 +10,9 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 from agent.cancel import CancelToken
-from agent.containers.pool import PlannedTask, WarmPool
 from agent.engines.base import AdmitFn, OutcomeFn, PreparedJob, StartFn, TaskJob, TaskOutcome, execute_job
 from agent.events import EventSink
+from agent.sandboxes.pool import PlannedTask, WarmPool
 from agent.workspace import create_workspace
 
 _log = logging.getLogger("codebox.batch")
@@ -146,16 +146,14 @@ class _Ahead:
         except Exception as exc:  # WorkspaceError, OSError: the job tries again and reports it
             _log.info("task %s: no workspace ahead of time (%s)", task.id, exc)
             return None
-        from agent.env.choose import choose_env
-        from agent.runner import env_progress, task_sandbox_config
+        from agent.runner import choose_task_env, env_progress, task_sandbox_config
 
         try:  # as run_task does it: the task's image, then its environment on the workspace
             repo = workspace.path.resolve()
             config = task_sandbox_config(task, job.sandbox)
-            env = choose_env(task.env, repo, config.image, env_progress, self.cancel,
-                             allow_public_fallback=task.allow_public_fallback)
+            env = choose_task_env(task, repo, config, env_progress, self.cancel)
             if env is not None:
-                config = config.replace(image=env.image)
+                config = config.replace(image=env.run_image)
             self.pool.prestart(PlannedTask(task.id, repo, config))
         except Exception as exc:  # CodeboxError and the rest: the task chooses its env itself and reports it
             _log.info("task %s: no sandbox ahead of time (%s)", task.id, exc)

@@ -1,23 +1,26 @@
-"""Make (or reuse) the environment image for a repository: ``codebox-env:<hash>``.
+"""Make (or reuse) the environment image of a repository: ``codebox-env:<key>``.
 
-1. Read what the repository declares (host, parse only). Nothing declared: the base image.
-2. Cache lookup by the inputs (base image id, declared requirements, options, format):
-   one image list, no network.
-3. Probe the base image's Python (a network-none container), resolve with uv on the host
-   for that Python (wheels only), download the wheels (and ``--apt`` debs) on the host.
-4. Install in a container from the base image with ``network_mode="none"``: the wheelhouse,
-   the debs, uv and a staging folder mounted read-only. uv unpacks the wheels into a venv at
-   /opt/codebox-env (no wheel runs code when installed); an editable install of /repo is
-   two files (``project.py``). What the install changed becomes one layer on top of the
-   base's, loaded as the image, with the venv first on PATH.
-   A dependency with no wheel for the image is locked as its sdist (metadata read statically,
-   ``sdists.py``); its build requirements are resolved as wheels on the host, and it is built
-   into a wheel by ``uv build`` in the same network-none container, before the install.
+```
+host:   read what the repo declares (never run) ─▶ the cache key ─▶ recorded? done (offline)
+host:   [build-system] requires: uv resolve + download (wheels) as of DATE
+box:    build venv ─▶ pre_install ─▶ PEP 517 hooks ─▶ METADATA          (only when metadata is dynamic,
+host:   resolve Requires-Dist + declared + recipe as of DATE ─▶ lock       the project compiles or a
+box:    dependencies image = base + apt + venv of the lock (shared)        recipe has pre_install)
+box:    project layer = editable install + generated files (this tree only)
+```
 
-The image is tagged by a hash of the base image id, the lock and the format version; a
-failed build leaves no image and no container behind. A build is cancellable (``cancel``,
-``cancel.py``): between stages, and within ~0.1 s while it waits on uv, a container or a
-download; a cancelled build leaves nothing behind either and raises EnvCancelled.
+An environment image is the dependencies image (``deps.py``: built from the lock's files
+alone, shared by every repository and commit with the same lock, base and Debian packages)
+plus one project layer: written on the host from the static reading when the project's
+metadata is static (the fast path: no repository code runs anywhere), else made by the
+project's own build backend in a box (``project_build.py``) and keyed by the whole project
+tree, so it is never reused for another tree. Every box is network-none, unprivileged for
+repository and package code, and limited (``box.py``).
+
+The cache key is computed from the inputs alone (the declarations, the recipe, the as-of
+date, the base image id, the tree when the project builds): a hit is one record file and
+one image inspect, with no network and no index (``images.py``). Builds are cancellable
+(``cancel.py``); a failed or cancelled build leaves no image, no container, no record.
 """
 
 from __future__ import annotations
@@ -38,29 +41,29 @@ import docker.errors
 from packaging.utils import canonicalize_name
 from pydantic import BaseModel, Field
 
-from agent.containers.docker_client import connect
-from agent.containers.leftovers import owner_labels, remove_container
-from agent.env import apt, extensions, images
-from agent.env.cancel import NEVER, Cancel, EnvCancelled, check, holding, wait_container
-from agent.env.declared import DEFAULT_RUNNER, NO_DEPENDENCIES, Declared, read_declared
+from agent import defaults
+from agent.env import apt, asof, images, metadata, plan
+from agent.env.box import ROLE_BUILD, BuildLimits, Deadline
+from agent.env.cancel import NEVER, Cancel, EnvCancelled, check, holding
+from agent.env.declared import DEFAULT_EXTRAS, DEFAULT_RUNNER, NO_DEPENDENCIES, Declared, read_declared
+from agent.env.deps import ensure_deps
 from agent.env.errors import EnvError
-from agent.env.fetch import cache_dir, make_wheelhouse
-from agent.env.layer import LAYER_PATH, VENV, copy_layer, load_image
+from agent.env.fetch import cache_dir
+from agent.env.layer import PROJECT, VENV, layer_from_files, load_image
 from agent.env.project import console_scripts, editable_files
-from agent.env.resolve import IndexConfig, Lock, Target, check_python, resolve, uv_binary
+from agent.env.project_build import Backend, ProjectBuild
+from agent.env.recipe import Recipe
+from agent.env.reqlines import Requirement, parse_requirement
+from agent.env.resolve import IndexConfig, Lock, Target, check_python, resolve
 from agent.env.sdists import build_requirements, resolve_with_sdists
 from agent.env.source_policy import check_sources
+from agent.env.tools import ensure_tools
+from agent.env.tree import Tree, read_tree
 from agent.protocol import EnvInfo
 
-FORMAT_VERSION = "1"
-# Where the build container sees its inputs; under /tmp, which a sandbox covers with its tmpfs.
-BUILD_MOUNT = "/tmp/codebox-build"
-BUILD_TIMEOUT_S = 1800.0
-LOG_TAIL_LINES = 25
-BUILT = "/tmp/codebox-built"  # wheels built from sdists in the install container
-SDIST_FAILED = 5  # the install script's exit status when an sdist does not build
-ROLE_BUILD = "env-build"
+FORMAT_VERSION = "2"
 Log = Callable[[str], None]
+__all__ = ["ROLE_BUILD", "EnvRequest", "ensure_env", "probe"]
 
 _PROBE = (
     "import os, platform, sys, sysconfig; v = sys.version_info; libc = platform.libc_ver();"
@@ -72,18 +75,26 @@ _key_locks_guard = threading.Lock()
 
 
 class EnvRequest(BaseModel):
-    """What to build an environment from."""
+    """What to build an environment from: the repository, the base image, the user's recipe, the date."""
 
     repo: Path
-    base_image: str = "codebox-sandbox:latest"
+    base_image: str = defaults.DEFAULT_IMAGE
     extras: list[str] = Field(default_factory=list)
     groups: list[str] = Field(default_factory=list)
     requirements: list[str] = Field(default_factory=list)
     apt: list[str] = Field(default_factory=list)
+    recipe: Recipe = Field(default_factory=Recipe)
+    as_of: str = asof.NOW  # normalized (asof.normalize): a timestamp, or now
     index: IndexConfig = Field(default_factory=IndexConfig.from_environ)
     runner: str | None = DEFAULT_RUNNER
+    limits: BuildLimits = Field(default_factory=BuildLimits)
     # Resolve what a repository's own package sources would serve from the user's index (source_policy.py).
     allow_public_fallback: bool = False
+
+    def full_recipe(self) -> Recipe:
+        """The flags' recipe, then the task's and the recipes file's (``recipe``)."""
+        flags = Recipe(extras=self.extras, groups=self.groups, requirements=self.requirements, apt=self.apt)
+        return flags.plus(self.recipe)
 
 
 def _quiet(_: str) -> None:
@@ -93,9 +104,9 @@ def _quiet(_: str) -> None:
 def ensure_env(request: EnvRequest, log: Log = _quiet, cancel: Cancel = NEVER) -> EnvInfo:
     """The environment image for ``request``: reused when its inputs are unchanged, else built.
 
-    ``cancel`` (a CancelToken) stops a build midway: EnvCancelled, and nothing left behind. A
-    KeyboardInterrupt in this thread (a caller with no signal handler) is one too, once the
-    build's uv and containers are gone.
+    ``log`` gets one line per stage (the console shows it as progress). ``cancel`` (a
+    CancelToken) stops a build midway: EnvCancelled, and nothing left behind. A
+    KeyboardInterrupt in this thread is one too, once the build's uv and containers are gone.
     """
     check(cancel)
     try:
@@ -104,29 +115,55 @@ def ensure_env(request: EnvRequest, log: Log = _quiet, cancel: Cancel = NEVER) -
         raise EnvCancelled("interrupted") from None
 
 
+class _Inputs(BaseModel):
+    """Everything read on the host before any container: what the key is made of."""
+
+    declared: Declared
+    recipe: Recipe
+    pip: list[Requirement]
+    backend: Backend
+    build_requires: list[Requirement]
+    build: bool  # the project's own build runs (else: the static fast path)
+    tree: Tree | None = None
+
+
+def _read_inputs(request: EnvRequest) -> _Inputs:
+    recipe = request.full_recipe()
+    apt.check_names(recipe.apt)
+    declared = read_declared(request.repo, recipe.extras, recipe.groups, recipe.requirements, request.runner)
+    declared.notes += check_sources(declared, request.index, request.allow_public_fallback)
+    pip = [parse_requirement(text, "the recipe's pip") for text in recipe.pip]
+    backend, requires = plan.backend_of(request.repo, declared)
+    build = plan.needs_build(declared, request.repo, recipe, backend, requires)
+    tree = read_tree(request.repo) if build else None
+    return _Inputs(declared=declared, recipe=recipe, pip=pip, backend=backend, build_requires=requires, build=build,
+                   tree=tree)
+
+
 def _ensure(request: EnvRequest, log: Log, cancel: Cancel) -> EnvInfo:
     start = time.monotonic()
-    declared = read_declared(request.repo, request.extras, request.groups, request.requirements, request.runner)
-    declared.notes += check_sources(declared, request.index, request.allow_public_fallback)
-    apt.check_names(request.apt)
-    if not declared.needs_env and not request.apt:
+    inputs = _read_inputs(request)
+    if not (inputs.build or inputs.declared.needs_env or inputs.recipe.apt or inputs.pip):
         return EnvInfo(image=request.base_image, base_image=request.base_image, notes=[NO_DEPENDENCIES])
-    client = connect(EnvError)
+    engine = images.EngineImages.connect()
     try:
-        base_id = _image_id(client, request.base_image)
-        key = inputs_key(base_id, declared, request)
-        with holding(_lock_for(key), cancel):  # another task may build the same inputs
-            cached = images.find_env_image(client, key)
-            if cached is not None:
-                log(f"reusing {cached.tag} ({cached.packages} packages)")
-                info = _info(cached, request.base_image, declared, built=False, start=start)
-            else:
-                log(f"building the environment for {request.repo} on {request.base_image} "
-                    f"({len(declared.requirements)} declared requirements)")
-                info = _build(client, request, declared, base_id, key, log, start, cancel)
+        base = engine.inspect(request.base_image)
+        if base is None:
+            raise EnvError(f"the base image {request.base_image!r} is not there; build it with `codebox image build` "
+                           "(or pass --image)")
+        base_id = str(base["Id"])
+        key = inputs_key(base_id, inputs, request)
+        with holding(_lock_for(key), cancel), images.building("env", key, cancel):
+            entry = images.lookup(engine, "env", key)
+            if entry is not None:
+                log(f"reusing {entry.tag} ({len(entry.packages)} packages)")
+                return _info(entry, request, built=False, start=start)
+            entry = _build(request, inputs, engine, base_id, key, log, cancel)
     finally:
-        client.close()
+        engine.close()
     check(cancel)  # a cancel during the last step (the image load) is still a cancel; the image is whole
+    info = _info(entry, request, built=True, start=start)
+    log(f"built {entry.tag} ({len(entry.packages)} packages) in {info.duration_s:.1f}s")
     return info
 
 
@@ -136,88 +173,162 @@ def _lock_for(key: str) -> threading.Lock:
         return _key_locks.setdefault(key, threading.Lock())
 
 
-def _image_id(client: docker.DockerClient, name: str) -> str:
-    try:
-        return str(client.images.get(name).id)
-    except docker.errors.ImageNotFound:
-        raise EnvError(f"the base image {name!r} is not there; build it with `codebox image build` "
-                       "(or pass --image)") from None
-    except docker.errors.APIError as exc:
-        raise EnvError(f"Docker could not look up {name!r}: {exc}") from exc
-
-
-def inputs_key(base_id: str, declared: Declared, request: EnvRequest) -> str:
+def inputs_key(base_id: str, inputs: _Inputs, request: EnvRequest) -> str:
     """The cache key: everything a build reads, so equal keys make equal environments."""
+    declared = inputs.declared
     material = {
         "format": FORMAT_VERSION,
         "base": base_id,
         "requirements": [r.text for r in declared.requirements],
-        "build_requires": [r.text for r in declared.build_requires],
+        "build_requires": [r.text for r in inputs.build_requires],
+        "backend": inputs.backend.model_dump(mode="json"),
         "sources": declared.sources_digest,
         "project": declared.project.model_dump(mode="json"),
-        "apt": sorted(request.apt),
+        "recipe": inputs.recipe.key(),
+        "as_of": asof.cache_part(request.as_of),
         "index": request.index.model_dump(mode="json"),
         "uv_index": sorted(IndexConfig.user_indexes()),  # every index the user gives uv (resolve.py)
+        "tree": inputs.tree.key if inputs.tree is not None else None,
     }
     return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()[:32]
 
 
-def _info(env: images.EnvImage, base: str, declared: Declared, built: bool, start: float) -> EnvInfo:
-    lock = env.labels.get(images.LABEL_LOCK, "")
+def _info(entry: images.Entry, request: EnvRequest, built: bool, start: float) -> EnvInfo:
     return EnvInfo(
-        image=env.tag,
-        base_image=base,
-        built=built,
-        lock=lock,
-        installed=[line for line in lock.splitlines() if line.strip()],
-        apt=[p for p in env.labels.get(images.LABEL_APT, "").split() if p],
-        python=env.labels.get(images.LABEL_PYTHON, ""),
-        notes=declared.notes,
-        duration_s=round(time.monotonic() - start, 3),
+        image=entry.tag, image_id=entry.id, base_image=request.base_image, built=built, lock=entry.lock,
+        installed=list(entry.packages), apt=list(entry.apt), python=entry.python, notes=list(entry.notes),
+        as_of=entry.as_of, duration_s=round(time.monotonic() - start, 3),
     )
 
 
-def _build(client: docker.DockerClient, request: EnvRequest, declared: Declared, base_id: str, key: str,
-           log: Log, start: float, cancel: Cancel = NEVER) -> EnvInfo:
-    compiled = declared.project.extension_modules
-    target, installed_debs = probe(client, request.base_image, with_debs=bool(request.apt) or compiled,
-                                   cancel=cancel)
-    check_python(declared.project.requires_python, target, request.base_image)
-    log(f"resolving {len(declared.requirements)} requirements for Python {target.python} ({target.platform})")
-    lock = resolve_with_sdists(declared.requirements, target, request.index, cancel)
-    sdist_build_lock = (resolve(build_requirements(lock), target, request.index, cancel=cancel) if lock.sdists()
-                        else Lock(pins=[]))
-    apt_packages = list(request.apt)
-    build_lock = Lock(pins=[])
-    if compiled:  # the compiler (and headers) come from apt, the build backend from the index
-        apt_packages += extensions.COMPILER_APT
-        build_lock = resolve(declared.build_requires, target, request.index, cancel=cancel)
-    if declared.project.name:  # a dependency may pull the project from the index: /repo is the project
-        own = canonicalize_name(declared.project.name)
-        lock = Lock(pins=[p for p in lock.pins if canonicalize_name(p.name) != own])
-    tag = f"{images.REPOSITORY}:{_tag_hash(base_id, lock, declared, request)}"
-    with tempfile.TemporaryDirectory(prefix="codebox-env-") as tmp:
-        folder = Path(tmp)
-        everything = Lock(pins=[*lock.pins, *build_lock.pins, *sdist_build_lock.pins])
-        log(f"downloading {len(everything.pins)} wheels" + (f" ({len(lock.sdists())} sdists, built offline)"
-                                                          if lock.sdists() else ""))
-        make_wheelhouse(everything, folder / "wheels", cancel)
-        debs = apt.download_debs(apt_packages, installed_debs, folder / "debs", cancel) if apt_packages else []
-        if compiled and not target.headers:
-            apt.download_only(extensions.headers_packages(target.python), folder / "debs-x", cancel)
-        check(cancel)
-        _stage(folder / "stage", declared, lock, target, build_lock)
-        labels = _labels(request, declared, lock, target, base_id, key)
-        log(f"installing into {VENV} (network none)")
-        _install_and_load(client, request.base_image, folder, tag, labels, request.repo if compiled else None,
-                          cancel)
-    env = images.get_env_image(client, tag)
-    if env is None:
-        raise EnvError(f"the build reported success but {tag} is missing")
-    info = _info(env, request.base_image, declared, built=True, start=start)
-    info.apt = debs or info.apt
-    log(f"built {tag} ({len(lock.pins)} packages) in {info.duration_s:.1f}s")
-    return info
+class _Build:
+    """One environment build: the host's steps between the boxes (see the module docstring)."""
+
+    def __init__(self, request: EnvRequest, inputs: _Inputs, engine: images.Engine, client: docker.DockerClient,
+                 base_id: str, key: str, log: Log, cancel: Cancel) -> None:
+        self.request = request
+        self.inputs = inputs
+        self.engine = engine
+        self.client = client
+        self.base_id = base_id
+        self.key = key
+        self.log = log
+        self.cancel = cancel
+        self.deadline = Deadline(request.limits.timeout_s)
+        self.exclude_newer = asof.exclude_newer(request.as_of)
+        self.compiles = inputs.build and inputs.declared.project.extension_modules
+        self.target, self.installed = probe(client, request.base_image,
+                                            with_debs=bool(inputs.recipe.apt) or self.compiles, cancel=cancel)
+        check_python(inputs.declared.project.requires_python, self.target, request.base_image)
+
+    def resolve(self, requirements: list[Requirement], what: str) -> Lock:
+        when = f" as of {self.request.as_of[:10]}" if self.exclude_newer else ""
+        self.log(f"resolving {len(requirements)} {what}{when} for Python {self.target.python}")
+        return resolve(requirements, self.target, self.request.index, cancel=self.cancel,
+                       exclude_newer=self.exclude_newer)
+
+    def run(self) -> images.Entry:
+        declared = self.inputs.declared
+        with tempfile.TemporaryDirectory(prefix="codebox-env-") as tmp:
+            folder = Path(tmp)
+            if self.inputs.build:
+                return self._with_project_build(folder, self.compiles)
+            deps = self._deps(self._lock(declared.requirements + self.inputs.pip, declared.project.name))
+            return self._finish(deps, static_layer(declared, folder / "project.tar"), declared.project.name or "")
+
+    def _with_project_build(self, folder: Path, compiles: bool) -> images.Entry:
+        request, inputs, declared = self.request, self.inputs, self.inputs.declared
+        assert inputs.tree is not None
+        image = request.base_image
+        if compiles:
+            image = ensure_tools(self.client, self.engine, request.base_image, self.base_id, self.target,
+                                 self.installed, request.limits, self.deadline, self.cancel, self.log,
+                                 str(request.repo)).id
+        needs_cython = compiles and plan.pyx_without_c(inputs.tree.files)
+        build_requires = plan.build_requirements(inputs.build_requires, inputs.backend, declared, needs_cython)
+        with ProjectBuild(self.client, image, request.repo, inputs.tree, inputs.backend, inputs.recipe,
+                          declared.project.import_root, declared.project.version, folder / "project",
+                          request.limits, self.deadline, self.cancel, self.log) as box:
+            self.log("starting the project's build container (network none, unprivileged)")
+            box.start(self.installed)
+            requirements = list(declared.requirements)
+            name = declared.project.name or ""
+            if inputs.backend.name:
+                build_lock = self.resolve(build_requires, "build requirements")
+                box.install_build_requirements(build_lock)
+                box.prepare()
+                more = plan.unsatisfied(box.requires(), build_lock)
+                if more:  # the backend's get_requires_for_build_*: a second round on the host
+                    asked = [parse_requirement(t, "the build backend (get_requires_for_build_*)") for t in more]
+                    box.install_build_requirements(self.resolve(build_requires + asked, "build requirements"))
+                meta = box.metadata()
+                check_python(meta.requires_python, self.target, request.base_image)
+                extras = [*DEFAULT_EXTRAS, *inputs.recipe.extras]
+                requirements += metadata.requirements(meta, extras, self.target)
+                name = meta.name
+                self.log(f"the project's backend says {meta.name} {meta.version}, "
+                         f"{len(meta.requires_dist)} Requires-Dist")
+            else:
+                box.prepare()
+            deps = self._deps(self._lock(requirements + inputs.pip, name))
+            self.log("installing the project with its own build backend")
+            layer = box.build(folder / "project.tar")
+        return self._finish(deps, layer, name)
+
+    def _lock(self, requirements: list[Requirement], project: str | None) -> Lock:
+        when = f" as of {self.request.as_of[:10]}" if self.exclude_newer else ""
+        self.log(f"resolving {len(requirements)} requirements{when} for Python {self.target.python} "
+                 f"({self.target.platform})")
+        lock = resolve_with_sdists(requirements, self.target, self.request.index, self.cancel, self.exclude_newer)
+        if project:  # a dependency may pull the project from the index: /repo is the project
+            own = canonicalize_name(project)
+            lock = Lock(pins=[p for p in lock.pins if canonicalize_name(p.name) != own])
+        return lock
+
+    def _deps(self, lock: Lock) -> images.Entry:
+        sdist_build = (self.resolve(build_requirements(lock), "sdist build requirements") if lock.sdists()
+                       else Lock(pins=[]))
+        return ensure_deps(self.client, self.engine, self.request.base_image, self.base_id, self.target, lock,
+                           sdist_build, list(self.inputs.recipe.apt), self.installed, self.request.limits,
+                           self.deadline, self.cancel, self.log, str(self.request.repo))
+
+    def _finish(self, deps: images.Entry, layer: Path, name: str) -> images.Entry:
+        check(self.cancel)
+        tag = f"{images.REPOSITORY}:{self.key[:16]}"
+        labels = {images.LABEL_KIND: images.KIND, images.LABEL_REPO: str(self.request.repo)}
+        image_id = load_image(self.client, deps.id, [layer], tag, labels)
+        entry = images.Entry(
+            kind="env", key=self.key, id=image_id, tag=tag, repo=str(self.request.repo), base=self.request.base_image,
+            base_id=self.base_id, python=self.target.python, lock=deps.lock, packages=deps.packages, apt=deps.apt,
+            as_of=self.request.as_of, deps=deps.id,
+            notes=[*self.inputs.declared.notes, *([f"the project ({name}) was installed by its own build backend"]
+                                                  if self.inputs.build and name else [])],
+        )
+        images.write(entry)
+        return entry
+
+
+def _build(request: EnvRequest, inputs: _Inputs, engine: images.Engine, base_id: str, key: str, log: Log,
+           cancel: Cancel) -> images.Entry:
+    log(f"building the environment for {request.repo} on {request.base_image} "
+        f"({len(inputs.declared.requirements)} declared requirements"
+        + ("; the project's own build runs" if inputs.build else "") + ")")
+    from agent.containers.docker_client import connect
+
+    client = connect(EnvError)
+    client.api.timeout = images.DOCKER_SLOW_S  # a load of a big layer on a busy daemon
+    try:
+        return _Build(request, inputs, engine, client, base_id, key, log, cancel).run()
+    finally:
+        client.close()
+
+
+def static_layer(declared: Declared, dest: Path) -> Path:
+    """The project layer from the static reading: a .pth naming /repo, a dist-info, console scripts."""
+    files = {f"{PROJECT}/site/{relative}": (text, 0o644) for relative, text in editable_files(declared.project).items()}
+    for name, text in console_scripts(declared.project, f"{VENV}/bin/python").items():
+        files[f"{PROJECT}/bin/{name}"] = (text, 0o755)
+    return layer_from_files(dest, files)
 
 
 def probe(client: docker.DockerClient, image: str, with_debs: bool = False,
@@ -239,11 +350,24 @@ def probe(client: docker.DockerClient, image: str, with_debs: bool = False,
     return target, debs
 
 
+def _image_id(client: docker.DockerClient, name: str) -> str:
+    try:
+        return str(client.images.get(name).id)
+    except docker.errors.ImageNotFound:
+        raise EnvError(f"the base image {name!r} is not there; build it with `codebox image build` "
+                       "(or pass --image)") from None
+    except docker.errors.APIError as exc:
+        raise EnvError(f"Docker could not look up {name!r}: {exc}") from exc
+
+
 def _probe(client: docker.DockerClient, image: str, with_debs: bool, cancel: Cancel) -> tuple[Target, set[str]]:
+    from agent.env.box import Box
+
     script = f"python3 -c {shlex.quote(_PROBE)}"
     if with_debs:
         script += "; dpkg-query -W -f '${Package}\\n' 2>/dev/null || true"
-    output = _run_once(client, image, ["sh", "-c", script], "probe", cancel)
+    with Box(client, image, "probe", [], BuildLimits(), Deadline(120), cancel, caps=[]) as box:
+        output = box.run(script, "probe")
     lines = output.splitlines()
     try:
         version, machine, libc, libc_version, headers = [*lines[0].split(), "", "", "", ""][:5]
@@ -256,172 +380,3 @@ def _probe(client: docker.DockerClient, image: str, with_debs: bool, cancel: Can
     platform = f"{machine}-manylinux_{major}_{minor}"
     installed = {line.strip() for line in lines[1:] if line.strip()}
     return Target(python=version, platform=platform, headers=headers == "1"), installed
-
-
-def _run_once(client: docker.DockerClient, image: str, command: list[str], purpose: str,
-              cancel: Cancel = NEVER) -> str:
-    labels = owner_labels(f"env-{purpose}", ROLE_BUILD, time.time() + 300)  # `codebox gc` reaps a dead owner's
-    container = client.containers.create(
-        image, command, network_mode="none", user="0:0", labels=labels,
-        cap_drop=["ALL"], security_opt=["no-new-privileges"],
-    )
-    try:
-        container.start()
-        try:
-            status = wait_container(container, cancel, 120, lambda: remove_container(client, container.id))
-        except TimeoutError:
-            raise EnvError(f"the {purpose} step in {image} did not finish in 120 s") from None
-        output = container.logs(stdout=True, stderr=True).decode("utf-8", "replace")
-    finally:
-        remove_container(client, container.id)
-    if status.get("StatusCode") != 0:
-        raise EnvError(f"the image {image} failed the {purpose} step: {output.strip()[-300:]}")
-    return output
-
-
-def _tag_hash(base_id: str, lock: Lock, declared: Declared, request: EnvRequest) -> str:
-    material = json.dumps({
-        "format": FORMAT_VERSION,
-        "base": base_id,
-        "lock": [[p.name, p.version, p.sha256] for p in lock.pins],
-        "project": declared.project.model_dump(mode="json"),
-        "sources": declared.sources_digest,
-        "apt": sorted(request.apt),
-    }, sort_keys=True)
-    return hashlib.sha256(material.encode()).hexdigest()[:16]
-
-
-def _site_packages(target: Target) -> str:
-    major, minor = target.python.split(".")[:2]
-    return f"{VENV}/lib/python{major}.{minor}/site-packages"
-
-
-def _stage(folder: Path, declared: Declared, lock: Lock, target: Target, build_lock: Lock) -> None:
-    """The install script, the pinned requirements and the editable-install files."""
-    for relative, text in editable_files(declared.project).items():
-        path = folder / "site" / relative
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    (folder / "bin").mkdir(parents=True)
-    for name, text in console_scripts(declared.project, f"{VENV}/bin/python").items():
-        (folder / "bin" / name).write_text(text, encoding="utf-8")
-    (folder / "requirements.txt").write_text(lock.requirements_txt(), encoding="utf-8")
-    (folder / "sdists.txt").write_text("".join(p.filename + "\n" for p in lock.sdists()), encoding="utf-8")
-    compiled = declared.project.extension_modules
-    if compiled:
-        (folder / "build-requirements.txt").write_text(build_lock.requirements_txt(), encoding="utf-8")
-        (folder / "collect_ext.py").write_text(extensions.collect_script(), encoding="utf-8")
-    script = _install_script(target, declared.project.import_root if compiled else None)
-    (folder / "install.sh").write_text(script, encoding="utf-8")
-    for path in [folder, *folder.rglob("*")]:
-        path.chmod(0o755 if path.is_dir() or path.parent.name == "bin" else 0o644)
-
-
-def _install_script(target: Target, extension_root: str | None) -> str:
-    """Install offline (and build the project's extensions when ``extension_root`` is given, "" for
-    a flat layout), then tar every path the install created or changed into one layer."""
-    site = _site_packages(target)
-    short = ".".join(target.python.split(".")[:2])
-    build = BUILD_MOUNT
-    ext = "" if extension_root is None else extensions.shell_steps(build, "python", extension_root, site, VENV)
-    return f"""set -eu
-export HOME=/tmp UV_CACHE_DIR=/tmp/codebox-uv-cache UV_NO_PROGRESS=1 NO_COLOR=1
-python=$(command -v python3)
-touch /tmp/codebox-marker
-if ls {build}/debs/*.deb >/dev/null 2>&1; then
-  echo "codebox: dpkg -i $(ls {build}/debs | wc -l) packages"
-  dpkg -i {build}/debs/*.deb
-fi
-# The venv by hand (what `python -m venv --without-pip` writes), one interpreter start cheaper than uv venv.
-mkdir -p {VENV}/bin {site}
-ln -s lib {VENV}/lib64
-ln -s "$python" {VENV}/bin/python
-ln -s python {VENV}/bin/python3
-ln -s python {VENV}/bin/python{short}
-printf 'home = %s\\ninclude-system-site-packages = false\\nversion = {target.python}\\n' "$(dirname "$python")" \\
-  > {VENV}/pyvenv.cfg
-mkdir -p {BUILT}
-while read -r sdist; do  # dependencies with no wheel: built here, offline, from the wheelhouse
-  echo "codebox: building $sdist from source (offline)"
-  if ! {build}/uv build --no-config --offline --no-index --find-links {build}/wheels --wheel \\
-      --python "$python" -o {BUILT} "{build}/wheels/$sdist" > /tmp/codebox-sdist.log 2>&1; then
-    echo "codebox: building $sdist failed offline; the end of its build log:"
-    tail -n {LOG_TAIL_LINES} /tmp/codebox-sdist.log
-    exit {SDIST_FAILED}
-  fi
-done < {build}/stage/sdists.txt
-{build}/uv pip install --no-config --offline --no-index --find-links {BUILT} --find-links {build}/wheels \\
-  --only-binary :all: --no-deps --link-mode copy --compile-bytecode --python {VENV}/bin/python \\
-  -r {build}/stage/requirements.txt
-cp -R {build}/stage/site/. {site}/
-cp -R {build}/stage/bin/. {VENV}/bin/
-cp {build}/stage/requirements.txt {VENV}/codebox-lock.txt
-{ext}if ls {build}/debs/*.deb >/dev/null 2>&1; then  # dpkg wrote all over the tree: take what changed
-  find / -xdev \\( -path /proc -o -path /sys -o -path /dev -o -path /tmp -o -path /etc/hosts \\
-    -o -path /etc/hostname -o -path /etc/resolv.conf \\) -prune -o -cnewer /tmp/codebox-marker -print \\
-    | sed -e 's#^/##' -e '/^$/d' > /tmp/codebox-files
-else  # only the venv is new (a find over the whole base costs ~1 s on fuse-overlayfs)
-  find {VENV} | sed -e 's#^/##' > /tmp/codebox-files
-fi
-tar --no-recursion -cf {LAYER_PATH} -C / -T /tmp/codebox-files
-echo "codebox: layer of $(wc -l < /tmp/codebox-files) paths"
-"""
-
-
-def _labels(request: EnvRequest, declared: Declared, lock: Lock, target: Target, base_id: str,
-            key: str) -> dict[str, str]:
-    return {
-        images.LABEL_KIND: images.KIND,
-        images.LABEL_INPUTS: key,
-        images.LABEL_BASE: request.base_image,
-        images.LABEL_BASE_ID: base_id,
-        images.LABEL_REPO: str(request.repo),
-        images.LABEL_PYTHON: target.python,
-        images.LABEL_LOCK: lock.requirements_txt(),
-        images.LABEL_APT: " ".join(sorted(request.apt)),
-        images.LABEL_FORMAT: FORMAT_VERSION,
-    }
-
-
-def _install_and_load(client: docker.DockerClient, base: str, folder: Path, tag: str,
-                      labels: dict[str, str], repo: Path | None, cancel: Cancel = NEVER) -> None:
-    """Run the install in a network-none container, take its one-layer diff, load it as ``tag``.
-
-    ``repo`` (read-only) only when the project's extensions are built from it. A cancel removes
-    the container at once; the image is loaded only from a whole layer (``docker load`` tags it
-    in one step), so a cancelled build tags nothing.
-    """
-    mounts = {
-        str(folder / "stage"): {"bind": f"{BUILD_MOUNT}/stage", "mode": "ro"},
-        str(folder / "wheels"): {"bind": f"{BUILD_MOUNT}/wheels", "mode": "ro"},
-        uv_binary(): {"bind": f"{BUILD_MOUNT}/uv", "mode": "ro"},
-    }
-    for debs in ("debs", "debs-x"):
-        if (folder / debs).is_dir():
-            mounts[str(folder / debs)] = {"bind": f"{BUILD_MOUNT}/{debs}", "mode": "ro"}
-    if repo is not None:
-        mounts[str(repo)] = {"bind": f"{BUILD_MOUNT}/repo", "mode": "ro"}
-    container = client.containers.create(
-        base, ["sh", f"{BUILD_MOUNT}/stage/install.sh"], network_mode="none", user="0:0",
-        volumes=mounts, labels=owner_labels("env-build", ROLE_BUILD, time.time() + BUILD_TIMEOUT_S), working_dir="/",
-        security_opt=["no-new-privileges"],
-    )
-    try:
-        container.start()
-        try:
-            status = wait_container(container, cancel, BUILD_TIMEOUT_S, lambda: remove_container(client, container.id))
-        except TimeoutError:  # the build hangs
-            raise EnvError(f"the environment build did not finish in {BUILD_TIMEOUT_S:g} s") from None
-        if status.get("StatusCode") != 0:
-            logs = container.logs(stdout=True, stderr=True).decode("utf-8", "replace").splitlines()
-            tail = "\n".join(logs[-LOG_TAIL_LINES:])
-            if status.get("StatusCode") == SDIST_FAILED:
-                raise EnvError(f"building a dependency from its sdist failed offline; the end of the build log:\n"
-                               f"{tail}", usage=True)
-            raise EnvError(f"installing the environment failed offline (exit {status.get('StatusCode')}); "
-                           f"the end of the build log:\n{tail}")
-        layer = copy_layer(container, folder / "layer.tar", cancel)
-    finally:
-        remove_container(client, container.id)
-    check(cancel)  # the last point a cancel stops at: the load itself is one call, under a second
-    load_image(client, base, layer, tag, labels)

@@ -1,7 +1,7 @@
 """Cancelling an environment build midway: the signal, the error, and waits that watch the signal.
 
 A build waits on three kinds of thing: a host subprocess (uv, apt-get), a container (the
-probe, the install) and a download. Each wait here polls the cancel signal every
+probe, the install, a step in a box) and a download. Each wait here polls the cancel signal every
 ``POLL_S``; on a cancel (or a KeyboardInterrupt in the waiting thread) the subprocess's whole
 process group is killed, or the container removed, before ``EnvCancelled`` is raised.
 """
@@ -97,22 +97,33 @@ def kill_group(proc: subprocess.Popen[str]) -> None:
 
 
 def wait_container(container: Any, cancel: Cancel, timeout: float, remove: Callable[[], None]) -> dict[str, Any]:
-    """``container.wait()``'s result, watching ``cancel`` meanwhile.
-
-    The blocking wait runs in a helper thread; this thread polls. On a cancel, a timeout or
-    an exception here (KeyboardInterrupt), ``remove`` (kill and remove the container) runs at
-    once, which also ends the helper's wait. ``TimeoutError`` when the container runs longer
-    than ``timeout``.
-    """
+    """``container.wait()``'s result, watching ``cancel`` meanwhile (see ``wait_thread``)."""
     result: dict[str, Any] = {}
 
     def waiter() -> None:
+        result["status"] = container.wait()
+
+    wait_thread(waiter, cancel, timeout, remove)
+    status: dict[str, Any] = result["status"]
+    return status
+
+
+def wait_thread(work: Callable[[], None], cancel: Cancel, timeout: float, abort: Callable[[], None]) -> None:
+    """Run the blocking ``work`` (a container's wait, an exec's output) in a helper thread, watching ``cancel``.
+
+    This thread polls. On a cancel, a timeout or an exception here (KeyboardInterrupt),
+    ``abort`` (kill and remove the container) runs at once, which also ends the helper's
+    wait. ``TimeoutError`` when the work runs longer than ``timeout``; EnvError when it raised.
+    """
+    result: dict[str, Any] = {}
+
+    def helper() -> None:
         try:
-            result["status"] = container.wait()
+            work()
         except Exception as exc:  # the container was removed under it, Docker went away
             result["error"] = exc
 
-    thread = threading.Thread(target=waiter, name="codebox-env-wait", daemon=True)
+    thread = threading.Thread(target=helper, name="codebox-env-wait", daemon=True)
     thread.start()
     deadline = time.monotonic() + timeout
     finished = False
@@ -126,9 +137,7 @@ def wait_container(container: Any, cancel: Cancel, timeout: float, remove: Calla
         finished = True
     finally:
         if not finished:
-            remove()
-    check(cancel)  # the container ended as the cancel came: still a cancel
+            abort()
+    check(cancel)  # the work ended as the cancel came: still a cancel
     if "error" in result:
         raise EnvError(f"waiting for the build container failed: {result['error']}") from result["error"]
-    status: dict[str, Any] = result["status"]
-    return status

@@ -1,14 +1,22 @@
-"""A task's ``env`` setting (auto | none | IMAGE) turned into the image its sandbox runs."""
+"""A task's ``env`` (auto | none | IMAGE | an object with a recipe) turned into the image its sandbox runs.
+
+``choose_for_task`` is what ``run``, ``batch`` and ``eval`` call: the task carries its
+environment setting (the CLI folds the flags and the recipes file into it), its dates say
+what to resolve as of, and the sandbox's limits are the build's.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Protocol
 
+from agent import defaults
+from agent.env import asof
 from agent.env.cancel import NEVER, Cancel
 from agent.env.declared import NO_DEPENDENCIES, read_declared
 from agent.env.errors import EnvError
-from agent.protocol import EnvInfo
+from agent.protocol import EnvInfo, EnvSpec, TaskSpec
 
 AUTO, NONE = "auto", "none"
 Log = Callable[[str], None]
@@ -18,45 +26,88 @@ def _quiet(_: str) -> None:
     pass
 
 
-def choose_env(env: str, repo: Path, base_image: str, log: Log = _quiet, cancel: Cancel = NEVER,
-               allow_public_fallback: bool = False) -> EnvInfo | None:
-    """None for ``none``; the built or reused environment for ``auto``; the named image otherwise.
+class SandboxLimits(Protocol):
+    """What the build takes from a task's sandbox settings (SandboxConfig and PlainSandboxConfig fit)."""
 
+    @property
+    def image(self) -> str: ...
+
+    @property
+    def memory(self) -> str: ...
+
+    @property
+    def pids_limit(self) -> int: ...
+
+    @property
+    def cpus(self) -> float: ...
+
+
+def choose_for_task(task: TaskSpec, repo: Path, sandbox: SandboxLimits, log: Log = _quiet,
+                    cancel: Cancel = NEVER) -> EnvInfo | None:
+    """The environment of ``task``, built on ``repo`` (the task's repository or its workspace).
+
+    As of: the task's own ``env.as_of``, else its ``created_at``, else the committer date of
+    its base commit (or HEAD) in ``task.repo``, else now. Limits: the sandbox's.
+    """
+    env = task.env
+    if isinstance(env, str) and env != AUTO:
+        return None if env == NONE else _named(env)
+    when = env.as_of if isinstance(env, EnvSpec) else None
+    as_of = asof.choose(when, Path(task.repo).expanduser(), task.created_at, task.base_commit)
+    return choose_env(env, repo, sandbox.image, log, cancel, as_of=as_of, memory=sandbox.memory,
+                      pids=sandbox.pids_limit, cpus=sandbox.cpus, allow_public_fallback=task.allow_public_fallback)
+
+
+def choose_env(env: str | EnvSpec, repo: Path, base_image: str, log: Log = _quiet, cancel: Cancel = NEVER, *,
+               as_of: str | None = None, memory: str = defaults.DEFAULT_MEMORY, pids: int = defaults.DEFAULT_PIDS,
+               cpus: float = defaults.DEFAULT_CPUS, allow_public_fallback: bool = False) -> EnvInfo | None:
+    """None for ``none``; the built or reused environment for ``auto`` or an EnvSpec; the named image otherwise.
+
+    ``as_of``: a normalized date (``asof.normalize``; default: HEAD's date in ``repo``).
     ``cancel`` stops a build under way (EnvCancelled). ``allow_public_fallback``: see EnvRequest.
     """
-    if env == NONE:
+    if isinstance(env, str) and env == NONE:
         return None
-    if env == AUTO:
-        # A repository that declares nothing (the common quick run) needs no builder: the
-        # builder, docker-py and the resolver are loaded only when there is something to build.
-        if not read_declared(repo).needs_env:
-            return EnvInfo(image=base_image, base_image=base_image, notes=[NO_DEPENDENCIES])
-        from agent.env.build import EnvRequest, ensure_env
+    if isinstance(env, str) and env != AUTO:
+        return _named(env)
+    spec = env if isinstance(env, EnvSpec) else EnvSpec()
+    if isinstance(env, str) and _declares_nothing(repo):
+        # The common quick run: no builder, no docker-py, no resolver is loaded.
+        return EnvInfo(image=base_image, base_image=base_image, notes=[NO_DEPENDENCIES])
+    from agent.env.box import BuildLimits
+    from agent.env.build import EnvRequest, ensure_env
 
-        return ensure_env(EnvRequest(repo=repo, base_image=base_image, allow_public_fallback=allow_public_fallback),
-                          log, cancel)
-    return _named(env)
+    request = EnvRequest(repo=repo, base_image=base_image, recipe=spec.recipe(),
+                         as_of=as_of or asof.choose(spec.as_of, repo),
+                         limits=BuildLimits(memory=memory, pids=pids, cpus=cpus),
+                         allow_public_fallback=allow_public_fallback)
+    return ensure_env(request, log, cancel)
+
+
+def _declares_nothing(repo: Path) -> bool:
+    """No requirement, no project and nothing to build: the base image serves it as it is."""
+    from agent.env.safe_read import read_toml, table
+
+    pyproject = read_toml(repo, "pyproject.toml") or {}
+    if (repo / "setup.py").is_file() or table(pyproject, "build-system") or table(pyproject, "project"):
+        return False
+    return not read_declared(repo).needs_env
 
 
 def _named(env: str) -> EnvInfo:
-    """``--env IMAGE``: an environment image of ours (its lock and labels), or any local image."""
-    import docker.errors
-
-    from agent.containers.docker_client import connect
+    """``--env IMAGE``: an image codebox built (its lock, from codebox's record), or any local image as it is."""
     from agent.env import images
 
-    client = connect(EnvError)
+    engine = images.EngineImages.connect()
     try:
-        found = images.get_env_image(client, env)
-        if found is None:
-            try:
-                client.images.get(env)
-            except docker.errors.ImageNotFound:
+        entry = images.find(engine, env)
+        if entry is None:
+            attrs = engine.inspect(env)
+            if attrs is None:
                 raise EnvError(f"--env {env}: no such image (use auto, none, or an image from `codebox env ls`)",
-                               usage=True) from None
-            return EnvInfo(image=env, base_image=env)
+                               usage=True)
+            return EnvInfo(image=env, image_id=str(attrs.get("Id", "")), base_image=env)
     finally:
-        client.close()
-    lock = found.labels.get(images.LABEL_LOCK, "")
-    return EnvInfo(image=env, base_image=found.base, lock=lock, installed=lock.split(),
-                   python=found.python, apt=found.labels.get(images.LABEL_APT, "").split())
+        engine.close()
+    return EnvInfo(image=entry.tag, image_id=entry.id, base_image=entry.base, lock=entry.lock,
+                   installed=list(entry.packages), python=entry.python, apt=list(entry.apt), as_of=entry.as_of)

@@ -91,6 +91,9 @@ def make_wheelhouse(lock: Lock, folder: Path, cancel: Cancel = NEVER) -> Path:
         paths = list(pool.map(lambda pin: fetch_pin(pin, store, cancel), unique))
     for path in paths:
         link = folder / path.name
+        if link.exists() and os.path.samefile(link, path):
+            continue  # a second round into the same wheelhouse (a backend asked for more)
+        link.unlink(missing_ok=True)
         try:
             os.link(path, link)
         except OSError:

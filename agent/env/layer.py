@@ -1,14 +1,13 @@
-"""The environment's one layer: copied out of the stopped install container, then loaded into
-Docker as ``base + layer`` (``docker load``; the base's layers are named, not sent)."""
+"""Image layers: loaded into Docker as ``parent + layers`` (``docker load``; the parent's layers are named,
+not sent), made in memory from files codebox writes, and checked before a container's layer is loaded."""
 
 from __future__ import annotations
 
 import hashlib
 import io
 import json
-import shutil
+import re
 import tarfile
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -16,73 +15,119 @@ from typing import Any
 import docker
 import docker.errors
 
-from agent.env.cancel import NEVER, Cancel, check
 from agent.env.errors import EnvError
 
-VENV = "/opt/codebox-env"  # where the install container puts the environment
-LAYER_PATH = "/tmp/codebox-layer.tar"  # where it writes the layer tar
+VENV = "/opt/codebox-env"  # the dependencies: a venv made from the lock
+PROJECT = "/opt/codebox-project"  # the project: its install, what its build generated, its scripts
+_SAFE_PART = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.+!-]*$")
 
 
-def copy_layer(container: Any, dest: Path, cancel: Cancel = NEVER) -> Path:
-    """The layer tar the install wrote, copied out of the stopped container."""
-    stream, _ = container.get_archive(LAYER_PATH)
-    with tempfile.TemporaryFile() as wrapped:
-        for chunk in stream:
-            check(cancel)
-            wrapped.write(chunk)
-        wrapped.seek(0)
-        with tarfile.open(fileobj=wrapped) as outer:
-            member = outer.extractfile(outer.getmembers()[0])
-            if member is None:
-                raise EnvError("the build container wrote no layer")
-            with dest.open("wb") as out:
-                shutil.copyfileobj(member, out, 1 << 20)
-    return dest
-
-
-def load_image(client: docker.DockerClient, base: str, layer: Path, tag: str, labels: dict[str, str]) -> None:
-    """``tag`` = the base image plus one layer, via ``docker load`` (the base's layers are not sent).
+def load_image(client: docker.DockerClient, parent: str, layers: list[Path], tag: str,
+               labels: dict[str, str]) -> str:
+    """``tag`` = the image ``parent`` plus ``layers`` (uncompressed tars), via ``docker load``; its image id.
 
     Why not ``docker commit``: on fuse-overlayfs it diffs the whole base file by file (11 s
-    for a 210 MB base here); loading a ready layer takes well under a second.
+    for a 210 MB base here); loading ready layers takes well under a second.
     """
-    attrs = client.images.get(base).attrs
-    digest = hashlib.sha256()
-    with layer.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    layers = [*attrs["RootFS"]["Layers"], f"sha256:{digest.hexdigest()}"]
+    attrs = client.images.get(parent).attrs
+    digests = [f"sha256:{_sha256(layer)}" for layer in layers]
     config = json.dumps({
         "architecture": attrs.get("Architecture", "amd64"),
         "os": attrs.get("Os", "linux"),
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "config": image_config(attrs, labels),
-        "rootfs": {"type": "layers", "diff_ids": layers},
+        "rootfs": {"type": "layers", "diff_ids": [*attrs["RootFS"]["Layers"], *digests]},
     }).encode()
     config_name = hashlib.sha256(config).hexdigest() + ".json"
-    # The daemon reads a layer file only when it lacks that layer: the base's are named, not sent.
-    paths = [f"base{i}/layer.tar" for i in range(len(layers) - 1)] + ["env/layer.tar"]
-    manifest = json.dumps([{"Config": config_name, "RepoTags": [tag], "Layers": paths}]).encode()
-    archive = layer.with_name("image.tar")
+    # The daemon reads a layer file only when it lacks that layer: the parent's are named, not sent.
+    known = [f"parent{i}/layer.tar" for i in range(len(attrs["RootFS"]["Layers"]))]
+    new = [f"new{i}/layer.tar" for i in range(len(layers))]
+    manifest = json.dumps([{"Config": config_name, "RepoTags": [tag], "Layers": [*known, *new]}]).encode()
+    archive = layers[-1].with_name(f"image-{config_name[:12]}.tar")
     with tarfile.open(archive, "w") as tar:
         for name, data in (("manifest.json", manifest), (config_name, config)):
             info = tarfile.TarInfo(name)
             info.size = len(data)
             tar.addfile(info, io.BytesIO(data))
-        tar.add(layer, arcname="env/layer.tar")
+        for layer, name in zip(layers, new, strict=True):
+            tar.add(layer, arcname=name)
     try:
         with archive.open("rb") as f:
             client.images.load(f)
     except docker.errors.APIError as exc:
         raise EnvError(f"Docker could not load the environment image {tag}: {exc.explanation or exc}") from exc
+    finally:
+        archive.unlink(missing_ok=True)
+    return "sha256:" + config_name[: -len(".json")]
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def image_config(attrs: dict[str, Any], labels: dict[str, str]) -> dict[str, Any]:
-    """The base image's config with the venv first on PATH and our labels."""
+    """The parent's config with the venv and the project's scripts first on PATH, and our labels."""
     config = dict(attrs.get("Config") or {})
     env = [e for e in (config.get("Env") or []) if not e.startswith(("PATH=", "VIRTUAL_ENV="))]
     path = next((e[5:] for e in config.get("Env") or [] if e.startswith("PATH=")),
                 "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
-    config["Env"] = [f"PATH={VENV}/bin:{path}", f"VIRTUAL_ENV={VENV}", *env]
+    prefix = f"{PROJECT}/bin:{VENV}/bin:"
+    path = path if path.startswith(prefix) else prefix + path
+    config["Env"] = [f"PATH={path}", f"VIRTUAL_ENV={VENV}", *env]
     config["Labels"] = {**(config.get("Labels") or {}), **labels}
     return config
+
+
+def _checked(relative: str) -> str:
+    """A member path built by codebox: plain parts only (no '..', no absolute path, no odd character)."""
+    parts = relative.split("/")
+    if not parts or not all(_SAFE_PART.match(p) for p in parts):
+        raise EnvError(f"refusing to write {relative!r} into an image layer (not a plain relative path)", usage=True)
+    return relative
+
+
+def layer_from_files(dest: Path, files: dict[str, tuple[str, int]]) -> Path:
+    """A layer tar at ``dest`` holding ``files`` (path inside the image -> (text, mode)), owned by root.
+
+    Every path is checked part by part: a name read from a repository can never write outside
+    the folder it was meant for, and nothing here is a host path.
+    """
+    folders: set[str] = set()
+    for path in files:
+        parts = _checked(path.lstrip("/")).split("/")
+        folders.update("/".join(parts[:i]) for i in range(1, len(parts)))
+    with tarfile.open(dest, "w") as tar:
+        for folder in sorted(folders):
+            info = tarfile.TarInfo(folder)
+            info.type, info.mode, info.mtime = tarfile.DIRTYPE, 0o755, 0
+            tar.addfile(info)
+        for path, (text, mode) in sorted(files.items()):
+            data = text.encode("utf-8")
+            info = tarfile.TarInfo(path.lstrip("/"))
+            info.size, info.mode, info.mtime = len(data), mode, 0
+            tar.addfile(info, io.BytesIO(data))
+    return dest
+
+
+def check_layer(path: Path, inside: str) -> int:
+    """Refuse a layer tar a build container wrote unless every member is under ``inside`` (e.g.
+    ``opt/codebox-project``) with a plain relative name and no device; the member count."""
+    count = 0
+    try:
+        with tarfile.open(path) as tar:
+            for member in tar:
+                name = member.name.rstrip("/")
+                parts = name.split("/")
+                link = member.linkname.rstrip("/") if member.islnk() else inside
+                if (name != inside and not name.startswith(inside + "/")) or ".." in parts or \
+                        member.isdev() or member.name.startswith("/") or \
+                        (link != inside and not link.startswith(inside + "/")) or ".." in link.split("/"):
+                    raise EnvError(f"the build wrote {member.name!r} outside {inside}; refused")
+                count += 1
+    except tarfile.TarError as exc:
+        raise EnvError(f"the build container's layer is not a readable tar: {exc}") from exc
+    return count

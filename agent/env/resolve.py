@@ -90,6 +90,18 @@ class Lock(BaseModel):
     def requirements_txt(self) -> str:
         return "".join(f"{p.name}=={p.version}\n" for p in self.pins)
 
+    def hashed_txt(self) -> str:
+        """The lock as installed: each pin with its file's sha256 (uv checks every file against it)."""
+        return "".join(f"{p.name}=={p.version} --hash=sha256:{p.sha256}\n" for p in self.pins)
+
+    def digest(self) -> str:
+        """A hash of exactly what is installed (names, versions, files)."""
+        import hashlib
+
+        text = "".join(f"{p.name} {p.version} {p.sha256} {int(p.sdist)}\n" for p in sorted(
+            self.pins, key=lambda p: p.name))
+        return hashlib.sha256(text.encode()).hexdigest()
+
     def installed(self) -> list[str]:
         return [f"{p.name}=={p.version}" for p in self.pins]
 
@@ -131,8 +143,12 @@ def check_python(requires_python: str | None, target: Target, image: str) -> Non
 
 
 def resolve(requirements: list[Requirement], target: Target, index: IndexConfig,
-            sdist_metadata: dict[str, list[str]] | None = None, cancel: Cancel = NEVER) -> Lock:
+            sdist_metadata: dict[str, list[str]] | None = None, cancel: Cancel = NEVER,
+            exclude_newer: str | None = None) -> Lock:
     """Run ``uv pip compile`` for ``target``; EnvError (usage) naming what could not be resolved.
+
+    ``exclude_newer`` (an RFC 3339 timestamp): only files uploaded before it, so an old commit
+    gets the versions of its day (``asof.py``).
 
     ``sdist_metadata``: packages allowed as sdists, each with its Requires-Dist, given to uv so
     that it never builds one to learn them. NeedsSource when a package has no usable wheel.
@@ -146,6 +162,7 @@ def resolve(requirements: list[Requirement], target: Target, index: IndexConfig,
             "--python-version", target.python, "--python-platform", target.platform,
             "--only-binary", ":all:", "--no-config", "--quiet", "--no-header", *index.uv_args(),
             *_sdist_args(sdist_metadata or {}, Path(tmp)),
+            *(["--exclude-newer", exclude_newer] if exclude_newer else []),
         ]
         try:  # cwd: an empty folder, so no uv.toml or pyproject of anyone else's is read
             proc = run_process(cmd, cancel, RESOLVE_TIMEOUT_S, cwd=tmp, errors="replace", env=_uv_env(),

@@ -24,9 +24,9 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 from pydantic import BaseModel
 
+from agent.env.backend import DEFAULT_REQUIRES as DEFAULT_BUILD_REQUIRES
 from agent.env.cancel import NEVER, Cancel
 from agent.env.errors import EnvError
-from agent.env.extensions import DEFAULT_BUILD_REQUIRES
 from agent.env.fetch import cache_dir, fetch_pin
 from agent.env.reqlines import Requirement, parse_requirement
 from agent.env.resolve import IndexConfig, Lock, NeedsSource, Pin, Target, resolve
@@ -43,12 +43,12 @@ class SdistMeta(BaseModel):
 
 
 def resolve_with_sdists(requirements: list[Requirement], target: Target, index: IndexConfig,
-                        cancel: Cancel = NEVER) -> Lock:
+                        cancel: Cancel = NEVER, exclude_newer: str | None = None) -> Lock:
     """The lock, wheels where there are wheels, sdists (read statically) only where there are none."""
     known: dict[str, SdistMeta | None] = {}  # name -> its metadata, None while unread
     for _ in range(MAX_ROUNDS):
         try:
-            lock = resolve(requirements, target, index, _uv_metadata(known), cancel)
+            lock = resolve(requirements, target, index, _uv_metadata(known), cancel, exclude_newer)
         except NeedsSource as exc:
             new = [n for n in exc.names if canonicalize_name(n) not in known]
             if not new:

@@ -67,19 +67,18 @@ def read_setup_py(repo: Path, relative: str = "setup.py") -> SetupCall | None:
     except (RecursionError, MemoryError):
         raise EnvError(f"{relative}: nested too deeply to parse; refused", usage=True) from None
     result = SetupCall(relative)
-    calls = sorted((n for n in ast.walk(tree) if isinstance(n, ast.Call) and _is_setup(n)),
-                   key=lambda n: (n.lineno, n.col_offset))
+    evaluator = Evaluator(tree)
+    calls = [n for n in evaluator.calls if _is_setup(n)]
     if not calls:
-        result.extensions = _extension_calls(tree, Evaluator(tree), relative)
+        result.extensions = _extension_calls(evaluator)
         return result
     result.found = True
-    evaluator = Evaluator(tree)
     try:
         evaluator.run_until(calls[0])
     except RecursionError:
         raise EnvError(f"{relative}: nested too deeply to read; refused", usage=True) from None
     _arguments(calls[0], evaluator, result)
-    _decide_extensions(tree, evaluator, result)
+    _decide_extensions(evaluator, result)
     return result
 
 
@@ -138,7 +137,7 @@ def _holds(value: Any, kind: type, budget: int = 10_000) -> bool:
     return False
 
 
-def _decide_extensions(tree: ast.Module, evaluator: Evaluator, result: SetupCall) -> None:
+def _decide_extensions(evaluator: Evaluator, result: SetupCall) -> None:
     where = result.relative
     computed = []
     for key in EXTENSION_KEYS:
@@ -152,7 +151,7 @@ def _decide_extensions(tree: ast.Module, evaluator: Evaluator, result: SetupCall
             computed.append((key, result.computed.pop(key)))
     if computed and not result.extensions:
         key, why = computed[0]
-        found = _extension_calls(tree, evaluator, where)
+        found = _extension_calls(evaluator)
         if found:
             result.extensions.append(f"{where} {key}= is computed ({why}); the file makes {found[0]}")
         else:
@@ -160,12 +159,10 @@ def _decide_extensions(tree: ast.Module, evaluator: Evaluator, result: SetupCall
                                 "taken as no compiled extensions")
 
 
-def _extension_calls(tree: ast.Module, evaluator: Evaluator, where: str) -> list[str]:
+def _extension_calls(evaluator: Evaluator) -> list[str]:
     """``Extension(...)``-like calls anywhere in the file, as 'Extension(...) at line N'."""
     found = []
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.Call):
-            continue
+    for node in evaluator.calls:
         qualified = evaluator.qualified(node.func)
         bare = node.func.id if isinstance(node.func, ast.Name) else (
             node.func.attr if isinstance(node.func, ast.Attribute) else None)

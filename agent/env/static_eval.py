@@ -87,13 +87,25 @@ class Evaluator:
 
     def __init__(self, tree: ast.Module) -> None:
         self.tree = tree
+        # One walk of the tree for everything asked of it later: parents, calls, globals.
+        self.parents: dict[int, ast.AST] = {}
+        self.calls: list[ast.Call] = []
+        globals_: set[str] = set()
+        for parent in ast.walk(tree):
+            for child in ast.iter_child_nodes(parent):
+                self.parents[id(child)] = parent
+            if isinstance(parent, ast.Call):
+                self.calls.append(parent)
+            elif isinstance(parent, ast.Global):  # rebound by a function: its value depends on when it runs
+                globals_.update(parent.names)
+        self.calls.sort(key=lambda n: (n.lineno, n.col_offset))
         self.module = Scope()
         self.scope = self.module
         self.steps = 0
         # id -> (the object, kept alive so its id stays its own; the statement that may change it)
         self._tainted: dict[int, tuple[Any, str]] = {}
         self._functions: dict[str, ast.AST] = {}
-        self._volatile = _globals_in_functions(tree)
+        self._volatile = globals_
 
     # --- statements -------------------------------------------------------------------------
 
@@ -421,8 +433,18 @@ class Evaluator:
 
     def run_until(self, call: ast.Call) -> None:
         """Follow the statements that run before ``call`` (through the blocks and functions around it)."""
-        chain = _enclosing(self.tree, call)
+        chain = self._enclosing(call)
         self._run_chain(self.tree.body, chain)
+
+    def _enclosing(self, target: ast.AST) -> list[ast.stmt]:
+        """The statements around ``target``, outermost first (the last one holds it directly)."""
+        chain: list[ast.stmt] = []
+        node: ast.AST | None = target
+        while node is not None and node is not self.tree:
+            if isinstance(node, ast.stmt):
+                chain.append(node)
+            node = self.parents.get(id(node))
+        return chain[::-1]
 
     def _run_chain(self, body: list[ast.stmt], chain: list[ast.stmt]) -> None:
         if not chain:
@@ -551,26 +573,6 @@ def _stored_names(node: ast.AST) -> set[str]:
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store | ast.Del)} | {
         n.name for n in ast.walk(node) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
     }
-
-
-def _globals_in_functions(tree: ast.Module) -> set[str]:
-    """Names a function rebinds with ``global``: their value depends on when the function runs."""
-    return {name for node in ast.walk(tree) if isinstance(node, ast.Global) for name in node.names}
-
-
-def _enclosing(tree: ast.Module, target: ast.AST) -> list[ast.stmt]:
-    """The statements around ``target``, outermost first (the last one holds it directly)."""
-    parents: dict[int, ast.AST] = {}
-    for parent in ast.walk(tree):
-        for child in ast.iter_child_nodes(parent):
-            parents[id(child)] = parent
-    chain: list[ast.stmt] = []
-    node: ast.AST | None = target
-    while node is not None and node is not tree:
-        if isinstance(node, ast.stmt):
-            chain.append(node)
-        node = parents.get(id(node))
-    return chain[::-1]
 
 
 def _body_holding(block: ast.stmt, statement: ast.stmt) -> list[ast.stmt]:

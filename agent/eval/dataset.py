@@ -36,6 +36,8 @@ NOT_RUN_SCRIPT = ("eval_script not run: codebox runs the named tests itself (pyt
 class DatasetInfo(BaseModel):
     """What a dataset line says about its own evaluation (eval.json's ``dataset``)."""
 
+    repo: str = ""
+    """The line's repository as it names it (owner/name: what a recipes file is keyed by)."""
     log_parser: str | None = None
     eval_type: EvalType = "pass_and_fail"
     eval_script: bool = False
@@ -186,7 +188,7 @@ def _instance(row: Any, where: str, resolver: RepoResolver, env: str | None, ima
         path = resolver.resolve(repo)
     except RepoNotFound as exc:
         raise _LineError(str(exc)) from None
-    fields["repo"] = str(path)
+    info.repo, fields["repo"] = repo, str(path)
     iid = fields.get("instance_id") or fields.get("id")
     if not isinstance(iid, str) or not _INSTANCE_ID.fullmatch(iid):
         raise _LineError(f"instance_id {iid!r} must be letters, digits, '.', '_' or '-' (it names a folder)")

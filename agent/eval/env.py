@@ -1,10 +1,11 @@
-"""Where an instance's tests run: its environment, its image id, its sandbox (each made in ONE place here).
+"""Where an instance's tests run: its sandbox settings, its environment, its image id, its sandbox (ONE place each).
 
-The environment is batch's: the task's ``env`` (auto: built or reused from what the repository
-declares at base_commit; none; an image), on the task's image or the sandbox image. The sandbox
-is a warm one from the engine's pool when it has this instance's, else a new one; it starts
-in the background while the patches go in on the host, and is closed in the background once
-the tests are done (wait_closed() before the process ends).
+The settings and the environment are batch's own (agent.runner: task_sandbox_config, choose_task_env:
+the task's ``env``, recipe and as-of date, built or reused from what the repository declares at
+base_commit), so the warm pool's prestarted sandbox fits. The sandbox comes from the task's
+backend: the engine's pool's when it holds this instance's, else a new one; it starts in the
+background while the patches go in on the host, and is closed in the background once the tests
+are done (wait_closed() before the run ends).
 """
 
 from __future__ import annotations
@@ -16,23 +17,32 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from agent.cancel import CancelToken
-from agent.containers.sandbox import Sandbox
-from agent.env.choose import choose_env
 from agent.protocol import EnvInfo, TaskSpec
+from agent.sandboxes.base import Session
 from agent.sandboxes.config import SandboxConfig
+from agent.sandboxes.registry import backend_for
 from agent.workspace import Workspace
 
 if TYPE_CHECKING:
-    from agent.containers.pool import WarmPool
+    from agent.sandboxes.pool import WarmPool
 
 REPO_ROOT = "/repo"
 _closing: set[threading.Thread] = set()
 _closing_lock = threading.Lock()
 
 
-def choose(task: TaskSpec, repo: Path, base_image: str, cancel: CancelToken) -> EnvInfo | None:
-    """The instance's environment (EnvError, EnvCancelled); None for ``env: none``."""
-    return choose_env(task.env, repo, base_image, env_progress, cancel)
+def sandbox_config(task: TaskSpec, config: SandboxConfig) -> SandboxConfig:
+    """The sandbox's settings for this instance before its environment (its image and runtime win)."""
+    from agent.runner import task_sandbox_config  # the agent's runner loads only when an instance starts
+
+    return task_sandbox_config(task, config)
+
+
+def choose(task: TaskSpec, repo: Path, config: SandboxConfig, cancel: CancelToken) -> EnvInfo | None:
+    """The instance's environment, as batch chooses it (EnvError, EnvCancelled); None for ``env: none``."""
+    from agent.runner import choose_task_env
+
+    return choose_task_env(task, repo, config, env_progress, cancel)
 
 
 def env_progress(line: str) -> None:
@@ -40,27 +50,27 @@ def env_progress(line: str) -> None:
     print(f"codebox: env: {line}", file=sys.stderr, flush=True)
 
 
-def open_sandbox(repo: Path, config: SandboxConfig, task_id: str, warm: WarmPool | None) -> Sandbox:
+def open_sandbox(repo: Path, config: SandboxConfig, task_id: str, warm: WarmPool | None) -> Session:
     """The instance's sandbox, its start under way: the pool's when it holds this one, else a new one."""
     claimed = warm.claim(task_id, repo, config) if warm is not None else None
     if claimed is not None:
         return claimed  # its start is under way; the first call waits for it
-    sandbox = Sandbox(repo, config, task_id=f"eval-{task_id}")
-    threading.Thread(target=_start_quietly, args=(sandbox,), name=f"codebox-eval-start-{task_id}", daemon=True).start()
-    return sandbox
+    session = backend_for(config).session(repo, config, f"eval-{task_id}")
+    threading.Thread(target=_start_quietly, args=(session,), name=f"codebox-eval-start-{task_id}", daemon=True).start()
+    return session
 
 
-def _start_quietly(sandbox: Sandbox) -> None:
+def _start_quietly(session: Session) -> None:
     with contextlib.suppress(Exception):  # the test run's call starts it again and reports what went wrong
-        sandbox.start()
+        session.start()
 
 
-def close_later(sandbox: Sandbox | None, workspace: Workspace | None) -> None:
+def close_later(session: Session | None, workspace: Workspace | None) -> None:
     """Remove the sandbox, then the workspace, in the background: the verdict does not wait for them."""
     def close() -> None:
         try:
-            if sandbox is not None:
-                sandbox.close()
+            if session is not None:
+                session.close()
         finally:
             if workspace is not None:
                 workspace.remove()
@@ -81,14 +91,17 @@ def wait_closed(timeout_s: float = 60.0) -> None:
         thread.join(timeout_s)
 
 
-def image_id(image: str) -> str | None:
-    """The id (sha256:...) of the image the tests run in; None if the daemon does not say."""
+def image_id(env: EnvInfo | None, config: SandboxConfig) -> str | None:
+    """The id (sha256:...) of the image the tests run in: the environment's own record, else the engine's
+    answer (Docker-compatible engines); None if neither says."""
+    if env is not None and env.image_id:
+        return env.image_id
     from agent.containers.engine_api import EngineError, connect_engine
 
     try:
         client = connect_engine()
         try:
-            found = client.inspect_image(image).get("Id")
+            found = client.inspect_image(config.image).get("Id")
         finally:
             client.close()
     except (EngineError, OSError):

@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from agent.cancel import CancelToken
-from agent.containers.sandbox import Sandbox
 from agent.env.cancel import EnvCancelled
 from agent.errors import CodeboxError
 from agent.eval import env as envs
@@ -34,13 +33,14 @@ from agent.eval.pytest_run import (
     shown_command,
 )
 from agent.protocol import EnvInfo, TaskSpec
+from agent.sandboxes.base import Session
 from agent.sandboxes.config import SandboxConfig
 from agent.workspace import Workspace, WorkspaceError, create_workspace, git
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from agent.containers.pool import WarmPool
+    from agent.sandboxes.pool import WarmPool
 
 
 def invalid_task(task: TaskSpec) -> str | None:
@@ -94,7 +94,7 @@ class _Run:
     def __init__(self, task: TaskSpec, job: EvalJob, evidence: EvalEvidence, cancel: CancelToken) -> None:
         self.task, self.job, self.evidence, self.cancel = task, job, evidence, cancel
         self.workspace: Workspace | None = None
-        self.sandbox: Sandbox | None = None
+        self.sandbox: Session | None = None
 
     @contextmanager
     def step(self, name: str) -> Iterator[None]:
@@ -114,24 +114,24 @@ class _Run:
                 evidence.fail("workspace", f"no workspace: {exc}")
                 return
         repo = self.workspace.path.resolve()
-        config = config.replace(image=task.image) if task.image else config  # a task's image wins (as batch's)
+        config = envs.sandbox_config(task, config)
         with self.step("env"):
             try:
                 if not env_chosen:
-                    env = envs.choose(task, repo, config.image, self.cancel)
+                    env = envs.choose(task, repo, config, self.cancel)
             except EnvCancelled:
                 return
             except CodeboxError as exc:
                 evidence.fail("environment", f"environment: {exc}")
                 return
         evidence.env = env
-        config = config.replace(image=env.image) if env is not None else config
+        config = config.replace(image=env.run_image) if env is not None else config
         with self.step("sandbox"):
             self.sandbox = envs.open_sandbox(repo, config, task.id, warm)
         if not self._patches(self.workspace.path) or self.cancel.cancelled:
             return
         with self.step("image"):
-            evidence.image_id = envs.image_id(config.image)
+            evidence.image_id = envs.image_id(env, config)
         with self.step("tests"):
             self._tests(self.sandbox, repo, env)
 
@@ -155,7 +155,7 @@ class _Run:
                     return False
         return True
 
-    def _tests(self, sandbox: Sandbox, repo: Path, env: EnvInfo | None) -> None:
+    def _tests(self, sandbox: Session, repo: Path, env: EnvInfo | None) -> None:
         evidence, task = self.evidence, self.task
         files = _test_files([*task.FAIL_TO_PASS, *task.PASS_TO_PASS])
         evidence.test_files = [f for f in files if (repo / f).is_file()]
@@ -206,7 +206,7 @@ class _Run:
             evidence.no_report = f"pytest wrote no report ({why}): {failure_cause(evidence.log)}"
 
 
-def _close_on_cancel(cancel: CancelToken, done: threading.Event, sandbox: Sandbox) -> None:
+def _close_on_cancel(cancel: CancelToken, done: threading.Event, sandbox: Session) -> None:
     """A cancel stops a test run under way (the sandbox closed: the call returns at once)."""
     while not done.is_set():
         if cancel.wait(0.2):

@@ -187,7 +187,14 @@ class OpenAIChatClient(OpenAIClientBase):
                 "reason": "the server cannot stream replies to requests with tools: the run goes on unstreamed",
                 "said": self._reason(exc),
             })
-            return self._whole(body, timeout)
+            try:
+                return self._whole(body, timeout)
+            except openai.APITimeoutError:
+                raise
+            except openai.APIConnectionError:
+                # The server dropped the connection its failed stream left open (llama-cpp-python:
+                # "Connection reset by peer" on the pooled socket): once more, on a new one.
+                return self._whole(body, timeout)
         if body.get("tools"):
             self._streamed_with_tools += 1
         return data

@@ -1,4 +1,4 @@
-"""SandboxConfig: the one model of a sandbox's settings (image, limits), stdlib only.
+"""SandboxConfig: the one model of a sandbox's settings (backend, runtime, image, limits), stdlib only.
 
 A frozen dataclass that checks itself when made: `codebox run`'s early start builds it before
 pydantic is imported, and pydantic models embed it as it is (a batch's TaskJob), validating it
@@ -34,6 +34,8 @@ class SandboxConfigError(CodeboxError, ValueError):
 _SIZE = re.compile(r"(\d+(?:\.\d+)?)([bkmgBKMG][bB]?)?")
 _UNIT_BYTES = {"b": 1, "k": 2**10, "m": 2**20, "g": 2**30}
 MIN_MEMORY_BYTES = 6 * 2**20  # Docker refuses less
+# A runtime's name as the engines accept it in their configuration (runc, runsc, runsc-kvm, crun ...).
+_RUNTIME_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}")
 
 
 def size_bytes(text: str, what: str = "size") -> int:
@@ -58,7 +60,12 @@ def memory_limit(value: str) -> str:
 
 @dataclass(frozen=True)
 class SandboxConfig:
-    """What a task's tools run in: which image, within which limits."""
+    """Where and how a task's tools run: which backend and runtime, which image, within which limits."""
+
+    backend: str = defaults.DEFAULT_BACKEND
+    """The container engine (agent.sandboxes.registry): docker, or podman."""
+    runtime: str = defaults.DEFAULT_RUNTIME
+    """The OCI runtime the engine runs the containers with: runc, runsc (gVisor), or any it lists."""
 
     image: str = defaults.DEFAULT_IMAGE
     """The sandbox image (python3 >= 3.9 in it; the tool server is mounted, not baked in)."""
@@ -84,7 +91,7 @@ class SandboxConfig:
     """run_test accepts a shell command line (not only an argv)."""
 
     def __post_init__(self) -> None:
-        for name in ("image", "memory", "tmpfs_size"):
+        for name in ("backend", "runtime", "image", "memory", "tmpfs_size"):
             _need(name, getattr(self, name), isinstance(getattr(self, name), str), "must be a string")
         _need("user", self.user, self.user is None or isinstance(self.user, str), "must be a string")
         _need("allow_shell", self.allow_shell, isinstance(self.allow_shell, bool), "must be true or false")
@@ -95,6 +102,10 @@ class SandboxConfig:
             value = getattr(self, name)
             number = isinstance(value, int | float) and not isinstance(value, bool)
             _need(name, value, number and math.isfinite(value), "must be a finite number")
+        _need("backend", self.backend, self.backend in defaults.BACKEND_NAMES,
+              f"must be one of {', '.join(defaults.BACKEND_NAMES)}")
+        _need("runtime", self.runtime, bool(_RUNTIME_NAME.fullmatch(self.runtime)),
+              "must be a runtime's name (letters, digits, and _ . + -), e.g. runc or runsc")
         _need("image", self.image, bool(self.image.strip()), "must not be empty")
         least = defaults.MIN_PIDS
         _need("pids_limit", self.pids_limit, self.pids_limit >= least, f"must be at least {least}")

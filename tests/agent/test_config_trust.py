@@ -41,6 +41,8 @@ VALUES: dict[str, tuple[Any, Any]] = {
     "memory": ("512m", "64g"),
     "pids": (64, 100_000),
     "cpus": (0.5, 64.0),
+    "backend": (None, "podman"),
+    "runtime": (None, "runc"),
     "jobs": (1, 64),
 }
 # More values no untrusted project may set.
@@ -333,7 +335,6 @@ def test_every_codebox_variable_codebox_reads_is_known() -> None:
     for path in [*paths, root / "dev.sh", root / "compose.yaml"]:
         found |= set(re.findall(r"\bCODEBOX_[A-Z][A-Z0-9_]*[A-Z0-9]\b", path.read_text(encoding="utf-8",
                                                                                     errors="replace")))
-    found -= {"CODEBOX_MODULES"}  # a placeholder in generated code (agent/env/extensions.py)
     assert found - known == set()
     assert {"CODEBOX_NO_INDEX", "CODEBOX_CACHE_DIR", "CODEBOX_MODEL"} <= found  # the scan does find them
 

@@ -68,7 +68,7 @@ def leftovers(owner: int, folder: Path) -> tuple[list[str], list[str]]:
     client = docker.from_env()
     try:
         containers = [c.name for c in client.containers.list(all=True, filters={"label": f"{LABEL_OWNER}={owner}"})]
-        made = [i.id for i in client.images.list(filters={"label": f"{images.LABEL_KIND}={images.KIND}"})
+        made = [i.id for i in client.images.list(filters={"label": images.LABEL_REPO})
                 if (i.labels or {}).get(images.LABEL_REPO, "").startswith(str(folder))]
         return containers, made
     finally:

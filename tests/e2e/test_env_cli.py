@@ -50,7 +50,7 @@ def test_env_build_ls_rm_and_run_with_env_auto_and_none(tmp_path: Path) -> None:
             assert ("fake pytest 99.0" in output) == (env == "auto"), output
             assert (data["env"] or {}).get("image") == (image if env == "auto" else None)
         refused = codebox(tmp_path, wheels, "env", "rm", "codebox-sandbox:latest")
-        assert refused.returncode == 2 and "not a codebox environment image" in refused.stderr
+        assert refused.returncode == 2 and "not an image codebox built" in refused.stderr
     finally:
         removed = codebox(tmp_path, wheels, "env", "rm", image)
     assert removed.returncode == 0 and f"removed {image}" in removed.stdout

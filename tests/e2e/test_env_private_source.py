@@ -18,8 +18,6 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-import docker
-import docker.errors
 import pytest
 
 from tests.agent.env.index_server import IndexServer, make_ca, openssl_problem, serving, trust_bundle
@@ -61,22 +59,20 @@ def _build(repo: Path, tmp_path: Path, bundle: Path, *flags: str, **env: str) ->
                           cwd=ROOT, env=environ, capture_output=True, text=True, timeout=600)
 
 
-def _lock(image: str) -> str:
-    client = docker.from_env()
-    try:
-        return str(client.images.get(image).labels.get("codebox.env.lock", ""))
-    finally:
-        client.close()
+def _packages(tmp_path: Path, image: str) -> list[str]:
+    """The packages of ``image``, from the record codebox keeps of the images it built (this test's cache)."""
+    for path in (tmp_path / "cache" / "env-images").glob("env-*.json"):
+        entry = json.loads(path.read_text())
+        if entry["tag"] == image:
+            return list(entry["packages"])
+    raise AssertionError(f"no record of {image}")
 
 
-def _remove(image: str) -> None:
-    client = docker.from_env()
-    try:
-        client.images.remove(image)
-    except docker.errors.ImageNotFound:
-        pass
-    finally:
-        client.close()
+def _remove_built(tmp_path: Path) -> None:
+    """Every image this test's builds recorded (environment, dependency and tool layers), and nothing else."""
+    environ = {**os.environ, "PYTHONPATH": str(ROOT), "CODEBOX_CACHE_DIR": str(tmp_path / "cache")}
+    subprocess.run([sys.executable, "-m", "agent.cli", "env", "rm", "--all"], cwd=ROOT, env=environ,
+                   capture_output=True, text=True, timeout=900)
 
 
 def test_a_private_source_is_named_and_its_package_held_back(
@@ -104,19 +100,15 @@ def test_the_fallback_and_the_users_own_index(indexes: tuple[IndexServer, IndexS
     ensure_sandbox_image()
     private, public, bundle = indexes
     repo = _repo(tmp_path, private.url)
-    images = []
     try:
         allowed = _build(repo, tmp_path, bundle, "--allow-public-fallback", UV_DEFAULT_INDEX=public.url)
         assert allowed.returncode == 0, allowed.stderr
-        images.append(allowed.stdout.strip())
-        assert "acme==6.6.6" in _lock(images[-1]).split()
+        assert "acme==6.6.6" in _packages(tmp_path, allowed.stdout.strip())
         assert public.asked_for("acme") and private.requests == []
         assert "resolve from your index instead (--allow-public-fallback)" in allowed.stderr
         configured = _build(repo, tmp_path, bundle, UV_DEFAULT_INDEX=public.url, UV_EXTRA_INDEX_URL=private.url)
         assert configured.returncode == 0, configured.stderr
-        images.append(configured.stdout.strip())
-        assert "acme==1.0" in _lock(images[-1]).split()
+        assert "acme==1.0" in _packages(tmp_path, configured.stdout.strip())
         assert private.asked_for("acme") and "resolve from your index (UV_EXTRA_INDEX_URL)" in configured.stderr
     finally:
-        for image in set(images):
-            _remove(image)
+        _remove_built(tmp_path)

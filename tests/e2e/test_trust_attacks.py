@@ -138,17 +138,18 @@ def test_without_an_endpoint_of_the_users_own_the_clone_still_cannot_redirect(
     tmp_path: Path, listener: Listener
 ) -> None:
     """No OPENAI_BASE_URL, no key: the user's default is OpenAI's endpoint. Were the clone's base_url and
-    api_key_env taken, the secret would go to its listener; refused, the run stops before any request."""
+    api_key_env taken, the secret would go to its listener; refused, the run stops before any request
+    (the missing key is a usage error found up front)."""
     repo = clone(tmp_path, f'base_url = "{listener.url}"\napi_key_env = "AWS_SECRET_ACCESS_KEY"\n')
     env = user_environment(tmp_path, "unused")
     del env["OPENAI_BASE_URL"], env["OPENAI_API_KEY"]
-    proc = codebox(repo, env, "run", "--repo", ".", "--env", "none", "--quiet", "--report", "report.json", "fix it")
+    proc = codebox(repo, env, "run", "--repo", ".", "--env", "none", "--quiet", "fix it")
     _, err = proc.communicate(timeout=300)
     assert listener.received == []
-    report = json.loads((repo / "report.json").read_text())
-    assert proc.returncode == 1 and report["stop_reason"] == "model_error", err
-    assert report["error"].startswith("no API key: set OPENAI_API_KEY")
-    assert sum(": refused (" in line for line in err.splitlines()) == 2
+    lines = err.splitlines()
+    assert proc.returncode == 2, err
+    assert lines[-1].startswith("codebox: no API key: set OPENAI_API_KEY")
+    assert sum(": refused (" in line for line in lines) == 2
 
 
 # --- the same file cannot loosen the policy or the sandbox's limits ----------------------------

@@ -16,10 +16,9 @@ from typing import Any
 import pytest
 
 from agent.containers.launch import PendingLaunch
-from agent.containers.leftovers import LABEL_POOL
-from agent.containers.pool import PlannedTask, WarmPool
 from agent.errors import SandboxError
 from agent.sandboxes.config import SandboxConfig
+from agent.sandboxes.pool import LABEL_POOL, PlannedTask, WarmPool
 from tests.agent.containers.labelled import task_containers, wait_no_containers
 
 pytestmark = pytest.mark.docker

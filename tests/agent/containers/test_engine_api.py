@@ -90,7 +90,8 @@ def test_a_dead_socket_is_the_docker_down_line(tmp_path: Path, monkeypatch: pyte
 def test_the_client_loads_neither_docker_py_nor_ssl() -> None:
     code = (
         "import sys, json\n"
-        "from agent.containers import engine_api, sandbox, leftovers, image, probe, pool\n"
+        "from agent.containers import engine_api, sandbox, leftovers, image, probe\n"
+        "from agent.sandboxes import pool, docker, registry\n"
         "print(json.dumps([m for m in ('docker', 'requests', 'urllib3', 'ssl') if m in sys.modules]))\n"
     )
     env = {**os.environ, "PYTHONPATH": str(ROOT)}

@@ -16,13 +16,12 @@ from typing import Any
 import pytest
 
 from agent.console.render import summary_text
-from agent.containers.leftovers import LABEL_POOL
-from agent.containers.pool import PlannedTask, WarmPool
 from agent.events import CallbackSink
 from agent.model.scripted import ScriptedModel
 from agent.protocol import AgentEvent, TaskSpec
 from agent.runner import run_task
 from agent.sandboxes.config import SandboxConfig
+from agent.sandboxes.pool import LABEL_POOL, PlannedTask, WarmPool
 from tests.agent.containers.labelled import task_containers, wait_no_containers
 
 pytestmark = pytest.mark.docker
@@ -135,7 +134,7 @@ def test_a_warm_sandbox_goes_with_its_sigkilled_owner(image: str, client: Any, t
         f"""
         import time
         from pathlib import Path
-        from agent.containers.pool import PlannedTask, WarmPool
+        from agent.sandboxes.pool import PlannedTask, WarmPool
         from agent.sandboxes.config import SandboxConfig
         cfg = SandboxConfig(image={image!r})
         plan = [PlannedTask(t, Path(r), cfg) for t, r in {list(zip(ids, map(str, repos), strict=True))!r}]
@@ -171,6 +170,7 @@ def test_leftovers_are_reaped_once_per_process_beside_the_first_start(image: str
         import json
         from pathlib import Path
         from agent.containers import leftovers
+        from agent.containers.engine import DOCKER
         from agent.containers.sandbox import Sandbox
         from agent.sandboxes.config import SandboxConfig
         reaps = []
@@ -186,7 +186,8 @@ def test_leftovers_are_reaped_once_per_process_beside_the_first_start(image: str
         end = time.monotonic() + 20
         while not reaps and time.monotonic() < end:  # it runs beside the first start: let it finish
             time.sleep(0.05)
-        print(json.dumps({{"reaps": len(reaps), "again": leftovers.reap_in_background() is not None}}))
+        again = leftovers.reap_in_background("docker", DOCKER.connect) is not None
+        print(json.dumps({{"reaps": len(reaps), "again": again}}))
         """
     )
     env = {**os.environ, "PYTHONPATH": str(ROOT)}

@@ -18,13 +18,13 @@ from agent.batch import run_batch
 from agent.cancel import CancelToken
 from agent.console.batch_view import BatchView
 from agent.console.render import summary_text
-from agent.containers.leftovers import LABEL_POOL, LABEL_TASK
-from agent.containers.pool import PlannedTask, WarmPool
+from agent.containers.leftovers import LABEL_TASK
 from agent.engines import TaskJob, execute_job
 from agent.engines.base import PreparedJob
 from agent.events import CallbackSink, EventSink
 from agent.protocol import AgentEvent, Report, TaskSpec
 from agent.sandboxes.config import SandboxConfig
+from agent.sandboxes.pool import LABEL_POOL, PlannedTask, WarmPool
 from agent.workspace import create_workspace
 from tests.repos import sh
 

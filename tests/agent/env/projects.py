@@ -77,3 +77,96 @@ POETRY = {
                       '[tool.poetry.group.dev.dependencies]\nbeta = "2.0"\ndelta = "*"\n',
     "poet/__init__.py": "",
 }
+
+
+# --- projects only their own build backend can install (tests/agent/env/test_project_build_docker.py) ---
+
+def git_tagged(repo: Path, tag: str) -> Path:
+    """``repo`` as a git repository with one commit, tagged ``tag`` (what version tools read)."""
+    import subprocess
+
+    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t",
+           "GIT_COMMITTER_DATE": "2024-03-01T12:00:00Z", "GIT_AUTHOR_DATE": "2024-03-01T12:00:00Z", "HOME": str(repo)}
+    for command in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "init"], ["tag", tag]):
+        subprocess.run(["git", *command], cwd=repo, check=True, capture_output=True, env=env)
+    return repo
+
+
+# setuptools-scm writes the version file while the project builds; install_requires is computed.
+SCM = {
+    "pyproject.toml": '[build-system]\nrequires = ["setuptools>=64", "setuptools-scm>=8"]\n'
+                      'build-backend = "setuptools.build_meta"\n'
+                      '[project]\nname = "scmproj"\ndynamic = ["version", "dependencies"]\n'
+                      '[project.entry-points.pytest11]\nscmplug = "scmproj.plugin"\n'
+                      '[tool.setuptools_scm]\nversion_file = "src/scmproj/_version.py"\n',
+    "setup.py": "from setuptools import setup\n\nsetup(install_requires=['al' + 'pha'])\n",
+    ".gitignore": "src/scmproj/_version.py\n",
+    "src/scmproj/__init__.py": "from ._version import version as __version__\n",
+    "src/scmproj/plugin.py": "def pytest_report_header(config):\n    return 'scmplug loaded'\n",
+    "tests/test_scm.py": "import importlib.metadata as md\n\nimport alpha\nimport scmproj\n\n\n"
+                         "def test_version():\n    assert scmproj.__version__ == md.version('scmproj') == '1.2.0'\n"
+                         "    assert alpha.VALUE == 'alpha'\n",
+}
+
+# hatch-vcs's build hook writes src/hvproj/_version.py from the git tag.
+HATCH_VCS = {
+    "pyproject.toml": '[build-system]\nrequires = ["hatchling", "hatch-vcs"]\nbuild-backend = "hatchling.build"\n'
+                      '[project]\nname = "hvproj"\ndynamic = ["version"]\ndependencies = ["gamma"]\n'
+                      '[project.optional-dependencies]\ntests = ["delta"]\n'
+                      '[tool.hatch.version]\nsource = "vcs"\n'
+                      '[tool.hatch.build.hooks.vcs]\nversion-file = "src/hvproj/_version.py"\n',
+    ".gitignore": "src/hvproj/_version.py\n",
+    "src/hvproj/__init__.py": "from ._version import __version__\n",
+    "tests/test_hv.py": "import delta\nimport gamma\nimport hvproj\n\n\n"
+                        "def test_version():\n    assert hvproj.__version__ == '3.4.5'\n",
+}
+
+# A Cython module whose C is not in the tree (upstream, a Makefile runs cython).
+CYTHON = {
+    "pyproject.toml": '[build-system]\nrequires = ["setuptools>=64"]\nbuild-backend = "setuptools.build_meta"\n'
+                      '[project]\nname = "cyproj"\nversion = "0.1"\n',
+    "setup.py": "from setuptools import Extension, setup\n\n"
+                "setup(packages=['cyproj'], ext_modules=[Extension('cyproj._fast', ['cyproj/_fast.c'])])\n",
+    "cyproj/__init__.py": "from cyproj._fast import triple\n",
+    "cyproj/_fast.pyx": "# cython: language_level=3\ndef triple(int x):\n    return 3 * x\n",
+    "tests/test_fast.py": "from cyproj import _fast, triple\n\n\ndef test_compiled():\n"
+                          "    assert triple(3) == 9 and _fast.__file__.endswith('.so')\n",
+}
+
+# A module made by a recipe's pre_install command (no metadata says it): no build backend at all.
+PRE_INSTALL = {
+    "requirements.txt": "gamma\n",
+    "tests/test_gen.py": "from gen_config import VALUE\n\n\ndef test_generated():\n    assert VALUE == 42\n",
+}
+PRE_INSTALL_COMMAND = "printf 'VALUE = 42\\n' > gen_config.py"
+
+# setup.py records what the build could see and do, into a module the tests import.
+LIMITS = {
+    "setup.py": """import os
+from setuptools import setup
+
+
+def read(*paths):
+    for path in paths:
+        if os.path.exists(path):
+            with open(path) as f:
+                return f.read().strip()
+    return ''
+
+
+status = dict(line.split(':', 1) for line in read('/proc/self/status').splitlines() if ':' in line)
+info = {
+    'uid': os.getuid(),
+    'cap_eff': status['CapEff'].strip(),
+    'no_new_privs': status.get('NoNewPrivs', '').strip(),
+    'ifaces': sorted(os.listdir('/sys/class/net')),
+    'memory': read('/sys/fs/cgroup/memory/memory.limit_in_bytes', '/sys/fs/cgroup/memory.max'),
+    'pids': read('/sys/fs/cgroup/pids/pids.max', '/sys/fs/cgroup/pids.max'),
+    'wrote_venv': os.access('/usr/lib/python3/dist-packages', os.W_OK),
+}
+with open('buildinfo.py', 'w') as f:
+    f.write('INFO = %r\\n' % (info,))
+setup(name='limitsproj', version='0.1', py_modules=['limitsproj'], install_requires=[n for n in ['gamma']])
+""",
+    "limitsproj.py": "",
+}

@@ -15,21 +15,22 @@ import docker
 import pytest
 
 from agent.containers.leftovers import LABEL_OWNER, LABEL_ROLE, LABEL_TASK
-from agent.env import build
+from agent.env import box, deps
 
 BLOCK = "sleep 600  # codebox tests: a build that would take ten minutes\n"
+INSTALL = "env-deps"  # the task label of the box that installs the dependencies
 
 _SITECUSTOMIZE = f"""
-import agent.env.build as _build
+import agent.env.deps as _deps
 
-_real = _build._install_script
-_build._install_script = lambda *a, **k: {BLOCK!r} + _real(*a, **k)
+_real = _deps._install_script
+_deps._install_script = lambda *a, **k: {BLOCK!r} + _real(*a, **k)
 """
 
 
 def slow_install(monkeypatch: pytest.MonkeyPatch) -> None:
-    real = build._install_script
-    monkeypatch.setattr(build, "_install_script", lambda *a, **k: BLOCK + real(*a, **k))
+    real = deps._install_script
+    monkeypatch.setattr(deps, "_install_script", lambda *a, **k: BLOCK + real(*a, **k))
 
 
 def sitecustomize_folder(tmp: Path) -> Path:
@@ -41,22 +42,23 @@ def sitecustomize_folder(tmp: Path) -> Path:
 
 def build_containers(client: docker.DockerClient, owner: int) -> list[Any]:
     """The environment build containers (install and probes) that process ``owner`` made, any state."""
-    labels = [f"{LABEL_ROLE}={build.ROLE_BUILD}", f"{LABEL_OWNER}={owner}"]
+    labels = [f"{LABEL_ROLE}={box.ROLE_BUILD}", f"{LABEL_OWNER}={owner}"]
     return list(client.containers.list(all=True, filters={"label": labels}, ignore_removed=True))
 
 
 def wait_for_install(client: docker.DockerClient, owner: int, timeout: float = 120) -> Any:
-    """The running install container of ``owner``'s build (it blocks in BLOCK), once it runs."""
+    """The running install container of ``owner``'s build (its install step blocks in BLOCK), once it runs."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         for container in build_containers(client, owner):
-            if container.labels.get(LABEL_TASK) == build.ROLE_BUILD and container.status == "running":
+            if container.labels.get(LABEL_TASK) == INSTALL and container.status == "running":
                 return container
         time.sleep(0.1)
     raise AssertionError(f"no install container of process {owner} ran within {timeout:g} s")
 
 
 def env_images(client: docker.DockerClient, repo: Path) -> list[Any]:
+    """Every image codebox made for ``repo`` (environment, dependencies or tools), by the label set for people."""
     from agent.env import images
 
     return list(client.images.list(filters={"label": f"{images.LABEL_REPO}={repo}"}))

@@ -4,7 +4,6 @@ the project importable from /repo as if installed editable, the env's own pytest
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,6 +22,7 @@ from agent.protocol import EnvInfo
 from agent.sandboxes.config import SandboxConfig
 from tests.agent.env import projects
 from tests.agent.env.projects import write
+from tests.agent.env.slow import env_images
 from tests.agent.env.wheels import make_sdist, make_wheel, setuptools_pyproject
 
 pytestmark = pytest.mark.docker
@@ -152,11 +152,10 @@ def test_a_repo_that_declares_nothing_uses_the_base_image(created: list[dict[str
 
 def test_an_unresolvable_requirement_leaves_no_image(tmp_path: Path, local_index: IndexConfig) -> None:
     repo = write(tmp_path, {"requirements.txt": "alpha\nnot-there\n"})
-    before = {e.id for e in images.list_env_images(docker.from_env())}
     with pytest.raises(EnvError, match=r"not-there \(declared in requirements.txt:2\)") as info:
         ensure_env(EnvRequest(repo=repo, base_image=BASE, index=local_index))
     assert info.value.usage
-    assert {e.id for e in images.list_env_images(docker.from_env())} == before
+    assert env_images(docker.from_env(), repo) == []
 
 
 def test_requires_python_the_image_lacks_points_to_image(tmp_path: Path, local_index: IndexConfig) -> None:
@@ -175,29 +174,30 @@ def test_an_install_that_fails_offline_reports_the_log_tail_and_leaves_nothing(
     make_wheel(wheels, "pytest", "99.0", {"pytest/__init__.py": ""})
     repo = write(tmp_path / "repo", {"requirements.txt": "escaper\n"})
     client = docker.from_env()
-    before = {e.id for e in images.list_env_images(client)}
     with pytest.raises(EnvError, match="failed offline") as info:
         ensure_env(EnvRequest(repo=repo, base_image=BASE, index=IndexConfig(find_links=[str(wheels)], no_index=True)))
     assert "escaper" in str(info.value)  # the tail of the build log names the bad wheel
-    assert {e.id for e in images.list_env_images(client)} == before
+    assert env_images(client, repo) == []
     ids = [c for c in client.containers.list(all=True, filters={"label": "codebox.role=env-build"})
            if c.labels.get("codebox.owner") == str(os.getpid())]
     assert ids == [] and all(c["network_mode"] == "none" for c in created)
 
 
-def test_env_images_are_labelled_for_ls_and_rm(tmp_path: Path, local_index: IndexConfig, made: list[str]) -> None:
+def test_env_ls_and_rm_see_the_images_codebox_recorded_and_nothing_else(
+    tmp_path: Path, local_index: IndexConfig, made: list[str]
+) -> None:
     repo = write(tmp_path, projects.FLAT)
     info = build(repo, local_index, made)
-    client = docker.from_env()
-    listed = {e.tag: e for e in images.list_env_images(client)}
+    engine = images.EngineImages.connect()
+    listed = {e.tag: e.entry for e in images.list_env_images(engine)}
     # The key is the content, not the path: the first repo with this content named the image.
-    assert info.image in listed and listed[info.image].repo.startswith("/") and listed[info.image].packages == 4
-    labels = client.images.get(info.image).labels
-    assert labels["codebox.image"] == "env" and json.dumps(labels)
-    with pytest.raises(EnvError, match="not a codebox environment image"):
-        images.remove_env_images(client, [BASE])
-    assert images.remove_env_images(client, [info.image]) == [info.image]
-    assert images.get_env_image(client, info.image) is None
+    assert info.image in listed and listed[info.image].repo.startswith("/") and len(listed[info.image].packages) == 4
+    deps = next(e for e in listed.values() if e.id == listed[info.image].deps)  # its dependencies image
+    assert deps.kind == "deps" and deps.packages == listed[info.image].packages
+    with pytest.raises(EnvError, match="not an image codebox built"):
+        images.remove_env_images(engine, [BASE])
+    assert images.remove_env_images(engine, [info.image]) == [info.image]
+    assert images.find(engine, info.image) is None and images.find(engine, info.image_id) is None
 
 
 def _sdist_index(tmp_path: Path, wheelhouse: Path, setuptools_wheels: Path, files: dict[str, str]) -> IndexConfig:
@@ -236,10 +236,9 @@ def test_an_sdist_that_fails_to_build_reports_its_log_tail_and_leaves_no_image(
     })
     repo = write(tmp_path / "repo", {"requirements.txt": "tinysd\n"})
     client = docker.from_env()
-    before = {e.id for e in images.list_env_images(client)}
     with pytest.raises(EnvError, match=r"(?s)sdist failed offline.*tinysd-0.1.tar.gz failed.*this sdist does not build"
                        ) as info:
         ensure_env(EnvRequest(repo=repo, base_image=BASE, index=index))
     assert info.value.usage  # exit 2
-    assert {e.id for e in images.list_env_images(client)} == before
+    assert env_images(client, repo) == []
     assert created and all(c["network_mode"] == "none" for c in created)

@@ -15,10 +15,12 @@ import docker
 import pytest
 
 from agent.cancel import CancelToken
+from agent.env import deps
 from agent.env.build import EnvRequest, ensure_env
 from agent.env.cancel import EnvCancelled
 from agent.env.fetch import cache_dir
 from agent.env.resolve import IndexConfig
+from agent.protocol import EnvInfo
 from tests.agent.env import projects
 from tests.agent.env.projects import write
 from tests.agent.env.slow import build_containers, env_images, slow_install, wait_for_install
@@ -42,8 +44,10 @@ def client() -> Iterator[docker.DockerClient]:
 
 
 @pytest.fixture()
-def repo(tmp_path: Path, client: docker.DockerClient) -> Iterator[Path]:
-    """The flat project; every environment image made from it is removed at the end (ours only)."""
+def repo(tmp_path: Path, client: docker.DockerClient, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """The flat project, with a cache of its own (so its dependencies image is built here, not found);
+    every image made for it is removed at the end (ours only)."""
+    monkeypatch.setenv("CODEBOX_CACHE_DIR", str(tmp_path / "cache"))
     path = write(tmp_path / "repo", projects.FLAT)
     yield path
     for image in env_images(client, path):
@@ -55,6 +59,7 @@ def repo(tmp_path: Path, client: docker.DockerClient) -> Iterator[Path]:
 def test_cancel_during_the_install_removes_the_container_tags_nothing_and_a_rebuild_works(
     repo: Path, local_index: IndexConfig, client: docker.DockerClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    real_install = deps._install_script
     slow_install(monkeypatch)  # the install would take ten minutes
     cancel, failure, took = CancelToken(), [], []
 
@@ -86,13 +91,26 @@ def test_cancel_during_the_install_removes_the_container_tags_nothing_and_a_rebu
     fetched = {p.name for p in wheels.rglob("*.whl")}
     assert {"alpha-1.0-py3-none-any.whl", "gamma-3.0-py3-none-any.whl"} <= fetched
 
-    monkeypatch.undo()  # the same build, not slowed: it works and reuses the fetched wheels
+    monkeypatch.setattr(deps, "_install_script", real_install)  # the same build, not slowed: it works and reuses
+    # the fetched wheels
     before = {p: p.stat().st_mtime_ns for p in wheels.rglob("*.whl")}
     info = ensure_env(EnvRequest(repo=repo, base_image=BASE, index=local_index), cancel=CancelToken())
     assert info.built and info.image.startswith("codebox-env:")
-    assert [i.tags for i in env_images(client, repo)] == [[info.image]]
+    assert sorted(t for i in env_images(client, repo) for t in i.tags) == sorted([info.image, *deps_tags(info)])
     assert {p: p.stat().st_mtime_ns for p in before} == before
     assert build_containers(client, os.getpid()) == []
+
+
+def deps_tags(info: EnvInfo) -> list[str]:
+    """The tag of the dependencies image under the environment ``info`` names."""
+    from agent.env import images
+
+    engine = images.EngineImages.connect()
+    entry = images.find(engine, info.image_id)
+    assert entry is not None
+    deps = images.find(engine, entry.deps)
+    assert deps is not None
+    return [deps.tag]
 
 
 @pytest.fixture()

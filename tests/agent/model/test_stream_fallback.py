@@ -99,6 +99,17 @@ def test_the_first_request_goes_again_unstreamed_and_the_run_stays_unstreamed(
     assert c.streaming is False and c.requests_made == 3
 
 
+def test_a_connection_the_failed_stream_broke_costs_no_retry() -> None:
+    """The real llama-cpp-python closes the connection after the stream it could not serve: the
+    unstreamed request sent at once meets "connection reset" and goes again on a new one."""
+    reset = stream_reply([], cut="reset")  # the body breaks off: a connection error for the client
+    with FakeOpenAIServer([reset, chat_reply("done")], behaviour=LLAMA_CPP_PYTHON) as server:
+        events = Events()
+        assert client(server).complete("SYS", HISTORY, TOOLS, events).message == "done"
+        assert [r.json.get("stream", False) for r in server.posts] == [True, False, False]
+    assert len(events.of("model.fallback")) == 1 and events.of("model.retry") == []
+
+
 def test_no_stream_asks_whole_replies_from_the_start(no_stream_server: FakeOpenAIServer) -> None:
     no_stream_server.add(chat_reply("done"))
     events = Events()

@@ -1,4 +1,4 @@
-"""A warm pool for batch runs: each queued task's sandbox is started while earlier tasks run.
+"""A warm pool for batch runs (any backend): each queued task's sandbox is started while earlier tasks run.
 
 A sandbox container mounts its task's repository at /repo when it is created; a bind mount
 cannot be added to a running container. So the pool keeps no anonymous spare containers: it
@@ -9,9 +9,9 @@ not ready yet waits for the start already under way (never starts a second one);
 pool does not know, or whose repository or limits differ from the plan, gets None and starts
 its sandbox the usual way. Nothing a claim returns was ever used by another task.
 
-``launch`` is `codebox run`'s early start: only the task's container is launched (create,
-attach, start: agent.containers.launch, no pydantic), and the Sandbox made at its claim adopts
-it and sends the first ping. This module imports the Sandbox (and pydantic) only when it makes one.
+``launch`` is `codebox run`'s early start: only the task's container is launched (the backend's
+``prestart``: create, attach, start, no pydantic), and the session made at its claim adopts it
+and sends the first ping. Each planned task's backend is the one its config names (the registry).
 
 Pool containers are ordinary sandbox containers (owner labels, lifetime, auto-remove, the
 same reaping) with one more label, ``codebox.pool``. ``close()`` removes every unclaimed one;
@@ -24,17 +24,15 @@ import threading
 from collections.abc import Iterable
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
-from agent.containers.launch import PendingLaunch
-from agent.containers.leftovers import LABEL_POOL
 from agent.containers.logs import log as _log
 from agent.errors import SandboxError
+from agent.sandboxes.base import Prestarted, Session
 from agent.sandboxes.config import SandboxConfig
+from agent.sandboxes.registry import backend_for
 
-if TYPE_CHECKING:
-    from agent.containers.sandbox import Sandbox
-
+LABEL_POOL = "codebox.pool"  # set on containers a WarmPool started ahead of their task
 _LABELS = {LABEL_POOL: "warm"}
 
 
@@ -50,10 +48,8 @@ class _Warm:
     """One pre-started sandbox and the thread that starts it."""
 
     def __init__(self, planned: PlannedTask) -> None:
-        from agent.containers.sandbox import Sandbox
-
         self.planned = planned
-        self.sandbox = Sandbox(planned.repo, planned.config, task_id=planned.task_id, labels=_LABELS)
+        self.sandbox = backend_for(planned.config).session(planned.repo, planned.config, planned.task_id, _LABELS)
         self.error: str | None = None
         self.thread = threading.Thread(target=self._start, name=f"codebox-warm-{planned.task_id}", daemon=True)
 
@@ -76,7 +72,7 @@ class _Warm:
     def close(self) -> None:
         self.sandbox.close()  # a start under way sees the sandbox closed and removes its container
 
-    def hand_over(self, config: SandboxConfig) -> Sandbox:
+    def hand_over(self, config: SandboxConfig) -> Session:
         return self.sandbox
 
     def _start(self) -> None:
@@ -91,35 +87,35 @@ class _Warm:
 
 
 class _Launched:
-    """One task's container launched ahead (no Sandbox yet: no pydantic); its claim adopts it."""
+    """One task's container launched ahead (no session yet: no pydantic); its claim adopts it."""
 
     def __init__(self, planned: PlannedTask) -> None:
         self.planned = planned
-        self.pending = PendingLaunch(planned.config, planned.repo, planned.task_id, _LABELS)
+        self.pending: Prestarted | None = None
 
     def begin(self) -> None:
-        self.pending.begin()
+        p = self.planned
+        self.pending = backend_for(p.config).prestart(p.repo, p.config, p.task_id, _LABELS)
 
     @property
     def failed(self) -> str | None:
-        error = self.pending.error
+        error = self.pending.error if self.pending is not None else None
         return None if error is None else str(error)
 
     @property
     def closed(self) -> bool:
-        return self.pending.closed
+        return self.pending is None or self.pending.closed
 
     def wait(self, timeout_s: float | None) -> bool:
-        return self.pending.wait(timeout_s)
+        return self.pending is None or self.pending.wait(timeout_s)
 
     def close(self) -> None:
-        self.pending.close()
+        if self.pending is not None:
+            self.pending.close()
 
-    def hand_over(self, config: SandboxConfig) -> Sandbox:
-        from agent.containers.sandbox import Sandbox
-
+    def hand_over(self, config: SandboxConfig) -> Session:
         p = self.planned
-        return Sandbox(p.repo, config, task_id=p.task_id, labels=_LABELS, launched=self.pending)
+        return backend_for(config).session(p.repo, config, p.task_id, _LABELS, prestarted=self.pending)
 
 
 class WarmPool:
@@ -151,11 +147,11 @@ class WarmPool:
             launched = _Launched(planned)
             self._warm[planned.task_id] = launched
         launched.begin()
-        if sent_timeout_s > 0:
+        if sent_timeout_s > 0 and launched.pending is not None:
             launched.pending.wait_sent(sent_timeout_s)
         return True
 
-    def claim(self, task_id: str, repo: Path, config: SandboxConfig) -> Sandbox | None:
+    def claim(self, task_id: str, repo: Path, config: SandboxConfig) -> Session | None:
         """This task's sandbox, started or starting (the caller owns and closes it); None: start one.
 
         A start still under way is not waited for here: the sandbox's first call waits for it

@@ -1,0 +1,238 @@
+"""The environment build container: no network, every capability dropped, the task's limits, a
+deadline, and repository code never as root.
+
+A box is one container whose first process (docker's init and a sleep) only keeps it alive;
+the work happens in steps, each a ``docker exec``:
+
+- ``root(script)``: setup that runs no repository or package code (creating the folders the
+  build user owns, ``dpkg`` of host-downloaded Debian packages). Root holds only the
+  capabilities the box was created with (``caps``), which is none unless dpkg runs.
+- ``run(script)``: everything else (setup.py, PEP 517 hooks, sdist builds, recipe commands) as
+  ``BUILD_USER``, an unprivileged uid with no effective capability; ``no-new-privileges``
+  keeps setuid programs from giving any back.
+
+A cancel, or the deadline passing, removes the container at once (which ends the step).
+Files come out through the Engine API's archive endpoint, into memory or into a host path
+codebox chose: a name the repository controls never becomes a host path.
+"""
+
+from __future__ import annotations
+
+import collections
+import io
+import tarfile
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import docker
+import docker.errors
+from pydantic import BaseModel
+
+from agent import defaults
+from agent.containers.leftovers import owner_labels, remove_container
+from agent.env.cancel import NEVER, Cancel, check, wait_thread
+from agent.env.errors import EnvError
+
+BUILD_USER = "65534:65534"  # nobody:nogroup: what repository and package code runs as
+ROLE_BUILD = "env-build"
+DPKG_CAPS = ["CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID"]  # what dpkg -i needs as root, nothing more
+SETUP_CAPS = ["CHOWN"]  # root's only power in a box without dpkg: giving BUILD_USER its folders
+TAIL_BYTES = 64 * 1024
+LOG_PREFIX = "codebox: "  # lines of our own scripts that are progress for the user
+_KEEP_ALIVE = ["python3", "-c", "import time\nwhile True:\n    time.sleep(3600)"]
+Log = Callable[[str], None]
+
+
+def _quiet(_: str) -> None:
+    pass
+
+
+class BuildLimits(BaseModel):
+    """The build container's limits: the task's sandbox limits, and a deadline for the whole build."""
+
+    memory: str = defaults.DEFAULT_MEMORY
+    pids: int = defaults.DEFAULT_PIDS
+    cpus: float = defaults.DEFAULT_CPUS
+    timeout_s: float = defaults.DEFAULT_ENV_BUILD_TIMEOUT_S
+
+
+class Deadline:
+    """The moment the whole build must end by (every box and host step shares it)."""
+
+    def __init__(self, timeout_s: float) -> None:
+        self.timeout_s = timeout_s
+        self.end = time.monotonic() + timeout_s
+
+    def remaining(self) -> float:
+        left = self.end - time.monotonic()
+        if left <= 0:
+            raise EnvError(f"the environment build did not finish in {self.timeout_s:g} s (the build deadline)")
+        return left
+
+
+class StepFailed(EnvError):
+    """A step exited non-zero: its exit status and the end of its output."""
+
+    def __init__(self, purpose: str, status: int, tail: str) -> None:
+        super().__init__(f"the {purpose} step failed (exit {status}); the end of its log:\n{tail}")
+        self.status = status
+        self.tail = tail
+
+
+class Mount(BaseModel):
+    """A host path (codebox's own: a temp folder, the cache, the user's repository) seen read-only in the box."""
+
+    host: str
+    target: str
+
+
+class Box:
+    """One build container; see the module docstring. Use it as a context manager."""
+
+    def __init__(self, client: docker.DockerClient, image: str, purpose: str, mounts: list[Mount],
+                 limits: BuildLimits, deadline: Deadline, cancel: Cancel = NEVER, caps: list[str] | None = None,
+                 log: Log = _quiet) -> None:
+        self.client = client
+        self.image = image
+        self.purpose = purpose
+        self.mounts = mounts
+        self.limits = limits
+        self.deadline = deadline
+        self.cancel = cancel
+        self.caps = list(caps if caps is not None else SETUP_CAPS)
+        self.log = log
+        self.container: Any = None
+
+    def create_options(self) -> dict[str, Any]:
+        """Every option the container is created with (the tests read them)."""
+        expires = time.time() + self.deadline.remaining() + 60
+        return {
+            "command": _KEEP_ALIVE,
+            "user": "0:0",  # the keep-alive only: root's steps need it, BUILD_USER's steps never get it
+            "init": True,  # reaps what a step leaves behind (a build's daemon) instead of filling the pids limit
+            "network_mode": "none",
+            "cap_drop": ["ALL"],
+            "cap_add": self.caps,
+            "security_opt": ["no-new-privileges"],
+            "mem_limit": self.limits.memory,
+            "memswap_limit": self.limits.memory,  # no swap beyond the memory limit
+            "pids_limit": self.limits.pids,
+            "nano_cpus": int(self.limits.cpus * 1e9),
+            "volumes": {m.host: {"bind": m.target, "mode": "ro"} for m in self.mounts},
+            "labels": owner_labels(f"env-{self.purpose}", ROLE_BUILD, expires),
+            "working_dir": "/",
+            "environment": {"HOME": "/tmp", "PYTHONDONTWRITEBYTECODE": "1"},
+        }
+
+    def __enter__(self) -> Box:
+        check(self.cancel)
+        options = self.create_options()
+        try:
+            self.container = self.client.containers.create(self.image, **options)
+            self.container.start()
+        except docker.errors.APIError as exc:
+            self.close()
+            raise EnvError(f"Docker could not start the {self.purpose} container from {self.image}: "
+                           f"{exc.explanation or exc}") from exc
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self.container is not None:
+            remove_container(self.client, self.container.id)
+            self.container = None
+
+    def root(self, script: str, what: str = "setup") -> str:
+        """Run ``script`` (sh) as root: only for steps that run no repository or package code."""
+        return self._exec(script, "0:0", {}, what)
+
+    def run(self, script: str, what: str, env: dict[str, str] | None = None, ok: tuple[int, ...] = (0,)) -> str:
+        """Run ``script`` (sh) as BUILD_USER; StepFailed when it exits with a status not in ``ok``."""
+        return self._exec(script, BUILD_USER, env or {}, what, ok)
+
+    def _exec(self, script: str, user: str, env: dict[str, str], what: str, ok: tuple[int, ...] = (0,)) -> str:
+        check(self.cancel)
+        api = self.client.api
+        exec_id = api.exec_create(self.container.id, ["sh", "-c", script], user=user,
+                                  environment={"HOME": "/tmp", **env}, workdir="/")["Id"]
+        tail: collections.deque[bytes] = collections.deque()
+        size = [0]
+
+        def pump() -> None:
+            pending = b""
+            for chunk in api.exec_start(exec_id, stream=True):
+                tail.append(chunk)
+                size[0] += len(chunk)
+                while size[0] > TAIL_BYTES and len(tail) > 1:
+                    size[0] -= len(tail.popleft())
+                pending += chunk
+                *lines, pending = pending.split(b"\n")
+                for line in lines:
+                    text = line.decode("utf-8", "replace")
+                    if text.startswith(LOG_PREFIX):
+                        self.log(text[len(LOG_PREFIX):])
+
+        try:
+            wait_thread(pump, self.cancel, self.deadline.remaining(), self.close)
+        except TimeoutError:
+            raise EnvError(f"the environment build did not finish in {self.deadline.timeout_s:g} s "
+                           f"(the build deadline; it was in the {what} step)") from None
+        status = api.exec_inspect(exec_id).get("ExitCode")
+        output = b"".join(tail).decode("utf-8", "replace")
+        if status not in ok:
+            lines = output.splitlines()[-40:]
+            raise StepFailed(what, -1 if status is None else int(status), "\n".join(lines))
+        return output
+
+    def read(self, path: str, limit: int) -> bytes:
+        """The file at ``path`` in the box, into memory; EnvError when it is missing or over ``limit`` bytes."""
+        return _first_member(self._archive(path), limit, path)
+
+    def copy_out(self, path: str, dest: Path) -> Path:
+        """The file at ``path`` in the box, written to ``dest`` (a host path codebox chose)."""
+        with tempfile.TemporaryFile() as spool:  # the tar reader needs to seek
+            for chunk in self._archive(path):
+                check(self.cancel)
+                spool.write(chunk)
+            spool.seek(0)
+            with tarfile.open(fileobj=spool) as outer:
+                member = outer.next()
+                data = outer.extractfile(member) if member is not None and member.isfile() else None
+                if data is None:
+                    raise EnvError(f"the {self.purpose} container did not write {path}")
+                with dest.open("wb") as out:
+                    while block := data.read(1 << 20):
+                        check(self.cancel)
+                        out.write(block)
+        return dest
+
+    def _archive(self, path: str) -> Iterator[bytes]:
+        try:
+            stream, _ = self.container.get_archive(path)
+        except docker.errors.NotFound:
+            raise EnvError(f"the {self.purpose} container did not write {path}") from None
+        chunks: Iterator[bytes] = stream
+        return chunks
+
+
+def _first_member(chunks: Iterator[bytes], limit: int, path: str) -> bytes:
+    buffer = io.BytesIO()
+    for chunk in chunks:
+        buffer.write(chunk)
+        if buffer.tell() > limit + 64 * 1024:
+            raise EnvError(f"{path} in the build container is larger than {limit} bytes; refused")
+    buffer.seek(0)
+    with tarfile.open(fileobj=buffer) as archive:
+        member = archive.next()
+        data = archive.extractfile(member) if member is not None and member.isfile() else None
+        if data is None or member is None or member.size > limit:
+            raise EnvError(f"{path} in the build container is not a regular file of at most {limit} bytes")
+        return data.read()

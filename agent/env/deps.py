@@ -1,0 +1,171 @@
+"""The dependencies image: the base image, the Debian packages asked for, and a venv holding exactly the lock.
+
+Built from the lock's files only: the wheels (and sdists) it names, each checked against its
+sha256 on the host when downloaded and again by uv when installed, and the debs apt-get
+downloaded on the host. No file of any repository is in its build container, so nothing a
+repository does can reach it; that is why it is shared, by every repository and commit whose
+lock, base image and Debian packages are the same (its key). Steps, in one box:
+
+1. root, no package code: create the venv folder for the build user; ``dpkg -i`` the debs and
+   take what dpkg changed as a layer of its own;
+2. the build user: build the sdists (offline, from the wheelhouse), make the venv, install
+   the lock, and take ``/opt/codebox-env`` as the second layer (files owned by root).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shlex
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+import docker
+
+from agent.env import apt, images
+from agent.env.box import BUILD_USER, DPKG_CAPS, SETUP_CAPS, Box, BuildLimits, Deadline, Mount, StepFailed
+from agent.env.cancel import NEVER, Cancel, check
+from agent.env.errors import EnvError
+from agent.env.fetch import make_wheelhouse
+from agent.env.layer import PROJECT, VENV, load_image
+from agent.env.resolve import Lock, Target, uv_binary
+
+FORMAT = "deps-1"
+BUILD = "/tmp/codebox-build"
+APT_LAYER = "/tmp/codebox-apt-layer.tar"
+VENV_LAYER = "/tmp/codebox-deps-layer.tar"
+SDIST_FAILED = 5  # the install script's exit status when an sdist does not build
+Log = Callable[[str], None]
+
+
+def deps_key(base_id: str, lock: Lock, build_lock: Lock, apt_packages: list[str]) -> str:
+    material = json.dumps({"format": FORMAT, "base": base_id, "lock": lock.digest(), "sdist_build": build_lock.digest(),
+                           "apt": sorted(apt_packages)}, sort_keys=True)
+    return hashlib.sha256(material.encode()).hexdigest()[:32]
+
+
+def site_packages(target: Target) -> str:
+    major, minor = target.python.split(".")[:2]
+    return f"{VENV}/lib/python{major}.{minor}/site-packages"
+
+
+def ensure_deps(client: docker.DockerClient, engine: images.Engine, base_image: str, base_id: str, target: Target,
+                lock: Lock, sdist_build_lock: Lock, apt_packages: list[str], installed_debs: set[str],
+                limits: BuildLimits, deadline: Deadline, cancel: Cancel = NEVER,
+                log: Callable[[str], None] = lambda _: None, repo: str = "") -> images.Entry:
+    """The dependencies image of this lock on this base: recorded, or built now (and recorded)."""
+    key = deps_key(base_id, lock, sdist_build_lock, apt_packages)
+    with images.building("deps", key):
+        found = images.lookup(engine, "deps", key)
+        if found is not None:
+            log(f"reusing the dependencies image {found.tag} ({len(found.packages)} packages)")
+            return found
+        log(f"installing {len(lock.pins)} packages into a new dependencies image (network none)")
+        with tempfile.TemporaryDirectory(prefix="codebox-deps-") as tmp:
+            folder = Path(tmp)
+            folder.chmod(0o755)  # the build user reads the mounts
+            make_wheelhouse(Lock(pins=[*lock.pins, *sdist_build_lock.pins]), folder / "wheels", cancel)
+            debs = apt.download_debs(apt_packages, installed_debs, folder / "debs", cancel) if apt_packages else []
+            check(cancel)
+            _stage(folder / "stage", lock, target)
+            for path in [folder, *folder.rglob("*")]:
+                path.chmod(0o755 if path.is_dir() else 0o644)
+            tag = f"{images.REPOSITORY}-deps:{key[:16]}"
+            mounts = [Mount(host=str(folder / "stage"), target=f"{BUILD}/stage"),
+                      Mount(host=str(folder / "wheels"), target=f"{BUILD}/wheels"),
+                      Mount(host=uv_binary(), target=f"{BUILD}/uv")]
+            if debs:
+                mounts.append(Mount(host=str(folder / "debs"), target=f"{BUILD}/debs"))
+            with Box(client, base_image, "deps", mounts, limits, deadline, cancel,
+                     caps=DPKG_CAPS if debs else SETUP_CAPS, log=log) as box:
+                box.root(_root_script(bool(debs)), "dependencies setup")
+                try:
+                    box.run(_install_script(target), "dependencies install")
+                except StepFailed as exc:
+                    if exc.status == SDIST_FAILED:
+                        raise EnvError(f"building a dependency from its sdist failed offline; the end of the build "
+                                       f"log:\n{exc.tail}", usage=True) from None
+                    raise EnvError(f"installing the environment failed offline (exit {exc.status}); the end of "
+                                   f"the build log:\n{exc.tail}") from None
+                layers = [box.copy_out(APT_LAYER, folder / "apt.tar")] if debs else []
+                layers.append(box.copy_out(VENV_LAYER, folder / "venv.tar"))
+            check(cancel)
+            labels = {images.LABEL_KIND: "env-deps", images.LABEL_REPO: repo}
+            image_id = load_image(client, base_image, layers, tag, labels)
+        entry = images.Entry(kind="deps", key=key, id=image_id, tag=tag, base=base_image, base_id=base_id,
+                             python=target.python, lock=lock.hashed_txt(), packages=lock.installed(), apt=debs)
+        images.write(entry)
+        return entry
+
+
+def _stage(stage: Path, lock: Lock, target: Target) -> None:
+    stage.mkdir(parents=True)
+    (stage / "requirements.txt").write_text(lock.hashed_txt(), encoding="utf-8")
+    (stage / "sdists.txt").write_text("".join(p.filename + "\n" for p in lock.sdists()), encoding="utf-8")
+    project_site = f"{PROJECT}/site"
+    # The project layer (built for one tree, on top of this image) is a site folder of its own.
+    (stage / "_codebox_project.pth").write_text(f"import site; site.addsitedir({project_site!r})\n",
+                                                encoding="utf-8")
+
+
+def _root_script(with_debs: bool) -> str:
+    """Root's part: the venv folder for the build user; dpkg, and what it changed as a layer. No package code."""
+    user = BUILD_USER
+    script = f"""set -eu
+mkdir -p {VENV}
+chown {user} {VENV}
+"""
+    if with_debs:
+        script += f"""touch /tmp/codebox-marker
+echo "codebox: dpkg -i $(ls {BUILD}/debs | wc -l) Debian packages"
+dpkg --force-unsafe-io -i {BUILD}/debs/*.deb > /tmp/codebox-dpkg.log 2>&1 \
+  || {{ tail -n 30 /tmp/codebox-dpkg.log; exit 1; }}
+find / -xdev \\( -path /proc -o -path /sys -o -path /dev -o -path /tmp -o -path {VENV} -o -path /etc/hosts \\
+  -o -path /etc/hostname -o -path /etc/resolv.conf \\) -prune -o -cnewer /tmp/codebox-marker -print \\
+  | sed -e 's#^/##' -e '/^$/d' > /tmp/codebox-apt-files
+tar --no-recursion -cf {APT_LAYER} -C / -T /tmp/codebox-apt-files
+"""
+    return script
+
+
+def _install_script(target: Target) -> str:
+    """The build user's part: sdists built offline, the venv, the lock installed, the venv as a layer."""
+    site = site_packages(target)
+    short = ".".join(target.python.split(".")[:2])
+    built = "/tmp/codebox-built"
+    return f"""set -eu
+export UV_CACHE_DIR=/tmp/codebox-uv-cache UV_NO_PROGRESS=1 NO_COLOR=1
+python=$(command -v python3)
+# The venv by hand (what `python -m venv --without-pip` writes), one interpreter start cheaper than uv venv.
+mkdir -p {VENV}/bin {site} {built}
+ln -s lib {VENV}/lib64
+ln -s "$python" {VENV}/bin/python
+ln -s python {VENV}/bin/python3
+ln -s python {VENV}/bin/python{short}
+printf 'home = %s\\ninclude-system-site-packages = false\\nversion = {target.python}\\n' "$(dirname "$python")" \\
+  > {VENV}/pyvenv.cfg
+while read -r sdist; do  # dependencies with no wheel: built here, offline, from the wheelhouse
+  echo "codebox: building $sdist from source (offline)"
+  if ! {BUILD}/uv build --no-config --offline --no-index --find-links {BUILD}/wheels --wheel \\
+      --python "$python" -o {built} "{BUILD}/wheels/$sdist" > /tmp/codebox-sdist.log 2>&1; then
+    echo "codebox: building $sdist failed offline; the end of its build log:"
+    tail -n 25 /tmp/codebox-sdist.log
+    exit {SDIST_FAILED}
+  fi
+done < {BUILD}/stage/sdists.txt
+if [ -s {BUILD}/stage/sdists.txt ]; then  # a built wheel's hash is its own: the lock's is the sdist's
+  sed 's/ --hash=.*//' {BUILD}/stage/requirements.txt > /tmp/codebox-requirements.txt
+  hashes=""
+else
+  cp {BUILD}/stage/requirements.txt /tmp/codebox-requirements.txt
+  hashes="--require-hashes"
+fi
+{BUILD}/uv pip install --no-config --offline --no-index --find-links {built} --find-links {BUILD}/wheels \\
+  --only-binary :all: --no-deps $hashes --link-mode copy --compile-bytecode --python {VENV}/bin/python \\
+  -r /tmp/codebox-requirements.txt
+cp {BUILD}/stage/_codebox_project.pth {site}/
+cp {BUILD}/stage/requirements.txt {VENV}/codebox-lock.txt
+tar --owner=0 --group=0 --numeric-owner -cf {VENV_LAYER} -C / {shlex.quote(VENV.lstrip("/"))}
+echo "codebox: dependencies layer written"
+"""

@@ -1,0 +1,50 @@
+"""The environment flags of `run`, `batch`, `eval` and `env build` (defined in agent/cli.py), folded into
+each task's ``env``.
+
+``--pip PKG``, ``--pre-install CMD`` and ``--recipes FILE`` make a recipe, ``--as-of DATE|now``
+the date; a task that builds its environment (``auto``, or an ``env`` object) gets them, in
+this order: the flags, the recipes file's entry for its repository (and version), the task's
+own ``env`` object. A task on ``none`` or a named image keeps its setting: a recipe only
+changes an environment codebox builds.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from agent.env import asof
+from agent.env.recipe import Recipe, RecipeBook, load_recipes, parse_recipe
+from agent.protocol import EnvSpec, TaskSpec
+
+AUTO = "auto"
+
+
+class EnvFlags:
+    """The parsed flags, checked once (a bad recipes file or date is one usage error up front)."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        flags = {"pip": list(getattr(args, "pip", None) or []),
+                 "pre_install": list(getattr(args, "pre_install", None) or [])}
+        self.recipe = parse_recipe(flags, "--pip/--pre-install")
+        path = getattr(args, "recipes", None)
+        self.book = load_recipes(Path(path).expanduser()) if path else RecipeBook()
+        when = getattr(args, "as_of", None)
+        self.as_of = asof.normalize(when) if when else None
+
+    def recipe_for(self, repo: str, version: str | None = None) -> Recipe:
+        """The flags' recipe, then the recipes file's for this repository."""
+        return self.recipe.plus(self.book.for_repo(repo, version))
+
+    def apply(self, task: TaskSpec) -> TaskSpec:
+        """``task`` with its environment setting completed by the flags (see the module docstring)."""
+        env = task.env
+        if isinstance(env, str) and env != AUTO:
+            return task
+        recipe = self.recipe_for(task.repo, task.version)
+        own = env if isinstance(env, EnvSpec) else EnvSpec()
+        merged = recipe.plus(own.recipe())
+        when = self.as_of or own.as_of
+        if merged.is_empty() and when is None:
+            return task
+        return task.model_copy(update={"env": EnvSpec(**merged.model_dump(), as_of=when)})

@@ -1,0 +1,137 @@
+"""Recipes: what an environment needs that no metadata says, the way SWE-bench's per-repo specs say it.
+
+A recipe comes only from the user: flags (``--pip``, ``--pre-install``, ``--apt``,
+``--requirements``), a task's ``env`` object in a task file, and a recipes file given with
+``--recipes FILE`` (repository names -> recipes). Never from the repository itself. Recipes
+add up, in that order (lists concatenate, repeats dropped), and are part of the cache key.
+
+- ``pip``: packages by name (PEP 508, no URLs), resolved from the index with the rest;
+- ``apt``: Debian packages, downloaded on the host and installed offline;
+- ``requirements``: requirements files inside the repository;
+- ``pre_install``: shell commands run in the build container, offline, as the unprivileged
+  build user, in the copy of the project, before its build backend runs.
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from packaging.requirements import InvalidRequirement
+from packaging.requirements import Requirement as Pep508
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from agent.env.errors import EnvError
+
+MAX_COMMANDS = 50
+MAX_COMMAND_CHARS = 4000
+
+
+class Recipe(BaseModel):
+    """What to add to an environment beyond what the repository declares."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    pip: list[str] = Field(default_factory=list)
+    apt: list[str] = Field(default_factory=list)
+    requirements: list[str] = Field(default_factory=list)
+    pre_install: list[str] = Field(default_factory=list)
+    extras: list[str] = Field(default_factory=list)
+    groups: list[str] = Field(default_factory=list)
+
+    @field_validator("pip")
+    @classmethod
+    def _packages(cls, value: list[str]) -> list[str]:
+        for text in value:
+            try:
+                req = Pep508(text)
+            except InvalidRequirement as exc:
+                raise ValueError(f"{text!r} is not a requirement ({exc})") from None
+            if req.url:
+                raise ValueError(f"{text!r}: packages come from the index by name, not from a URL")
+        return value
+
+    @field_validator("pre_install")
+    @classmethod
+    def _commands(cls, value: list[str]) -> list[str]:
+        if len(value) > MAX_COMMANDS:
+            raise ValueError(f"at most {MAX_COMMANDS} pre_install commands")
+        for command in value:
+            if not command.strip() or len(command) > MAX_COMMAND_CHARS or "\0" in command:
+                raise ValueError(f"a pre_install command is a non-empty line of at most {MAX_COMMAND_CHARS} characters")
+        return value
+
+    def plus(self, other: Recipe) -> Recipe:
+        """This recipe, then ``other``'s additions."""
+        merged = {name: list(dict.fromkeys([*getattr(self, name), *getattr(other, name)]))
+                  for name in Recipe.model_fields}
+        return Recipe(**merged)
+
+    def is_empty(self) -> bool:
+        return not any(getattr(self, name) for name in Recipe.model_fields)
+
+    def key(self) -> dict[str, list[str]]:
+        """What the cache key holds of it."""
+        return {name: list(getattr(self, name)) for name in Recipe.model_fields}
+
+
+def parse_recipe(data: Any, where: str) -> Recipe:
+    """A recipe from JSON-like data; EnvError (usage) naming ``where`` when it is not one."""
+    try:
+        return Recipe.model_validate(data)
+    except ValidationError as exc:
+        problem = exc.errors()[0]
+        place = ".".join(str(p) for p in problem.get("loc", ()))
+        raise EnvError(f"{where}: {place + ': ' if place else ''}{problem.get('msg', 'not a recipe')}",
+                       usage=True) from None
+
+
+class RecipeBook(BaseModel):
+    """A recipes file: repository name -> recipe, with optional per-version additions.
+
+    ``{"owner/name": {"pip": [...], "versions": {"1.3": {"pre_install": [...]}}}}`` (JSON or
+    TOML). A name matches a repository by its path, its folder's name, or its last two path
+    parts (``owner/name``); the first name that matches is taken.
+    """
+
+    recipes: dict[str, Recipe] = Field(default_factory=dict)
+    versions: dict[str, dict[str, Recipe]] = Field(default_factory=dict)
+
+    def for_repo(self, repo: str | Path, version: str | None = None) -> Recipe:
+        path = Path(repo).expanduser()
+        names = {str(repo), str(path), path.name, "/".join(path.parts[-2:])}
+        with_resolved = names | {str(path.resolve())}
+        for name, recipe in self.recipes.items():
+            if name in with_resolved:
+                extra = self.versions.get(name, {}).get(version or "") if version else None
+                return recipe.plus(extra) if extra is not None else recipe
+        return Recipe()
+
+
+def load_recipes(path: Path) -> RecipeBook:
+    """``--recipes FILE``; EnvError (usage) with the file and the entry on any problem."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise EnvError(f"--recipes {path}: cannot read it ({exc})", usage=True) from None
+    try:
+        data = tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
+    except (ValueError, tomllib.TOMLDecodeError) as exc:
+        kind = "TOML" if path.suffix == ".toml" else "JSON"
+        raise EnvError(f"--recipes {path}: not valid {kind} ({exc})", usage=True) from None
+    if not isinstance(data, dict):
+        raise EnvError(f"--recipes {path}: expected a table of repository name -> recipe", usage=True)
+    book = RecipeBook()
+    for name, value in data.items():
+        if not isinstance(value, dict):
+            raise EnvError(f"--recipes {path}: {name}: expected a recipe table", usage=True)
+        body = {k: v for k, v in value.items() if k != "versions"}
+        book.recipes[str(name)] = parse_recipe(body, f"--recipes {path}: {name}")
+        versions = value.get("versions") or {}
+        if not isinstance(versions, dict):
+            raise EnvError(f"--recipes {path}: {name}.versions: expected a table of version -> recipe", usage=True)
+        book.versions[str(name)] = {str(v): parse_recipe(r, f"--recipes {path}: {name}.versions.{v}")
+                                    for v, r in versions.items()}
+    return book

@@ -1,0 +1,284 @@
+"""Projects only their own build backend can install, built for real in network-none boxes from local
+wheels (the real setuptools, setuptools-scm, hatchling, hatch-vcs, Cython): version files, computed
+dependencies, Cython with no C in the tree, a recipe's pre_install; /repo stays the source of truth."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import docker
+import pytest
+
+from agent.containers.sandbox import Sandbox, SandboxConfig
+from agent.env import box, images
+from agent.env.box import BuildLimits
+from agent.env.build import EnvRequest, ensure_env
+from agent.env.recipe import Recipe
+from agent.env.resolve import IndexConfig
+from agent.protocol import EnvInfo
+from tests.agent.env import projects
+from tests.agent.env.projects import git_tagged, write
+from tests.agent.env.wheels import make_wheel
+
+pytestmark = pytest.mark.docker
+BASE = "codebox-sandbox:latest"
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """alpha (needs beta), beta, gamma, delta: the wheelhouse minus its fake pytest (these suites run the real one)."""
+    folder = tmp_path_factory.mktemp("tiny")
+    make_wheel(folder, "alpha", "1.0", {"alpha/__init__.py": "import beta\nVALUE = 'alpha'\n"}, ("beta>=2",))
+    make_wheel(folder, "beta", "2.0", {"beta/__init__.py": "VALUE = 'beta'\n"})
+    make_wheel(folder, "gamma", "3.0", {"gamma/__init__.py": "VALUE = 'gamma'\n"})
+    make_wheel(folder, "delta", "4.0", {"delta/__init__.py": "VALUE = 'delta'\n"})
+    return folder
+
+
+@pytest.fixture()
+def index(tiny: Path, backend_wheels: Path) -> IndexConfig:
+    return IndexConfig(find_links=[str(tiny), str(backend_wheels)], no_index=True)
+
+
+@pytest.fixture(scope="module")
+def made() -> Iterator[list[str]]:
+    """Image ids this module made: removed at its end (ours only)."""
+    ids: list[str] = []
+    yield ids
+    client = docker.from_env(timeout=900)
+    for image_id in reversed(ids):
+        with contextlib.suppress(Exception):  # cleanup only: gone already, or still in use
+            client.images.remove(image_id)
+    client.close()
+
+
+@pytest.fixture()
+def steps(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str, str]]:
+    """Every box step: (box purpose, user, script) -- a spy, the real step still runs."""
+    seen: list[tuple[str, str, str]] = []
+    real = box.Box._exec
+
+    def spy(self: box.Box, script: str, user: str, env: dict[str, str], what: str, ok: tuple[int, ...] = (0,)) -> str:
+        seen.append((self.purpose, user, script))
+        return real(self, script, user, env, what, ok)
+
+    monkeypatch.setattr(box.Box, "_exec", spy)
+    return seen
+
+
+@pytest.fixture()
+def boxes(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
+    """The create options of every box."""
+    seen: list[dict[str, Any]] = []
+    real = box.Box.create_options
+
+    def spy(self: box.Box) -> dict[str, Any]:
+        options = real(self)
+        seen.append({"purpose": self.purpose, "image": self.image, **options})
+        return options
+
+    monkeypatch.setattr(box.Box, "create_options", spy)
+    return seen
+
+
+def build(repo: Path, index: IndexConfig, made: list[str], **kw: Any) -> EnvInfo:
+    info = ensure_env(EnvRequest(repo=repo, base_image=BASE, index=index, **kw))
+    made.append(info.image_id)
+    return info
+
+
+def run_in(info: EnvInfo, repo: Path, argv: list[str], ok: bool = True) -> str:
+    with Sandbox(repo, SandboxConfig(image=info.run_image), task_id="env-project-test") as sb:
+        reply = sb.call("run_test", {"argv": argv, "timeout_s": 120})
+    assert reply.ok == ok, reply.output
+    return reply.output
+
+
+def test_setuptools_scm_version_file_and_computed_dependencies_come_from_the_backend(
+    tmp_path: Path, index: IndexConfig, made: list[str], steps: list[tuple[str, str, str]]
+) -> None:
+    repo = git_tagged(write(tmp_path / "repo", projects.SCM), "v1.2.0")
+    info = build(repo, index, made)
+    assert "alpha==1.0" in info.installed  # only setup.py's own run says so
+    assert not (repo / "src" / "scmproj" / "_version.py").exists()  # /repo was never written
+    out = run_in(info, repo, ["python3", "-m", "pytest", "tests"])
+    assert "1 passed" in out and "scmplug loaded" in out  # the plugin: the backend's entry points
+    # Repository code ran only as the build user: root's steps copy files, create folders, run dpkg.
+    assert {user for _, user, _ in steps} == {"0:0", box.BUILD_USER}
+    assert all("python" not in script for _, user, script in steps if user == "0:0")
+    # The model's edit of a generated file in /repo wins over the environment's copy.
+    write(repo, {"src/scmproj/_version.py": "version = '9.9.9'\n"})
+    code = "import scmproj; print('version', scmproj.__version__, scmproj.__file__)"
+    assert "version 9.9.9 /repo/src/scmproj/__init__.py" in run_in(info, repo, ["python3", "-c", code])
+
+
+def test_hatch_vcs_version_file_and_the_test_extra(tmp_path: Path, index: IndexConfig, made: list[str]) -> None:
+    repo = git_tagged(write(tmp_path / "repo", projects.HATCH_VCS), "v3.4.5")
+    info = build(repo, index, made)
+    assert {"gamma==3.0", "delta==4.0"} <= set(info.installed)  # delta: the tests extra, from METADATA
+    assert "1 passed" in run_in(info, repo, ["python3", "-m", "pytest", "-q", "tests"])
+
+
+def test_without_git_metadata_version_tools_get_the_static_version(
+    tmp_path: Path, index: IndexConfig, made: list[str]
+) -> None:
+    repo = write(tmp_path / "repo", {**projects.HATCH_VCS, "src/hvproj/version.py": "__version__ = '3.4.5'\n"})
+    info = build(repo, index, made)  # no .git: hatch-vcs is told the version the static reading found
+    assert "1 passed" in run_in(info, repo, ["python3", "-m", "pytest", "-q", "tests"])
+
+
+def test_cython_with_no_c_in_the_tree_is_compiled_and_used(tmp_path: Path, index: IndexConfig,
+                                                          made: list[str]) -> None:
+    repo = write(tmp_path / "repo", projects.CYTHON)
+    info = build(repo, index, made)
+    assert not (repo / "cyproj" / "_fast.c").exists()
+    assert "1 passed" in run_in(info, repo, ["python3", "-m", "pytest", "-q", "tests"])
+
+
+def test_a_recipes_pre_install_runs_offline_in_the_copy_and_what_it_makes_is_served(
+    tmp_path: Path, index: IndexConfig, made: list[str]
+) -> None:
+    repo = write(tmp_path / "repo", projects.PRE_INSTALL)
+    recipe = Recipe(pre_install=[projects.PRE_INSTALL_COMMAND])
+    info = build(repo, index, made, recipe=recipe)
+    assert not (repo / "gen_config.py").exists() and "gamma==3.0" in info.installed
+    assert "1 passed" in run_in(info, repo, ["python3", "-m", "pytest", "-q", "tests"])
+    without = build(repo, index, made)  # the recipe is part of the key
+    assert without.image_id != info.image_id
+    assert "ModuleNotFoundError" in run_in(without, repo, ["python3", "-m", "pytest", "-q", "tests"], ok=False)
+
+
+def test_the_build_box_limits_as_seen_by_the_projects_own_setup_py(
+    tmp_path: Path, index: IndexConfig, made: list[str], boxes: list[dict[str, Any]]
+) -> None:
+    repo = write(tmp_path / "repo", projects.LIMITS)
+    info = build(repo, index, made, limits=BuildLimits(memory="512m", pids=128, cpus=1.0, timeout_s=600))
+    out = run_in(info, repo, ["python3", "-c", "import buildinfo; print(repr(buildinfo.INFO))"])
+    seen = eval(out.strip().splitlines()[-1])  # the literal setup.py wrote
+    assert seen["uid"] == 65534 and seen["cap_eff"] == "0000000000000000" and seen["no_new_privs"] == "1"
+    assert seen["ifaces"] == ["lo"] and seen["memory"] == str(512 * 1024 * 1024) and seen["pids"] == "128"
+    assert seen["wrote_venv"] is False
+    for options in boxes:
+        assert options["network_mode"] == "none" and options["cap_drop"] == ["ALL"]
+        assert options["security_opt"] == ["no-new-privileges"] and options["init"] is True
+        assert set(options["cap_add"]) <= {"CHOWN", "DAC_READ_SEARCH", "DAC_OVERRIDE", "FOWNER", "FSETID"}
+        assert all(v["mode"] == "ro" for v in options["volumes"].values())
+    project = next(o for o in boxes if o["purpose"] == "project")
+    assert project["mem_limit"] == "512m" and project["memswap_limit"] == "512m" and project["pids_limit"] == 128
+    assert project["nano_cpus"] == 10**9
+
+
+def test_the_static_fast_path_runs_no_project_box(tmp_path: Path, wheelhouse: Path, made: list[str],
+                                                   boxes: list[dict[str, Any]]) -> None:
+    repo = write(tmp_path / "repo", projects.FLAT)
+    build(repo, IndexConfig(find_links=[str(wheelhouse)], no_index=True), made)
+    assert "project" not in {o["purpose"] for o in boxes}
+
+
+def test_an_absolute_project_name_writes_nothing_on_the_host(tmp_path: Path, wheelhouse: Path) -> None:
+    target = tmp_path / "outside" / "x"
+    pyproject = f'[project]\nname = "{target}"\nversion = "1.0"\ndependencies = ["alpha"]\n'
+    repo = write(tmp_path / "repo", {"pyproject.toml": pyproject})
+    from agent.env.errors import EnvError
+
+    with pytest.raises(EnvError) as failed:
+        ensure_env(EnvRequest(repo=repo, base_image=BASE, index=IndexConfig(find_links=[str(wheelhouse)],
+                                                                               no_index=True)))
+    assert failed.value.usage
+    assert not (tmp_path / "outside").exists() and not list(tmp_path.rglob("*.dist-info"))
+
+
+def test_a_repository_cannot_poison_another_through_the_shared_layers(
+    tmp_path: Path, index: IndexConfig, made: list[str]
+) -> None:
+    """Repo A's setup.py plants a pytest plugin (through a .pth) that makes every test pass, wherever it can
+    write while its extension builds. Repo B has the same C sources and declared metadata, a setup.py of its
+    own and a failing test: B's environment shares A's dependencies image, and B's failing test fails."""
+    plant = (
+        "import os, pathlib\n"
+        "plugin = \"import pytest\\n@pytest.hookimpl(hookwrapper=True)\\n"
+        "def pytest_runtest_makereport(item, call):\\n    outcome = yield\\n"
+        "    outcome.get_result().outcome = 'passed'\\n\"\n"
+        "for site in ['/opt/codebox-project/site', '/opt/codebox-env/lib/python3.11/site-packages',\n"
+        "             '/usr/lib/python3/dist-packages', '/tmp/codebox-build/wheels', '/usr/local/lib/python3.11']:\n"
+        "    try:\n"
+        "        pathlib.Path(site).mkdir(parents=True, exist_ok=True)\n"
+        "        pathlib.Path(site, 'codebox_poison.py').write_text(plugin)\n"
+        "        pathlib.Path(site, 'zz_poison.pth').write_text(\"import os; os.environ['PYTEST_PLUGINS'] = "
+        "'codebox_poison'\\n\")\n"
+        "    except OSError:\n"
+        "        pass\n"
+    )
+    failing = {"tests/test_b.py": "def test_fails():\n    assert 1 == 2\n"}
+    repo_a = write(tmp_path / "a", {**projects.CYTHON, **failing, "setup.py": plant + projects.CYTHON["setup.py"]})
+    info_a = build(repo_a, index, made)
+    poisoned = run_in(info_a, repo_a, ["python3", "-m", "pytest", "-q", "tests/test_b.py"])
+    assert "1 passed" in poisoned  # the plant works: in A's own environment, for A's own tree
+    repo_b = write(tmp_path / "b", {**projects.CYTHON, **failing})
+    info_b = build(repo_b, index, made)
+    engine = images.EngineImages.connect()
+    entry_a, entry_b = images.find(engine, info_a.image_id), images.find(engine, info_b.image_id)
+    assert entry_a is not None and entry_b is not None
+    assert entry_a.deps == entry_b.deps and info_a.image_id != info_b.image_id  # shared deps, own project layer
+    out = run_in(info_b, repo_b, ["python3", "-m", "pytest", "-q", "tests/test_b.py"], ok=False)
+    assert "1 failed" in out, out
+
+
+def test_a_cache_hit_needs_no_index_and_no_container(tmp_path: Path, index: IndexConfig, made: list[str],
+                                                      boxes: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+                                                      ) -> None:
+    repo = git_tagged(write(tmp_path / "repo", projects.HATCH_VCS), "v3.4.5")
+    first = build(repo, index, made)
+    boxes.clear()
+
+    def no_network(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a cache hit resolved or downloaded")
+
+    monkeypatch.setattr("agent.env.resolve.run_process", no_network)
+    monkeypatch.setattr("agent.env.fetch.fetch_pin", no_network)
+    again = ensure_env(EnvRequest(repo=repo, base_image=BASE, index=index))
+    assert again.image_id == first.image_id and not again.built and boxes == []
+    write(repo, {"src/hvproj/extra.py": "X = 1\n"})  # any change to the tree: a new project layer
+    with pytest.raises(AssertionError, match="resolved or downloaded"):
+        ensure_env(EnvRequest(repo=repo, base_image=BASE, index=index))
+
+
+def test_an_image_built_from_an_env_image_is_never_taken_listed_or_removed(
+    tmp_path: Path, wheelhouse: Path, made: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    index = IndexConfig(find_links=[str(wheelhouse)], no_index=True)
+    repo = write(tmp_path / "repo", projects.FLAT)
+    info = build(repo, index, made)
+    client = docker.from_env()
+    derived_tag = f"codebox-test-derived:{os.getpid()}"
+    dockerfile = tmp_path / "ctx"
+    write(dockerfile, {"Dockerfile": f"FROM {info.image_id}\nLABEL derived=yes\n"})
+    derived, _ = client.images.build(path=str(dockerfile), tag=derived_tag, network_mode="none", rm=True)
+    try:
+        assert derived.labels[images.LABEL_KIND] == images.KIND  # it inherited every label
+        monkeypatch.setenv("CODEBOX_CACHE_DIR", str(tmp_path / "other-cache"))  # a record without the env image
+        engine = images.EngineImages.connect()
+        assert derived.id not in {e.entry.id for e in images.list_env_images(engine)}
+        again = build(repo, index, made)
+        assert again.built and again.image_id != derived.id
+        removed = images.remove_env_images(engine, [])
+        assert derived_tag not in removed and client.images.get(derived_tag).id == derived.id
+        from agent.env.choose import choose_env
+
+        named = choose_env(derived_tag, repo, BASE)
+        assert named is not None and named.image_id == derived.id and named.lock == ""
+    finally:
+        client.images.remove(derived_tag)
+        client.close()
+
+
+def test_recipe_pip_packages_are_resolved_with_the_rest(tmp_path: Path, wheelhouse: Path, made: list[str]) -> None:
+    repo = write(tmp_path / "repo", projects.FLAT)
+    info = build(repo, IndexConfig(find_links=[str(wheelhouse)], no_index=True), made, recipe=Recipe(pip=["delta"]))
+    assert "delta==4.0" in info.installed
+    assert json.loads(json.dumps(info.installed))  # a plain list, for the report
