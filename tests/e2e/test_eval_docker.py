@@ -157,12 +157,8 @@ def test_the_environment_is_batch_s_and_recorded_with_its_image_id_and_lock(
         assert "SKIPPED tests/test_calc.py::test_later - Skipped: later" in (read_log(out / "auto") or "")
         assert plain["env"] is None and plain["image_id"] and plain["status"] == "resolved"  # src/ on sys.path
     finally:
-        if auto["env"] and auto["env"]["built"]:
-            from agent.containers.docker_client import connect
-
-            client = connect(RuntimeError)
-            client.images.remove(built, force=True)
-            client.close()
+        if auto["env"] and auto["env"]["built"]:  # the image this test built, through codebox's own record
+            main(["env", "rm", built])
 
 
 def test_a_model_cannot_pre_empt_a_test_file_the_test_patch_creates(tmp_path: Path) -> None:
