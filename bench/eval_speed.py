@@ -10,7 +10,7 @@ process, an empty --out). The ratio is codebox's wall time per instance over the
 Also printed: the single-instance ratio (one instance alone: every fixed cost shows) and the
 median of each step of an instance (workspace, env, sandbox, apply, tests; eval.json's timings).
 
-    python bench/eval_speed.py [--reps 5] [--instances 4] [--dataset FILE --repos DIR]
+    python bench/eval_speed.py [--reps 5] [--instances 4] [--dataset FILE --repos DIR [--as-of now]]
 
 --dataset/--repos add real instances, all in one eval run (their gold patches; on the host, a venv
 from each one's environment lock).
@@ -128,13 +128,16 @@ def _tests(value: str | list[str]) -> list[str]:
     return list(json.loads(value)) if isinstance(value, str) else list(value)
 
 
+EXTRA: list[str] = []  # flags for every `codebox eval` (--as-of)
+
+
 def run_eval(project: Project, ids: list[str], out: Path) -> float:
     """Wall time of `codebox eval --jobs 1` over ``ids`` (gold patches), from an empty --out."""
     shutil.rmtree(out, ignore_errors=True)
     pattern = "^(" + "|".join(ids) + ")$"
     started = time.monotonic()
     proc = subprocess.run([*CODEBOX, "eval", "--tasks", str(project.dataset), "--predictions", "gold", "--out",
-                           str(out), "--repos", str(project.repos), "--jobs", "1", "--filter", pattern],
+                           str(out), "--repos", str(project.repos), "--jobs", "1", "--filter", pattern, *EXTRA],
                           capture_output=True, text=True, cwd=ROOT)
     elapsed = time.monotonic() - started
     results = json.loads((out / "results.json").read_text()) if (out / "results.json").exists() else {}
@@ -199,7 +202,10 @@ def main() -> None:
     parser.add_argument("--instances", type=int, default=4)
     parser.add_argument("--dataset", type=Path)
     parser.add_argument("--repos", type=Path)
+    parser.add_argument("--as-of", help="codebox eval's --as-of (the date the real instances' tests were listed at)")
     args = parser.parse_args()
+    if args.as_of:
+        EXTRA.extend(["--as-of", args.as_of])
     folder = Path(tempfile.mkdtemp(prefix="codebox-eval-bench-"))
     try:
         projects = [build_flat(folder, args.instances), build_src(folder, args.instances)]
