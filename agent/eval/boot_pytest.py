@@ -22,10 +22,10 @@ import sys
 import traceback
 from typing import Any, TextIO, cast
 
-BUNDLE = os.environ.get("CODEBOX_EVAL_BUNDLE", "/tmp/codebox-eval-bundle.txt")
-JUNIT = os.environ.get("CODEBOX_EVAL_JUNIT", "/tmp/codebox-eval-junit.xml")
-LOG = os.environ.get("CODEBOX_EVAL_LOG", "/tmp/codebox-eval-log.txt")
-LIMIT = int(os.environ.get("CODEBOX_EVAL_BUNDLE_LIMIT", "2000000"))
+BUNDLE = os.environ.get("_CODEBOX_EVAL_BUNDLE", "/tmp/codebox-eval-bundle.txt")
+JUNIT = os.environ.get("_CODEBOX_EVAL_JUNIT", "/tmp/codebox-eval-junit.xml")
+LOG = os.environ.get("_CODEBOX_EVAL_LOG", "/tmp/codebox-eval-log.txt")
+LIMIT = int(os.environ.get("_CODEBOX_EVAL_BUNDLE_LIMIT", "2000000"))
 INTERNAL_ERROR = 3  # pytest's own ExitCode.INTERNAL_ERROR
 
 

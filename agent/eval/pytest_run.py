@@ -22,7 +22,8 @@ JUNIT_PATH = "/tmp/codebox-eval-junit.xml"  # the repo is read-only in the sandb
 BUNDLE_PATH = "/tmp/codebox-eval-bundle.txt"
 LOG_PATH = "/tmp/codebox-eval-log.txt"
 BUNDLE_LIMIT = 2_000_000  # under run_test's report_file limit (2 MiB): ~1.5 MB gzip, tens of MB of log
-BOOT_VARIABLE = "CODEBOX_EVAL_BOOT"
+# Variables of the test run in the sandbox only (a leading "_": no setting of the user's, never read on the host).
+BOOT_VARIABLE = "_CODEBOX_EVAL_BOOT"
 SUMMARY = "-rpsxXEf"  # -rA's short test summary (passed, skipped, xfail, xpass, error, failed), no PASSES section
 BOOT_SOURCE = (Path(__file__).with_name("boot_pytest.py")).read_text(encoding="utf-8")
 
@@ -67,8 +68,8 @@ def run_environment(import_root: str | None, dataset_image: bool) -> dict[str, s
     """Variables of the test run: the program and its paths; the repo first on sys.path where no environment installs
     it (``import_root``: "/repo" or "/repo/src"), so an image's own copy of a package (Debian's
     packaging under pytest) never shadows the repository under test; a SWE-bench image's testbed first."""
-    env = {BOOT_VARIABLE: BOOT_SOURCE, "CODEBOX_EVAL_BUNDLE": BUNDLE_PATH, "CODEBOX_EVAL_JUNIT": JUNIT_PATH,
-           "CODEBOX_EVAL_LOG": LOG_PATH, "CODEBOX_EVAL_BUNDLE_LIMIT": str(BUNDLE_LIMIT)}
+    env = {BOOT_VARIABLE: BOOT_SOURCE, "_CODEBOX_EVAL_BUNDLE": BUNDLE_PATH, "_CODEBOX_EVAL_JUNIT": JUNIT_PATH,
+           "_CODEBOX_EVAL_LOG": LOG_PATH, "_CODEBOX_EVAL_BUNDLE_LIMIT": str(BUNDLE_LIMIT)}
     if import_root:
         env["PYTHONPATH"] = import_root
     if dataset_image:
