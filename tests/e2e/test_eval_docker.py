@@ -222,3 +222,27 @@ def test_a_cancel_stops_a_test_run_under_way_and_the_next_run_evaluates_it(tmp_p
     again = EvalOptions(timeout_s=5)  # the next run evaluates it again (here: its timeout ends it)
     [second] = run_eval(instances, predictions, tmp_path / "out", again, CancelToken())
     assert not second.cancelled and second.error_kind == "timeout" and "timed out after 5 s" in (second.error or "")
+
+
+def test_a_dataset_image_on_this_machine_is_the_environment(tmp_path: Path, sandbox_image: str,
+                                                            docker_client: Any) -> None:
+    """SWE-bench 5.x's `image`: used as it is when it is here (its testbed env first on PATH, the repo first on
+    sys.path); recorded as not here otherwise, and the environment is built from the repository."""
+    base, test_patch, cases = build(tmp_path / "repos" / "acme" / "calc")
+    tag = f"codebox-evaltest/sweb.eval.x86_64.acme__calc-{tmp_path.name[-6:].lower()}:latest"
+    docker_client.images.get(sandbox_image).tag(tag)  # a local "instance image" (only a tag: removed below)
+    try:
+        tasks, preds = write_inputs(tmp_path, base, test_patch, {"here": cases["gold"], "away": cases["gold"]})
+        lines = [json.loads(line) for line in tasks.read_text().splitlines()]
+        lines[0]["image"], lines[1]["image"] = tag, "swebench/sweb.eval.x86_64.nowhere:latest"
+        tasks.write_text("".join(json.dumps(line) + "\n" for line in lines))
+        out = tmp_path / "out"
+        assert evaluate("--tasks", str(tasks), "--predictions", str(preds), "--out", str(out),
+                        "--repos", str(tmp_path / "repos")) == 0
+        here, away = verdict(out, "here"), verdict(out, "away")
+        assert here["status"] == away["status"] == "resolved"
+        assert here["dataset"]["image_used"] and here["env"] is None
+        assert here["image_id"] == docker_client.images.get(sandbox_image).id
+        assert not away["dataset"]["image_used"] and any("not on this machine" in n for n in away["notes"])
+    finally:
+        docker_client.images.remove(tag)
