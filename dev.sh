@@ -18,6 +18,7 @@ if [ ! -x .venv/bin/python ]; then
     { rm -rf .venv; echo "cannot create a venv: on Debian/Ubuntu, apt-get install python3-venv" >&2; exit 1; }
 fi
 extras=${CODEBOX_EXTRAS:-dev}  # CI adds ray: its engine tests are required there
+SWEBENCH="swebench==5.0.2"     # tests/e2e/test_eval_parity.py: SWE-bench's own grading is the referee
 stamp=.venv/.codebox-installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ "$(cat "$stamp")" != "$extras" ]; then
   started=$SECONDS
@@ -30,6 +31,10 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ "$(cat "$stamp")" !
   say "step 2/2: installing codebox with [$extras] into .venv (first time: about 2 minutes; pip's own lines follow)"
   # Not --quiet: pip's "Collecting ..." lines and progress bars show that it is working.
   .venv/bin/python -m pip install -e ".[$extras]"
+  case ",$extras," in *,dev,*)  # the eval parity test's referee, without its run-harness dependencies
+    say "installing $SWEBENCH (no dependencies: its grading needs only unidiff, from the dev extra)"
+    .venv/bin/python -m pip install --quiet --no-deps "$SWEBENCH" ;;
+  esac
   echo "$extras" > "$stamp"
   say "installed in $((SECONDS - started)) s"
 else

@@ -16,7 +16,7 @@ from agent.cli_errors import OneLineParser, parse_args
 from agent.commands.common import usage_error
 from agent.config import KNOWN_KEYS, CodeboxSettings, ConfigError, load_settings, shown, user_config_file
 from agent.config_env import unknown_variables
-from agent.defaults import BACKEND_NAMES, POLICY_NAMES
+from agent.defaults import BACKEND_NAMES, DEFAULT_EVAL_TIMEOUT_S, POLICY_NAMES
 from agent.host_run import HOST_RUN_HELP
 
 # The parser names each command's function as "module:function"; main() imports only the chosen
@@ -310,15 +310,33 @@ def build_parser(settings: CodeboxSettings | None = None) -> argparse.ArgumentPa
     _add_env_recipe_options(batch)
     batch.set_defaults(func="agent.commands.batch:cmd_batch")
 
-    ev = sub.add_parser("eval", help="SWE-bench-style evaluation: apply each prediction, run the named tests offline")
-    ev.add_argument("--tasks", required=True, help="JSONL task file (SWE-bench lines: base_commit, FAIL_TO_PASS, ...)")
-    ev.add_argument("--predictions", required=True, help="JSONL: instance_id, model_name_or_path, model_patch")
-    ev.add_argument("--out", required=True, help="folder for <id>/eval.json and results.json")
-    ev.add_argument("--jobs", type=int, default=2, help="instances at once")
-    ev.add_argument("--timeout", type=float, default=1800.0, help="seconds for one instance's test run")
+    ev = sub.add_parser("eval", help="grade predictions as SWE-bench does: each instance's tests, offline, in its "
+                        "environment", formatter_class=_HelpFormatter, epilog=epilog)
+    ev.add_argument("--tasks", "--dataset", dest="tasks", metavar="FILE",
+                    help="the dataset as shipped (SWE-bench, SWE-Gym, SWE-smith lines): JSONL, a JSON list or parquet")
+    ev.add_argument("--predictions", metavar="FILE|gold",
+                    help="JSONL or JSON: instance_id, model_name_or_path, model_patch; gold: each instance's own patch")
+    ev.add_argument("--out", help="folder for results.json, report.json (SWE-bench's keys) and <id>/ (the evidence)")
+    ev.add_argument("--repos", metavar="DIR",
+                    help="where owner/name repositories are: DIR/owner/name or DIR/owner__name (a clone or a mirror)")
+    ev.add_argument("--regrade", metavar="OUT", help="judge every instance of a kept run again from its evidence")
+    ev.add_argument("--strict", action="store_true", default=None,
+                    help="an instance whose patch touches test infrastructure (flagged) counts as unresolved")
+    ev.add_argument("--jobs", type=int, default=c.jobs, help="instances at once")
+    ev.add_argument("--timeout", type=float, default=DEFAULT_EVAL_TIMEOUT_S, help="seconds for one instance's tests")
+    ev.add_argument("--filter", metavar="REGEX", help="evaluate only the instances whose id matches (re.search)")
+    ev.add_argument("--split", help="evaluate only the lines of this split (a dataset with a split column)")
+    ev.add_argument("--retry-errors", action="store_true", help="evaluate again the instances that ended in error")
+    ev.add_argument("--no-warm", action="store_true",
+                    help="do not prepare the next instances' workspaces and sandboxes while others run (local engine)")
+    ev.add_argument("--engine", choices=["local", "ray"], default="local",
+                    help="where instances run: local threads (default) or a Ray cluster")
+    ev.add_argument("--address", default="auto", help="with --engine ray: the head's HOST:PORT, or auto")
+    ev.add_argument("--max-retries", type=int, default=1, metavar="N",
+                    help="with --engine ray: runs again of an instance whose node was lost")
     _add_sandbox_options(ev, c)
     _add_env_recipe_options(ev)
-    ev.set_defaults(func="agent.commands.batch:cmd_eval")
+    ev.set_defaults(func="agent.commands.evaluation:cmd_eval")
 
     demo = sub.add_parser("demo", help="the whole pipeline on a bundled buggy repo, with a scripted model")
     demo.add_argument("--keep", action="store_true", help="keep the demo's temporary repository")

@@ -41,5 +41,10 @@ DEFAULT_ENV_BUILD_TIMEOUT_S: Final = 1800.0
 # Batch tasks at once.
 DEFAULT_JOBS: Final = 2
 
+# `codebox eval`: one instance's test run; and what run_test keeps of its output (bytes per stream, head
+# + tail) for a run killed before it bundled its whole log (the bundle is agent/eval/pytest_run.py's).
+DEFAULT_EVAL_TIMEOUT_S: Final = 1800.0
+EVAL_LOG_LIMIT: Final = 512_000
+
 # Seconds per model request (OpenAIConfig.request_timeout_s; when streaming, the longest silence).
 DEFAULT_REQUEST_TIMEOUT_S: Final = 60.0

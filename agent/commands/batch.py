@@ -1,4 +1,4 @@
-"""`codebox batch` and `codebox eval`: many tasks through an engine; SWE-bench-style evaluation of their patches."""
+"""`codebox batch`: many tasks through an engine (a workspace each, a patch out of each), resumable."""
 
 from __future__ import annotations
 
@@ -164,33 +164,3 @@ def cmd_batch(args: argparse.Namespace) -> int:
         return EXIT_CANCELLED
     return EXIT_OK if all(r.status == "completed" for r in reports) and len(reports) == len(selected) else EXIT_STOPPED
 
-
-def cmd_eval(args: argparse.Namespace) -> int:
-    from agent.batch import load_tasks
-    from agent.eval import load_predictions, match, render_table, run_eval
-
-    tasks, task_errors = load_tasks(Path(args.tasks))
-    predictions, prediction_errors = load_predictions(Path(args.predictions))
-    if task_errors or prediction_errors:
-        print("codebox: bad input; nothing was evaluated:", file=sys.stderr)
-        for error in [*(f"{args.tasks} {e}" for e in task_errors), *map(str, prediction_errors)]:
-            print(f"  {error}", file=sys.stderr)
-        return EXIT_USAGE
-    pairs, orphans, unpredicted = match(tasks, predictions)
-    for pid in orphans:
-        print(f"codebox: prediction {pid!r} matches no task in {args.tasks}: skipped", file=sys.stderr)
-    if not pairs:
-        return usage_error(f"no prediction in {args.predictions} matches a task in {args.tasks}")
-    if unpredicted:
-        print(f"codebox: {len(unpredicted)} task(s) have no prediction and are not evaluated", file=sys.stderr)
-    try:
-        config = sandbox_config_from_flags(args)
-    except SandboxConfigError as exc:
-        return usage_error(flag_problem(exc))
-    cancel = CancelToken()
-    with cancel_on_signals(cancel):
-        results = run_eval(pairs, Path(args.out), jobs=args.jobs, config=config, timeout_s=args.timeout,
-                           cancel=cancel)
-    print(render_table(results))
-    print(f"\nresults: {Path(args.out) / 'results.json'} · per instance: {args.out}/<id>/eval.json")
-    return EXIT_CANCELLED if cancel.cancelled else EXIT_OK

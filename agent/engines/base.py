@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import socket
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,14 +20,14 @@ from pydantic import BaseModel, Field
 
 from agent.budget import Prices
 from agent.cancel import CancelToken
+from agent.eval.job import EvalEvidence, EvalJob, outcome_report
 from agent.events import EventSink
-from agent.loop import Limits
 from agent.protocol import AgentEvent, EnvInfo, Report, TaskSpec
-from agent.runner import failed_report, run_task_isolated
 from agent.sandboxes.config import SandboxConfig
 from agent.workspace import Workspace
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the agent's loop and runner load only for agent jobs: an eval never imports them
+    from agent.loop import Limits
     from agent.sandboxes.pool import WarmPool
 
 
@@ -41,6 +42,8 @@ class JobLimits(BaseModel):
     """Prices per million tokens: the report's cost, and what max_cost is counted in."""
 
     def to_limits(self) -> Limits:
+        from agent.loop import Limits
+
         return Limits(
             max_steps=self.max_steps if self.max_steps is not None else 10**9,
             timeout_s=self.timeout_s if self.timeout_s is not None else float("inf"),
@@ -70,6 +73,8 @@ class TaskJob(BaseModel):
     """Leave the workspace on disk after the run (its path is in the outcome)."""
     workspace_root: str | None = None
     """Folder for workspaces (default: the system's temporary folder)."""
+    evaluation: EvalJob | None = None
+    """`codebox eval`: grade this prediction on the task (no model runs); the outcome carries the evidence."""
 
 
 class TaskOutcome(BaseModel):
@@ -86,6 +91,8 @@ class TaskOutcome(BaseModel):
     """The machine the job ran on."""
     workspace: str | None = None
     """The kept workspace's path on ``node`` (only with keep_workspace)."""
+    evaluation: EvalEvidence | None = None
+    """An evaluation job's evidence (the driver judges it)."""
 
 
 OutcomeFn = Callable[[TaskOutcome], None]
@@ -160,6 +167,10 @@ def execute_job(
     into the outcome. ``prepared``: the workspace (and maybe the environment and a started
     sandbox) made ahead for this job, used instead of making them now.
     """
+    if job.evaluation is not None:
+        return _execute_eval(job, job.evaluation, source, cancel, prepared)
+    from agent.runner import failed_report, run_task_isolated
+
     task, lines = job.task, _LineSink(sink)
     patch, kept = "", None
     ahead: dict[str, Any] = {}
@@ -177,3 +188,20 @@ def execute_job(
     report = report.model_copy(update={"attempt": job.attempt, "node": node})
     return TaskOutcome(task_id=task.id, report=report, events=lines.lines, patch=patch, attempt=job.attempt,
                        node=node, workspace=str(kept) if kept else None)
+
+
+def _execute_eval(job: TaskJob, evaluation: EvalJob, source: Path, cancel: CancelToken,
+                  prepared: PreparedJob | None) -> TaskOutcome:
+    """An evaluation job: the instance's evidence, in a workspace made from ``source`` (or ahead)."""
+    from agent.eval.instance import evaluate
+
+    started = time.time()
+    ahead: dict[str, Any] = {}
+    if prepared is not None:  # the pool holds a started sandbox only when the environment was chosen
+        ahead = {"workspace": prepared.workspace, "env": prepared.env, "env_chosen": prepared.warm is not None,
+                 "warm": prepared.warm}
+    evidence = evaluate(job.task, evaluation, job.sandbox, source, cancel, **ahead)
+    report = outcome_report(job.task, evaluation, evidence, started)
+    node = socket.gethostname()
+    report = report.model_copy(update={"attempt": job.attempt, "node": node})
+    return TaskOutcome(task_id=job.task.id, report=report, attempt=job.attempt, node=node, evaluation=evidence)

@@ -12,7 +12,6 @@ from pathlib import Path
 from agent.cancel import CancelToken
 from agent.engines.base import AdmitFn, OutcomeFn, PreparedJob, StartFn, TaskJob, TaskOutcome, execute_job
 from agent.events import EventSink
-from agent.runner import choose_task_env, env_progress, failed_report, task_sandbox_config
 from agent.sandboxes.pool import PlannedTask, WarmPool
 from agent.workspace import create_workspace
 
@@ -81,6 +80,8 @@ class LocalEngine:
             sink = self.live_sink(job) if self.live_sink else None
             return execute_job(job, Path(job.task.repo), cancel, sink, prepared)
         except Exception as exc:  # execute_job returns outcomes; this is a sink that failed
+            from agent.runner import failed_report
+
             if prepared is not None and not job.keep_workspace:
                 prepared.workspace.remove()  # execute_job may never have been given it
             report = failed_report(job.task, job.model, "internal_error", f"{type(exc).__name__}: {exc}", _NullSink())
@@ -145,6 +146,8 @@ class _Ahead:
         except Exception as exc:  # WorkspaceError, OSError: the job tries again and reports it
             _log.info("task %s: no workspace ahead of time (%s)", task.id, exc)
             return None
+        from agent.runner import choose_task_env, env_progress, task_sandbox_config
+
         try:  # as run_task does it: the task's image, then its environment on the workspace
             repo = workspace.path.resolve()
             config = task_sandbox_config(task, job.sandbox)

@@ -268,6 +268,8 @@ class _Run:
             self._start(job)
             self._hand_back(_lost(job, "invalid_task", self.bad_sources[key], job.attempt))
             return
+        # The snapshot's one commit IS the task's base: the node has no other (the report gets the driver's back).
+        job = job.model_copy(update={"task": job.task.model_copy(update={"base_commit": None})})
         image = job.task.image or job.sandbox.image
         image_id = self.images.ids.get(image)
         if image_id is not None:  # run on exactly the driver's image, whatever tags say on the node

@@ -111,6 +111,11 @@ class Backend(Protocol):
         no first call). Raises nothing: a failure is the handle's ``error``."""
         ...
 
+    def image_id(self, config: SandboxConfig) -> str | None:
+        """The id (sha256:...) of the image sandboxes of ``config`` run; None when the engine does
+        not say (not there, or not answering). Raises nothing."""
+        ...
+
     def containers(self, config: SandboxConfig, task_id: str) -> list[str]:
         """The ids of a task's containers in any state (gone ones are not listed).
 

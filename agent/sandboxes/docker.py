@@ -66,6 +66,17 @@ class EngineBackend:
 
         return PendingLaunch(config, repo, task_id, labels, engine=self.engine_for(config.runtime)).begin()
 
+    def image_id(self, config: SandboxConfig) -> str | None:
+        try:
+            client = self.connect(config.runtime)
+            try:
+                found = client.inspect_image(config.image).get("Id")
+            finally:
+                client.close()
+        except (SandboxError, EngineError, OSError):
+            return None
+        return str(found) if found else None
+
     def containers(self, config: SandboxConfig, task_id: str) -> list[str]:
         from agent.containers.leftovers import LABEL_TASK
 

@@ -13,8 +13,9 @@ from tests.architecture import test_boundary as boundary
 
 ROOT = Path(__file__).resolve().parents[2]
 # They ask the registry for a backend; Docker (agent/containers, docker-py) is the backends' business.
-TASK_PATH = ["agent/runner.py", "agent/eval.py", "agent/sandboxes/pool.py", "agent/engines/base.py",
-             "agent/engines/local.py", "agent/engines/ray.py", "agent/batch.py"]
+TASK_PATH = ["agent/runner.py", "agent/sandboxes/pool.py", "agent/engines/base.py",
+             "agent/engines/local.py", "agent/engines/ray.py", "agent/batch.py",
+             *sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "agent" / "eval").glob("*.py"))]
 # The seam itself: what every backend implements and returns, engine-neutral.
 SEAM = ["agent/sandboxes/base.py", "agent/sandboxes/registry.py", "agent/sandboxes/config.py",
         "agent/sandboxes/result.py", "agent/sandboxes/__init__.py"]

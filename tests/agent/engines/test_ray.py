@@ -272,3 +272,20 @@ def test_a_driver_that_dies_takes_its_sandboxes_with_it(cluster: Any, tmp_path: 
     while _containers(task.id) and time.monotonic() < deadline:
         time.sleep(0.5)
     assert not _containers(task.id), "the sandbox outlived its driver"
+
+
+def test_eval_runs_on_the_cluster_with_the_verdicts_of_the_local_engine(cluster: Any, tmp_path: Path) -> None:
+    from tests.e2e.eval_fixtures import build, write_inputs
+
+    base, test_patch, cases = build(tmp_path / "repos" / "acme" / "calc")
+    picked = {k: cases[k] for k in ("gold", "wrong", "test_file_reset", "fuzz", "broken")}
+    tasks, preds = write_inputs(tmp_path, base, test_patch, picked)
+    out = tmp_path / "out"
+    code = main(["eval", "--tasks", str(tasks), "--predictions", str(preds), "--out", str(out), "--repos",
+                 str(tmp_path / "repos"), "--engine", "ray", "--address", cluster.address])
+    assert code == 0
+    for iid, case in picked.items():
+        result = json.loads((out / iid / "eval.json").read_text())
+        assert result["status"] == case.expected, (iid, result["error"])
+        assert result["node"], iid  # the node it ran on
+    assert json.loads((out / "fuzz" / "eval.json").read_text())["model_patch"]["command"].startswith("patch ")

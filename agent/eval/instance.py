@@ -1,0 +1,230 @@
+"""One instance, as SWE-bench's harness runs it, on the host and in the sandbox; its evidence out.
+
+1. a workspace at base_commit (made ahead by the engine, or here), its environment (the same as
+   batch's), the sandbox starting in the background;
+2. the model_patch by SWE-bench's apply chain; test infrastructure it touches is flagged;
+3. the files the test_patch touches back to the base commit, then the test_patch (`git apply`);
+4. pytest on the named tests' files in the network-off sandbox, JUnit XML and the log back.
+Every failure is the evidence's own (error, no_report), never an exception out of here.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from agent.cancel import CancelToken
+from agent.env.cancel import EnvCancelled
+from agent.errors import CodeboxError
+from agent.eval import env as envs
+from agent.eval.apply import apply_patch, reset_to_base
+from agent.eval.integrity import flagged_paths
+from agent.eval.job import ApplyRecord, EvalEvidence, EvalJob
+from agent.eval.junit import node_file
+from agent.eval.pytest_run import (
+    BUNDLE_PATH,
+    failure_cause,
+    pytest_argv,
+    read_bundle,
+    run_environment,
+    shown_command,
+)
+from agent.protocol import EnvInfo, TaskSpec
+from agent.sandboxes.base import Session
+from agent.sandboxes.config import SandboxConfig
+from agent.workspace import Workspace, WorkspaceError, create_workspace, git
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from agent.sandboxes.pool import WarmPool
+
+
+def invalid_task(task: TaskSpec) -> str | None:
+    """Why the instance cannot be evaluated as given, or None."""
+    named = [*task.FAIL_TO_PASS, *task.PASS_TO_PASS]
+    if not named:
+        return "the instance names no FAIL_TO_PASS or PASS_TO_PASS tests"
+    not_pytest = [n for n in named if node_file(n) is None]
+    if not_pytest:
+        return f"not pytest node ids (path.py::name): {', '.join(not_pytest[:5])}"
+    return None
+
+
+def evaluate(
+    task: TaskSpec,
+    job: EvalJob,
+    config: SandboxConfig,
+    source: Path,
+    cancel: CancelToken,
+    *,
+    workspace: Workspace | None = None,
+    env: EnvInfo | None = None,
+    env_chosen: bool = False,
+    warm: WarmPool | None = None,
+) -> EvalEvidence:
+    """Evaluate one instance from ``source`` (its repository on this machine); always returns evidence.
+
+    ``workspace``, ``env`` (with ``env_chosen``) and ``warm``: made ahead by the engine for this job.
+    """
+    evidence = EvalEvidence()
+    problem = invalid_task(task)
+    if problem:
+        evidence.fail("invalid", problem)
+        if workspace is not None:
+            workspace.remove()
+        return evidence
+    run = _Run(task, job, evidence, cancel)
+    try:
+        run.go(config, source, workspace, env, env_chosen, warm)
+    except Exception as exc:  # a bug or an unexpected failure: this instance's error, never the run's end
+        evidence.fail("internal", f"{type(exc).__name__}: {exc}")
+    finally:
+        envs.close_later(run.sandbox, run.workspace)
+    if cancel.cancelled:
+        evidence.cancelled = True
+        evidence.fail("cancelled", f"cancelled ({cancel.reason or 'cancelled'})")
+    return evidence
+
+
+class _Run:
+    def __init__(self, task: TaskSpec, job: EvalJob, evidence: EvalEvidence, cancel: CancelToken) -> None:
+        self.task, self.job, self.evidence, self.cancel = task, job, evidence, cancel
+        self.workspace: Workspace | None = None
+        self.sandbox: Session | None = None
+
+    @contextmanager
+    def step(self, name: str) -> Iterator[None]:
+        started = time.monotonic()
+        try:
+            yield
+        finally:
+            self.evidence.timings[name] = round(time.monotonic() - started, 3)
+
+    def go(self, config: SandboxConfig, source: Path, workspace: Workspace | None, env: EnvInfo | None,
+           env_chosen: bool, warm: WarmPool | None) -> None:
+        evidence, task = self.evidence, self.task
+        with self.step("workspace"):
+            try:
+                self.workspace = workspace or create_workspace(source, task.base_commit)
+            except (WorkspaceError, OSError) as exc:
+                evidence.fail("workspace", f"no workspace: {exc}")
+                return
+        repo = self.workspace.path.resolve()
+        config = envs.sandbox_config(task, config)
+        with self.step("env"):
+            try:
+                if not env_chosen:
+                    env = envs.choose(task, repo, config, self.cancel)
+            except EnvCancelled:
+                return
+            except CodeboxError as exc:
+                evidence.fail("environment", f"environment: {exc}")
+                return
+        evidence.env = env
+        config = config.replace(image=env.run_image) if env is not None else config
+        with self.step("sandbox"):
+            self.sandbox = envs.open_sandbox(repo, config, task.id, warm)
+        if not self._patches(self.workspace.path) or self.cancel.cancelled:
+            return
+        with self.step("image"):
+            evidence.image_id = envs.image_id(env, config)
+        with self.step("tests"):
+            self._tests(self.sandbox, repo, env)
+
+    def _patches(self, path: Path) -> bool:
+        """The model_patch, the reset, the test_patch; False when the tests must not run."""
+        evidence, task = self.evidence, self.task
+        patch = self.job.prediction.model_patch or ""
+        with self.step("apply"):
+            if patch.strip():
+                evidence.model_patch = apply_patch(path, patch)
+                if not evidence.model_patch.applied:
+                    return False
+                evidence.flagged = flagged_paths(path, patch, task.test_patch, _test_files(task.FAIL_TO_PASS))
+            base = self.workspace.base_commit if self.workspace is not None else "HEAD"
+            evidence.reset_files = reset_to_base(path, base, task.test_patch or "")
+            if task.test_patch and task.test_patch.strip():
+                evidence.test_patch = _apply_test_patch(path, task.test_patch)
+                if not evidence.test_patch.applied:
+                    evidence.fail("test_patch",
+                                  f"the test_patch does not apply after the reset: {evidence.test_patch.tried[-1]}")
+                    return False
+        return True
+
+    def _tests(self, sandbox: Session, repo: Path, env: EnvInfo | None) -> None:
+        evidence, task = self.evidence, self.task
+        files = _test_files([*task.FAIL_TO_PASS, *task.PASS_TO_PASS])
+        evidence.test_files = [f for f in files if (repo / f).is_file()]
+        evidence.test_command = shown_command(evidence.test_files)
+        missing = [f for f in files if f not in evidence.test_files]
+        if missing:
+            evidence.notes.append(f"test file(s) not in the tree: {', '.join(missing[:5])}")
+        if not evidence.test_files:
+            evidence.no_report = f"none of the named tests' files is in the tree ({', '.join(files[:5])})"
+            return
+        root = None if envs.installs_the_repo(env) and not self.job.dataset_image else envs.import_root(repo)
+        request: dict[str, object] = {
+            "argv": pytest_argv(evidence.test_files), "timeout_s": self.job.timeout_s, "report_file": BUNDLE_PATH,
+            "env": run_environment(root, self.job.dataset_image),
+        }
+        if task.test_in_copy:
+            request["copy_repo"] = True
+        done = threading.Event()
+        watch = threading.Thread(target=_close_on_cancel, args=(self.cancel, done, sandbox), daemon=True,
+                                 name=f"codebox-eval-cancel-{task.id}")
+        watch.start()
+        try:
+            reply = sandbox.call("run_test", request, timeout_s=self.job.timeout_s)
+        except CodeboxError as exc:  # SandboxError: no container could start
+            evidence.fail("sandbox", f"the sandbox failed: {exc}")
+            return
+        finally:
+            done.set()
+        self._read_run(reply.output, reply.outcome, reply.error, reply.data)
+
+    def _read_run(self, output: str, outcome: str, error: str | None, data: dict[str, object]) -> None:
+        """The bundle when the run wrote one (the whole log); else what run_test kept of its output."""
+        evidence = self.evidence
+        evidence.run_outcome = outcome
+        text = data.get("report_file_text")
+        bundle = read_bundle(text) if isinstance(text, str) else None
+        code = data.get("exit_code")
+        evidence.exit_code = bundle.exit_code if bundle else code if isinstance(code, int) else None
+        evidence.log = bundle.log if bundle else output
+        if outcome == "timeout":
+            evidence.fail("timeout", f"the tests timed out after {self.job.timeout_s:g} s")
+        elif outcome in ("oom", "container_died", "sandbox_error"):
+            evidence.fail("sandbox", f"the test run did not finish ({outcome}): {error or ''}".rstrip(": "))
+        if bundle is not None and bundle.junit is not None:
+            evidence.junit_xml = bundle.junit
+        elif evidence.error is None:
+            why = f"exit {evidence.exit_code}" if bundle else (data.get("report_file_error") or error or "no report")
+            evidence.no_report = f"pytest wrote no report ({why}): {failure_cause(evidence.log)}"
+
+
+def _close_on_cancel(cancel: CancelToken, done: threading.Event, sandbox: Session) -> None:
+    """A cancel stops a test run under way (the sandbox closed: the call returns at once)."""
+    while not done.is_set():
+        if cancel.wait(0.2):
+            sandbox.close()
+            return
+
+
+def _test_files(names: list[str]) -> list[str]:
+    return sorted({f for f in (node_file(n) for n in names) if f})
+
+
+def _apply_test_patch(path: Path, patch: str) -> ApplyRecord:
+    """The test_patch as SWE-bench's eval script applies it: `git apply -v`, nothing else."""
+    data = patch.encode("utf-8", errors="surrogateescape")
+    proc = git("apply", "--verbose", "-", cwd=path, stdin=data if data.endswith(b"\n") else data + b"\n", check=False)
+    words = (proc.stdout + proc.stderr).decode(errors="replace")
+    if proc.returncode == 0:
+        return ApplyRecord(command="git apply --verbose", output=words[:4000])
+    errors = [line for line in words.splitlines() if line.startswith(("error:", "fatal:"))]
+    first = errors[0] if errors else f"exit {proc.returncode}"
+    return ApplyRecord(tried=[f"git apply --verbose: {first}"], output=words[:4000])

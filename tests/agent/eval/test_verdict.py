@@ -1,0 +1,83 @@
+"""The verdict from evidence alone: statuses, an empty patch, --strict, and the files a run keeps."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+from agent.eval import store
+from agent.eval.job import ApplyRecord, EvalEvidence
+from agent.eval.report import render_table, results_summary, swebench_report
+from agent.eval.verdict import EMPTY_PATCH, InstanceEval, judge
+
+PASSING = ('<testsuites><testsuite><testcase classname="tests.test_a" name="test_a"/>'
+           '<testcase classname="tests.test_a" name="test_b"/></testsuite></testsuites>')
+F2P, P2P = ["tests/test_a.py::test_a"], ["tests/test_a.py::test_b"]
+
+
+def judged(evidence: EvalEvidence, **kw: object) -> InstanceEval:
+    result = InstanceEval.model_validate({"instance_id": "i", "status": "error", **kw})
+    return judge(result, F2P, P2P, evidence, evidence.junit_xml)
+
+
+def test_statuses_from_the_evidence() -> None:
+    applied = ApplyRecord(command="git apply --verbose")
+    assert judged(EvalEvidence(model_patch=applied, junit_xml=PASSING, exit_code=0)).status == "resolved"
+    failed = judged(EvalEvidence(model_patch=ApplyRecord(tried=["git apply --verbose: error: corrupt patch"])))
+    assert failed.status == "patch_failed" and "corrupt patch" in (failed.error or "")
+    harness = EvalEvidence(model_patch=applied)
+    harness.fail("environment", "environment: no wheel for x")
+    errored = judged(harness)
+    assert errored.status == "error" and errored.error_kind == "environment" and errored.fail_to_pass == {
+        F2P[0]: "missing"}
+    cause = "pytest wrote no report (exit 4): ERROR: usage"
+    no_report = judged(EvalEvidence(model_patch=applied, no_report=cause, exit_code=4))
+    assert no_report.status == "unresolved" and no_report.error == cause and not no_report.trusted
+
+
+def test_an_empty_patch_is_never_resolved_and_strict_turns_flagged_down() -> None:
+    empty = judged(EvalEvidence(junit_xml=PASSING, exit_code=0), empty_patch=True)
+    assert empty.status == "unresolved" and empty.resolution == "RESOLVED_FULL"
+    assert empty.verdict_notes[0].startswith(EMPTY_PATCH) and "do not fail at base" in empty.verdict_notes[0]
+    flagged = EvalEvidence(model_patch=ApplyRecord(command="git apply --verbose"), junit_xml=PASSING, exit_code=0,
+                           flagged=["tests/conftest.py"])
+    assert judged(flagged).status == "resolved"
+    strict = judged(flagged, strict=True)
+    assert strict.status == "unresolved" and "tests/conftest.py" in (strict.error or "")
+    again = judge(strict, F2P, P2P, None, PASSING)  # a regrade: the same verdict, notes not doubled
+    assert again.status == "unresolved" and again.verdict_notes == []
+
+
+def test_the_kept_files_and_swebench_shapes(tmp_path: Path) -> None:
+    evidence = EvalEvidence(model_patch=ApplyRecord(command="git apply --verbose"), junit_xml=PASSING, exit_code=0,
+                            log="$ pytest\nPASSED tests/test_a.py::test_a")
+    result = judged(evidence, fingerprint="abc")
+    store.write_instance(tmp_path / "i", result, evidence, "diff --git a/x b/x\n")
+    log = gzip.decompress((tmp_path / "i" / store.LOG).read_bytes()).decode()
+    assert log == (">>>>> Start Test Output\n$ pytest\nPASSED tests/test_a.py::test_a\n>>>>> End Test Output\n"
+                   ">>>>> Test Exit Code: 0\n")
+    kept = store.finished(tmp_path / "i", "abc")
+    assert kept is not None and kept.files == {"junit": "junit.xml", "log": store.LOG, "patch": "patch.diff"}
+    assert store.read_junit(tmp_path / "i", kept) == PASSING and store.finished(tmp_path / "i", "other") is None
+    report = (tmp_path / "i" / "report.json").read_text()
+    assert '"patch_successfully_applied": true' in report and '"resolved": true' in report
+    store.clear(tmp_path / "i")
+    assert store.read_instance(tmp_path / "i") is None and not (tmp_path / "i" / store.LOG).exists()
+
+
+def test_run_summaries_count_as_swebench_counts() -> None:
+    def one(iid: str, status: str, **kw: object) -> InstanceEval:
+        return InstanceEval.model_validate({"instance_id": iid, "status": status, **kw})
+
+    results = [one("a", "resolved"), one("b", "unresolved", no_report="x"), one("c", "patch_failed"),
+               one("d", "unresolved", empty_patch=True), one("e", "error", error_kind="sandbox", harness_error="x"),
+               one("f", "unresolved", flagged=["conftest.py"])]
+    report = swebench_report(results, ["a", "b", "c", "d", "e", "f", "g", "h"], ["a", "b", "c", "d", "e", "f", "g"])
+    assert report["resolved_ids"] == ["a"] and report["unresolved_ids"] == ["b", "f"]
+    assert report["empty_patch_ids"] == ["d"] and report["completed_ids"] == ["a", "b", "f"]
+    assert report["error_ids"] == ["c", "e", "g"] and report["incomplete_ids"] == ["h"]
+    assert report["infra_failure_ids"] == ["e"] and report["ambiguous_failure_ids"] == ["b"]
+    assert report["not_evaluated_ids"] == ["g"] and report["submitted_instances"] == 7
+    summary = results_summary(results, strict=False)
+    assert summary["flagged"] == {"f": ["conftest.py"]} and summary["empty_patch"] == ["d"]
+    assert "6 instances: 1 resolved · 3 unresolved · 1 patch_failed · 1 error · 1 flagged" in render_table(results)
