@@ -341,6 +341,8 @@ def build_parser(settings: CodeboxSettings | None = None) -> argparse.ArgumentPa
     demo = sub.add_parser("demo", help="the whole pipeline on a bundled buggy repo, with a scripted model")
     demo.add_argument("--keep", action="store_true", help="keep the demo's temporary repository")
     demo.add_argument("--image", help="sandbox image to use")
+    demo.add_argument("--runtime", default=c.runtime, metavar="NAME",
+                      help="OCI runtime of the sandbox: runc, runsc (gVisor), or any the engine lists")
     demo.set_defaults(func="agent.commands.maintenance:cmd_demo")
 
     image = sub.add_parser("image", help="sandbox image")

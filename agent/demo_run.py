@@ -48,8 +48,9 @@ def _diff(before: dict[str, str], after: dict[str, str]) -> str:
     return "".join(out)
 
 
-def run_demo(keep: bool = False, image: str | None = None, out: Path | None = None) -> int:
+def run_demo(keep: bool = False, image: str | None = None, out: Path | None = None, runtime: str | None = None) -> int:
     from agent.containers.image import ImageError, ensure_sandbox_image
+    from agent.defaults import DEFAULT_RUNTIME
     from agent.sandboxes.config import SandboxConfig
 
     say = print
@@ -85,7 +86,7 @@ def run_demo(keep: bool = False, image: str | None = None, out: Path | None = No
                 task,
                 ScriptedModel.from_file(DEMO_DIR / "script.json"),
                 sink,
-                sandbox_config=SandboxConfig(image=tag),
+                sandbox_config=SandboxConfig(image=tag, runtime=runtime or DEFAULT_RUNTIME),
                 cancel=cancel,
             )
     finally:

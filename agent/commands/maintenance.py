@@ -18,7 +18,7 @@ from agent.console.escape import printable
 def cmd_demo(args: argparse.Namespace) -> int:
     from agent.demo_run import run_demo
 
-    return run_demo(keep=args.keep, image=args.image)
+    return run_demo(keep=args.keep, image=args.image, runtime=args.runtime)
 
 
 def cmd_image(args: argparse.Namespace) -> int:

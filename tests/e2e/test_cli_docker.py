@@ -72,6 +72,14 @@ def test_demo_runs_the_whole_pipeline() -> None:
     assert "To use a real model" in out
 
 
+def test_the_demo_takes_the_runtime_setting_and_a_missing_one_is_said_before_any_step() -> None:
+    proc = codebox("demo", "--runtime", "no-such-runtime")
+    out, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 1, out
+    assert "has no runtime 'no-such-runtime'" in out and "daemon.json" in out
+    assert "0 tool calls" in out
+
+
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_run_is_cancelled_cleanly_by_a_signal(tmp_path: Path, sig: signal.Signals) -> None:
     repo = slow_repo(tmp_path)
