@@ -9,12 +9,11 @@ read with ``git cat-file`` only: nothing of the repository's configuration runs.
 from __future__ import annotations
 
 import datetime as dt
-import os
 import re
-import subprocess
 from pathlib import Path
 
 from agent.env.errors import EnvError
+from agent.env.gitread import read_git
 
 NOW = "now"
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
@@ -53,17 +52,10 @@ def commit_date(repo: Path, rev: str = "HEAD") -> str | None:
     """The committer date of ``rev`` in ``repo`` (UTC, RFC 3339), or None when it is not a git repository."""
     if not (repo / ".git").exists():
         return None
-    try:
-        proc = subprocess.run(
-            ["git", "-c", "core.fsmonitor=false", "cat-file", "commit", f"{rev}^{{commit}}"],
-            cwd=repo, capture_output=True, timeout=_GIT_TIMEOUT_S, stdin=subprocess.DEVNULL,
-            env={**os.environ, "GIT_OPTIONAL_LOCKS": "0", "GIT_TERMINAL_PROMPT": "0"},
-        )
-    except (OSError, subprocess.TimeoutExpired):
+    out = read_git(repo, "cat-file", "commit", f"{rev}^{{commit}}", timeout_s=_GIT_TIMEOUT_S)
+    if out is None:
         return None
-    if proc.returncode != 0:
-        return None
-    for line in proc.stdout.decode("utf-8", "replace").splitlines():
+    for line in out.decode("utf-8", "replace").splitlines():
         if not line:
             break  # the headers end at the first empty line
         if line.startswith("committer "):

@@ -89,12 +89,13 @@ def _self_reference(text: str, source: str) -> SelfReference | None:
     return SelfReference(extras=extras, source=source)
 
 
-def _logical_lines(text: str) -> list[tuple[int, str]]:
-    """(first line number, line) with comments removed and backslash continuations joined."""
+def logical_lines(text: str) -> list[tuple[int, str]]:
+    """(first line number, line) with comments removed and backslash continuations joined (pip's and
+    tox's reading of a requirements list alike)."""
     lines: list[tuple[int, str]] = []
     pending, start = "", 0
     for number, raw in enumerate(text.splitlines(), start=1):
-        line = re.sub(r"(^|\s)#.*$", "", raw)
+        line = re.sub(r"(^|\s)#.*$", "", raw).rstrip()
         if not pending:
             start = number
         if line.endswith("\\"):
@@ -129,7 +130,7 @@ class RequirementsFile:
         if text is None:
             raise EnvError(f"{relative}: no such requirements file", usage=True)
         self.files.append(relative)
-        lines = [(f"{relative}:{number}", line) for number, line in _logical_lines(text)]
+        lines = [(f"{relative}:{number}", line) for number, line in logical_lines(text)]
         self._tree(lambda: self._lines(lines, str(Path(relative).parent), depth), depth)
 
     def read_lines(self, lines: list[tuple[str, str]], base: str = ".",

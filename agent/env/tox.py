@@ -22,6 +22,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from agent.env.reqlines import logical_lines
 from agent.env.safe_read import parse_ini, read_ini, read_toml, table
 from agent.env.sources import PackageSource, source, tox_value, url_kind
 
@@ -90,7 +91,7 @@ def _test_env(name: str) -> bool:
 def _expand(cfg: configparser.ConfigParser, value: str, where: str, notes: list[str], depth: int) -> list[str]:
     """The value's logical lines, with ``{[section]key}`` references replaced by their lines."""
     lines: list[str] = []
-    for line in _logical_lines(value):
+    for line in _requirement_lines(value):
         match = _REFERENCE.fullmatch(line.strip())
         if match and depth < MAX_REFERENCE_DEPTH and cfg.has_option(match.group(1), match.group(2)):
             lines += _expand(cfg, cfg.get(match.group(1), match.group(2)), where, notes, depth + 1)
@@ -104,19 +105,8 @@ def _expand(cfg: configparser.ConfigParser, value: str, where: str, notes: list[
     return lines
 
 
-def _logical_lines(value: str) -> list[str]:
-    lines: list[str] = []
-    pending = ""
-    for raw in value.splitlines():
-        line = re.sub(r"(^|\s)#.*$", "", raw).rstrip()
-        if line.endswith("\\"):
-            pending += line[:-1] + " "
-            continue
-        line = (pending + line).strip()
-        pending = ""
-        if line:
-            lines.append(line)
-    return lines
+def _requirement_lines(value: str) -> list[str]:
+    return [line for _, line in logical_lines(value)]
 
 
 def _dep(env: ToxEnv, where: str, line: str) -> None:
@@ -133,12 +123,12 @@ def _dep(env: ToxEnv, where: str, line: str) -> None:
 
 def _ini_sources(cfg: configparser.ConfigParser, file: str) -> list[PackageSource]:
     found = []
-    for line in _logical_lines(cfg.get("testenv", "setenv", fallback="")):
+    for line in _requirement_lines(cfg.get("testenv", "setenv", fallback="")):
         key, sep, value = line.partition("=")
         if sep and key.strip() in _INDEX_VARIABLES:
             found += _urls(key.strip(), tox_value(value), f"{file} [testenv] setenv {key.strip()}")
     if cfg.has_section("tox"):
-        for line in _logical_lines(cfg.get("tox", "indexserver", fallback="")):
+        for line in _requirement_lines(cfg.get("tox", "indexserver", fallback="")):
             name, sep, url = line.partition("=")
             if sep:
                 found += _urls(f"indexserver {name.strip()}", url, f"{file} [tox] indexserver")

@@ -14,13 +14,13 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
-import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from pydantic import BaseModel
 
 from agent.env.errors import EnvError
+from agent.env.gitread import read_git
 
 MAX_FILES = 200_000
 HASH_LIMIT = 256 * 1024 * 1024
@@ -39,17 +39,11 @@ class Tree(BaseModel):
 def _listed_by_git(repo: Path) -> list[str] | None:
     if not (repo / ".git").is_dir() or (repo / ".git").is_symlink():
         return None
-    try:
-        proc = subprocess.run(
-            ["git", "-c", "core.fsmonitor=false", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-            cwd=repo, capture_output=True, timeout=_GIT_TIMEOUT_S, stdin=subprocess.DEVNULL,
-            env={**os.environ, "GIT_OPTIONAL_LOCKS": "0", "GIT_TERMINAL_PROMPT": "0"},
-        )
-    except (OSError, subprocess.TimeoutExpired):
+    out = read_git(repo, "ls-files", "-z", "--cached", "--others", "--exclude-standard",
+                   timeout_s=_GIT_TIMEOUT_S)
+    if out is None:
         return None
-    if proc.returncode != 0:
-        return None
-    names = proc.stdout.decode("utf-8", "surrogateescape").split("\0")
+    names = out.decode("utf-8", "surrogateescape").split("\0")
     return sorted(dict.fromkeys(n for n in names if n))
 
 
