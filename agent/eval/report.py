@@ -106,6 +106,8 @@ def _note(result: InstanceEval) -> str:
         return result.error
     if result.flagged:
         return f"flagged: {', '.join(result.flagged)}"
+    if result.empty_patch:
+        return "empty patch (report.json: empty_patch_ids)"
     return ""
 
 

@@ -80,4 +80,7 @@ def test_run_summaries_count_as_swebench_counts() -> None:
     assert report["not_evaluated_ids"] == ["g"] and report["submitted_instances"] == 7
     summary = results_summary(results, strict=False)
     assert summary["flagged"] == {"f": ["conftest.py"]} and summary["empty_patch"] == ["d"]
-    assert "6 instances: 1 resolved · 3 unresolved · 1 patch_failed · 1 error · 1 flagged" in render_table(results)
+    table = render_table(results)
+    assert "6 instances: 1 resolved · 3 unresolved · 1 patch_failed · 1 error · 1 flagged" in table
+    assert next(line for line in table.splitlines() if line.startswith("d ")).endswith(
+        "empty patch (report.json: empty_patch_ids)")
