@@ -6,17 +6,16 @@ from __future__ import annotations
 
 import json
 import os
-import pty
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.hostile_text import CLEAR, HOSTILE, OSC52, TITLE, raw_attacks_in
+from tests.pty_screen import on_a_pty
 
 pytestmark = pytest.mark.docker
 
@@ -37,26 +36,7 @@ def env(tmp_path: Path, **extra: str) -> dict[str, str]:
 
 
 def on_a_terminal(args: list[str], environ: dict[str, str], seconds: float = 120) -> tuple[bytes, int]:
-    """Run codebox with a pseudo-terminal as stdin/stdout/stderr; all it wrote, and its exit code."""
-    pid, fd = pty.fork()
-    if pid == 0:
-        os.chdir(ROOT)
-        os.execve(sys.executable, [sys.executable, "-m", "agent.cli", *args], environ)
-    seen = b""
-    deadline = time.monotonic() + seconds
-    try:
-        while time.monotonic() < deadline:
-            try:
-                chunk = os.read(fd, 65536)
-            except OSError:
-                break
-            if not chunk:
-                break
-            seen += chunk
-    finally:
-        _, status = os.waitpid(pid, 0)
-        os.close(fd)
-    return seen, os.waitstatus_to_exitcode(status)
+    return on_a_pty(args, environ, seconds=seconds)
 
 
 def script(tmp_path: Path, turns: list[dict[str, Any]]) -> str:

@@ -4,11 +4,7 @@ there; not one escape sequence when NO_COLOR is set or the output is not a termi
 from __future__ import annotations
 
 import os
-import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from typing import TextIO
 
 import pytest
 
@@ -17,39 +13,7 @@ from agent.console.live import RunConsole
 from agent.console.render import ChangeLog, print_summary
 from agent.protocol import AgentEvent
 from tests.hostile_text import HOSTILE, hostile_events, hostile_report, raw_attacks_in
-
-
-@contextmanager
-def terminal() -> Iterator[tuple[TextIO, Callable[[], bytes]]]:
-    """A pty: the slave side as a text stream, and a function that returns all written so far."""
-    master, slave = os.openpty()
-    stream = open(slave, "w", encoding="utf-8", closefd=True)  # noqa: SIM115 - closed below
-    chunks: list[bytes] = []
-
-    def drain() -> None:  # the pty's buffer is small: read while the console writes
-        while True:
-            try:
-                data = os.read(master, 65536)
-            except OSError:
-                return
-            if not data:
-                return
-            chunks.append(data)
-
-    reader = threading.Thread(target=drain, daemon=True)
-    reader.start()
-
-    def written() -> bytes:
-        stream.flush()
-        time.sleep(0.2)  # let the reader catch up with what is already written
-        return b"".join(chunks)
-
-    try:
-        yield stream, written
-    finally:
-        stream.close()
-        reader.join(timeout=5)
-        os.close(master)
+from tests.pty_screen import terminal
 
 
 def event(type_: str, step: int, **data: object) -> AgentEvent:
