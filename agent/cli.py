@@ -10,7 +10,7 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from agent.cli_errors import OneLineParser, parse_args
 from agent.commands.common import usage_error
@@ -239,8 +239,44 @@ CONFIG_EPILOG = (
 )
 
 
-def build_parser(settings: CodeboxSettings | None = None) -> argparse.ArgumentParser:
-    """The parser; its defaults are ``settings`` (the config files), built-in ones when None."""
+class _Ignored:
+    """What a command's parser is while another command runs: every call is taken and ignored."""
+
+    def __getattr__(self, name: str) -> Callable[..., _Ignored]:
+        return lambda *args, **kwargs: self
+
+
+class _OnlyChosen:
+    """``add_parser`` of the subcommands when one of them is known to run (``chosen``): each command is
+    still listed with its help (`codebox --help`, the choices of an error, the did-you-mean), but only
+    the chosen one's parser gets its arguments. A parser's arguments cost ~50 us each (argparse makes
+    a help formatter per argument and looks up translations per parser): the whole tree is ~10 ms
+    of every command's start, a third of it before a cache hit of `codebox env build` could start."""
+
+    def __init__(self, sub: Any, chosen: str | None) -> None:
+        self.sub = sub
+        self.chosen = chosen
+
+    def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser:
+        parser: argparse.ArgumentParser = self.sub.add_parser(name, **kwargs)
+        return parser if self.chosen in (None, name) else cast(argparse.ArgumentParser, _Ignored())
+
+
+def chosen_command(argv: list[str]) -> str | None:
+    """The subcommand argv names (the first word that is no option: `codebox` has no option with a value)."""
+    for word in argv:
+        if word == "--":
+            return None
+        if not word.startswith("-"):
+            return word
+    return None
+
+
+def build_parser(settings: CodeboxSettings | None = None, chosen: str | None = None) -> argparse.ArgumentParser:
+    """The parser; its defaults are ``settings`` (the config files), built-in ones when None.
+
+    ``chosen``: the command that runs; the other commands' arguments are left out (``_OnlyChosen``).
+    """
     c = settings or CodeboxSettings()
     epilog = CONFIG_EPILOG.format(user=user_config_file())
     parser = OneLineParser(  # one-line errors with a did-you-mean; the subcommands inherit it
@@ -249,7 +285,7 @@ def build_parser(settings: CodeboxSettings | None = None) -> argparse.ArgumentPa
         epilog=epilog,
     )
     parser.add_argument("--version", action=_VersionAction, help="print the version and the sandbox image it expects")
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub: Any = _OnlyChosen(parser.add_subparsers(dest="command", required=True), chosen)
 
     run = sub.add_parser("run", help="run one task on a repository", formatter_class=_HelpFormatter, epilog=epilog)
     run.add_argument("goal", help="what the agent should do")
@@ -381,13 +417,14 @@ def parse(argv: list[str] | None) -> argparse.Namespace | int:
 
     Parsed twice when the command has a --repo: its settings can be read only once it is known.
     """
+    chosen = chosen_command(sys.argv[1:] if argv is None else argv)
     try:
         settings = load_settings()
-        args = parse_args(build_parser(settings), argv)  # one-line errors, with a did-you-mean
+        args = parse_args(build_parser(settings, chosen), argv)  # one-line errors, with a did-you-mean
         repo = getattr(args, "repo", None) if args.command in REPO_COMMANDS else None
         if repo:
             settings = load_settings(repo=Path(repo).expanduser())
-            args = parse_args(build_parser(settings), argv)
+            args = parse_args(build_parser(settings, chosen), argv)
     except ConfigError as exc:
         return usage_error(str(exc))
     if getattr(args, "_allow", None) is not None:  # a flag replaces the configured list

@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
 from agent.defaults import DEFAULT_MAX_STEPS, DEFAULT_POLICY, DEFAULT_TIMEOUT_S, PolicyName
+from agent.env.info import EnvInfo as EnvInfo  # re-exported: its home keeps a cache hit light
 from agent.env.recipe import Recipe
 from agent.sandboxes.result import Outcome
 
@@ -298,26 +299,6 @@ class TestRun(BaseModel):
     duration_s: float = 0.0
     # The failing tests by name, as the output listed them (pytest, unittest, go test).
     failed_tests: list[str] = Field(default_factory=list)
-
-
-class EnvInfo(BaseModel):
-    """The dependency environment a run used: enough to reproduce it."""
-
-    image: str
-    base_image: str
-    image_id: str = ""  # the exact image (a tag can be moved; the id cannot): what the sandbox runs
-    as_of: str = ""  # the date the lock was resolved as of ("now": that day's index)
-    built: bool = False  # False: reused from the cache, or none was needed
-    lock: str = ""  # the lock as installed: name==version --hash=sha256:... one a line
-    installed: list[str] = Field(default_factory=list)
-    apt: list[str] = Field(default_factory=list)
-    python: str = ""
-    notes: list[str] = Field(default_factory=list)
-    duration_s: float = 0.0
-
-    @property
-    def run_image(self) -> str:
-        return self.image_id or self.image
 
 
 class PatchSummary(BaseModel):

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import gc
 import io
 import json
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 from agent.commands.common import (
@@ -17,17 +20,33 @@ from agent.commands.common import (
 from agent.console.escape import printable
 
 
+@contextlib.contextmanager
+def _imports_without_gc() -> Iterator[None]:
+    """The cyclic collector off while a command imports, and what the imports made (modules, classes,
+    pydantic's schemas: they live as long as the process) frozen out of its later passes: they
+    would find nothing there, and a full pass over them is ~3% of a cache hit's new process."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.freeze()
+        if enabled:
+            gc.enable()
+
+
 def cmd_env_build(args: argparse.Namespace) -> int:
-    from agent.cancel import CancelToken
-    from agent.console.progress import StepProgress
-    from agent.defaults import DEFAULT_IMAGE
-    from agent.env import asof
-    from agent.env.build import EnvRequest, ensure_env
-    from agent.env.cancel import EnvCancelled
-    from agent.env.options import EnvFlags
-    from agent.env.resolve import IndexConfig
-    from agent.errors import CodeboxError
-    from agent.signals import cancel_on_signals
+    with _imports_without_gc():
+        from agent.cancel import CancelToken
+        from agent.console.progress import StepProgress
+        from agent.defaults import DEFAULT_IMAGE
+        from agent.env import asof
+        from agent.env.build import EnvRequest, ensure_env
+        from agent.env.cancel import EnvCancelled
+        from agent.env.options import EnvFlags
+        from agent.env.resolve import IndexConfig
+        from agent.errors import CodeboxError
+        from agent.signals import cancel_on_signals
 
     repo = Path(args.repo).expanduser().resolve()
     if not repo.is_dir():

@@ -27,32 +27,26 @@ from __future__ import annotations
 
 import hashlib
 import json
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from packaging.utils import canonicalize_name
 from pydantic import BaseModel, Field
 
 from agent import defaults
-from agent.env import apt, asof, images, metadata, plan
+from agent.env import apt, asof, images, plan
 from agent.env.box import ROLE_BUILD, BuildLimits, Deadline
 from agent.env.cancel import NEVER, Cancel, EnvCancelled, check
 from agent.env.declared import DEFAULT_EXTRAS, DEFAULT_RUNNER, NO_DEPENDENCIES, Declared, read_declared
 from agent.env.errors import EnvError
-from agent.env.layer import PROJECT, VENV, layer_from_files, load_image
+from agent.env.info import EnvInfo
 from agent.env.plan import Backend
-from agent.env.probe import probe
-from agent.env.project import console_scripts, editable_files
 from agent.env.recipe import Recipe
 from agent.env.reqlines import Requirement, parse_requirement
 from agent.env.resolve import IndexConfig, Lock, check_python, resolve
-from agent.env.sdists import build_requirements, resolve_with_sdists
 from agent.env.source_policy import check_sources
 from agent.env.tree import Tree, read_tree
-from agent.protocol import EnvInfo
 
 if TYPE_CHECKING:
     import docker
@@ -200,6 +194,8 @@ class _Build:
         self.deadline = Deadline(request.limits.timeout_s)
         self.exclude_newer = asof.exclude_newer(request.as_of)
         self.compiles = inputs.build and inputs.declared.project.extension_modules
+        from agent.env.probe import probe  # a build's own imports: a cache hit never needs them
+
         self.target, self.installed = probe(client, request.base_image,
                                             with_debs=bool(inputs.recipe.apt) or self.compiles, cancel=cancel)
         check_python(inputs.declared.project.requires_python, self.target, request.base_image)
@@ -211,6 +207,8 @@ class _Build:
                        exclude_newer=self.exclude_newer)
 
     def run(self) -> images.Entry:
+        import tempfile
+
         declared = self.inputs.declared
         with tempfile.TemporaryDirectory(prefix="codebox-env-") as tmp:
             folder = Path(tmp)
@@ -220,6 +218,7 @@ class _Build:
             return self._finish(deps, static_layer(declared, folder / "project.tar"), declared.project.name or "")
 
     def _with_project_build(self, folder: Path, compiles: bool) -> images.Entry:
+        from agent.env import metadata
         from agent.env.project_build import ProjectBuild
         from agent.env.tools import ensure_tools
 
@@ -262,6 +261,10 @@ class _Build:
         return self._finish(deps, layer, name)
 
     def _lock(self, requirements: list[Requirement], project: str | None) -> Lock:
+        from packaging.utils import canonicalize_name
+
+        from agent.env.sdists import resolve_with_sdists
+
         when = f" as of {self.request.as_of[:10]}" if self.exclude_newer else ""
         self.log(f"resolving {len(requirements)} requirements{when} for Python {self.target.python} "
                  f"({self.target.platform})")
@@ -273,6 +276,7 @@ class _Build:
 
     def _deps(self, lock: Lock) -> images.Entry:
         from agent.env.deps import ensure_deps
+        from agent.env.sdists import build_requirements
 
         sdist_build = (self.resolve(build_requirements(lock), "sdist build requirements") if lock.sdists()
                        else Lock(pins=[]))
@@ -281,6 +285,8 @@ class _Build:
                            self.deadline, self.cancel, self.log, str(self.request.repo))
 
     def _finish(self, deps: images.Entry, layer: Path, name: str) -> images.Entry:
+        from agent.env.layer import load_image
+
         check(self.cancel)
         tag = f"{images.REPOSITORY}:{self.key[:16]}"
         labels = {images.LABEL_KIND: images.KIND, images.LABEL_REPO: str(self.request.repo)}
@@ -313,6 +319,9 @@ def _build(request: EnvRequest, inputs: _Inputs, engine: images.Engine, base_id:
 
 def static_layer(declared: Declared, dest: Path) -> Path:
     """The project layer from the static reading: a .pth naming /repo, a dist-info, console scripts."""
+    from agent.env.layer import PROJECT, VENV, layer_from_files
+    from agent.env.project import console_scripts, editable_files
+
     files = {f"{PROJECT}/site/{relative}": (text, 0o644) for relative, text in editable_files(declared.project).items()}
     for name, text in console_scripts(declared.project, f"{VENV}/bin/python").items():
         files[f"{PROJECT}/bin/{name}"] = (text, 0o755)

@@ -14,7 +14,6 @@ import os
 import secrets
 import shutil
 import urllib.parse
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import BinaryIO
 
@@ -87,6 +86,8 @@ def make_wheelhouse(lock: Lock, folder: Path, cancel: Cancel = NEVER) -> Path:
     """``folder`` holding the lock's wheels (downloaded once, then linked from the cache)."""
     store = cache_dir() / "wheels"
     folder.mkdir(parents=True, exist_ok=True)
+    from concurrent.futures import ThreadPoolExecutor  # here: a cache hit imports this module, never downloads
+
     unique = list({pin.sha256: pin for pin in lock.pins}.values())  # a wheel in both the runtime and build lock
     with ThreadPoolExecutor(max_workers=PARALLEL_DOWNLOADS) as pool:
         paths = list(pool.map(lambda pin: fetch_pin(pin, store, cancel), unique))

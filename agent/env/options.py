@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from agent.env import asof
 from agent.env.recipe import Recipe, RecipeBook, load_recipes, parse_recipe
-from agent.protocol import EnvSpec, TaskSpec
+
+if TYPE_CHECKING:  # `codebox env build` (a cache hit) never needs agent.protocol's models
+    from agent.protocol import TaskSpec
 
 AUTO = "auto"
 
@@ -38,6 +41,8 @@ class EnvFlags:
 
     def apply(self, task: TaskSpec) -> TaskSpec:
         """``task`` with its environment setting completed by the flags (see the module docstring)."""
+        from agent.protocol import EnvSpec
+
         env = task.env
         if isinstance(env, str) and env != AUTO:
             return task

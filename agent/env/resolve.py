@@ -12,7 +12,6 @@ import json
 import os
 import re
 import subprocess
-import tempfile
 import tomllib
 from pathlib import Path
 
@@ -154,6 +153,8 @@ def resolve(requirements: list[Requirement], target: Target, index: IndexConfig,
     that it never builds one to learn them. NeedsSource when a package has no usable wheel.
     A cancel kills uv (its whole process group) and raises EnvCancelled.
     """
+    import tempfile  # here: a cache hit imports this module (IndexConfig), never resolves
+
     with tempfile.TemporaryDirectory(prefix="codebox-resolve-") as tmp:
         source = Path(tmp, "requirements.in")
         source.write_text("".join(r.text + "\n" for r in requirements), encoding="utf-8")

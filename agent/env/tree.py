@@ -14,7 +14,6 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from pydantic import BaseModel
@@ -94,6 +93,8 @@ def read_tree(repo: Path) -> Tree:
     if len(files) > MAX_FILES:
         raise EnvError(f"the repository has more than {MAX_FILES} files; too many to build an environment from",
                        usage=True)
+    from concurrent.futures import ThreadPoolExecutor  # here: a static project's cache hit never reads a tree
+
     digest = hashlib.sha256(b"codebox-tree-1\0")
     with ThreadPoolExecutor(max_workers=4) as pool:  # hashlib lets go of the GIL on big reads
         for part in pool.map(lambda name: _entry(repo, name), files, chunksize=64):

@@ -1,0 +1,27 @@
+"""EnvInfo: the environment a run used. Its own module so that an environment cache hit
+(``codebox env build``, ``ensure_env``) does not import every model of agent.protocol, which
+re-exports it (tests/agent/env/test_hit_imports.py holds the line)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+
+class EnvInfo(BaseModel):
+    """The dependency environment a run used: enough to reproduce it."""
+
+    image: str
+    base_image: str
+    image_id: str = ""  # the exact image (a tag can be moved; the id cannot): what the sandbox runs
+    as_of: str = ""  # the date the lock was resolved as of ("now": that day's index)
+    built: bool = False  # False: reused from the cache, or none was needed
+    lock: str = ""  # the lock as installed: name==version --hash=sha256:... one a line
+    installed: list[str] = Field(default_factory=list)
+    apt: list[str] = Field(default_factory=list)
+    python: str = ""
+    notes: list[str] = Field(default_factory=list)
+    duration_s: float = 0.0
+
+    @property
+    def run_image(self) -> str:
+        return self.image_id or self.image
