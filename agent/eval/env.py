@@ -107,6 +107,17 @@ def import_root(workspace: Path) -> str:
     return f"{REPO_ROOT}/src" if python else REPO_ROOT
 
 
+# What the sandbox serves from /repo as it is: Python modules (an environment's install finds them
+# there) and prose. Any other file a patch changes may be a build's input (C, Cython, build files).
+_SERVED_AS_IS = (".py", ".pyi", ".md", ".rst")
+_BUILD_FILES = ("setup.py",)
+
+
+def patch_rebuilds(paths: list[str]) -> list[str]:
+    """The paths of a patch that a project's build may read: those make the environment chosen again."""
+    return [p for p in paths if not p.endswith(_SERVED_AS_IS) or p.rsplit("/", 1)[-1] in _BUILD_FILES]
+
+
 def installs_the_repo(env: EnvInfo | None) -> bool:
     """An environment built for the repository puts it on sys.path itself (a .pth in its venv)."""
     return env is not None and env.image != env.base_image

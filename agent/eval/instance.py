@@ -2,7 +2,9 @@
 
 1. a workspace at base_commit (made ahead by the engine, or here), its environment (the same as
    batch's), the sandbox starting in the background;
-2. the model_patch by SWE-bench's apply chain; test infrastructure it touches is flagged;
+2. the model_patch by SWE-bench's apply chain; test infrastructure it touches is flagged; a patch
+   that changes what the project's build reads (C, Cython, build files) gets the environment
+   built again for the patched tree, as SWE-bench's eval script installs the project again;
 3. the files the test_patch touches back to the base commit, then the test_patch (`git apply`);
 4. pytest on the named tests' files in the network-off sandbox, JUnit XML and the log back.
 Every failure is the evidence's own (error, no_report), never an exception out of here.
@@ -21,6 +23,7 @@ from agent.env.cancel import EnvCancelled
 from agent.errors import CodeboxError
 from agent.eval import env as envs
 from agent.eval.apply import apply_patch, reset_to_base
+from agent.eval.diffs import touched_paths
 from agent.eval.integrity import flagged_paths
 from agent.eval.job import ApplyRecord, EvalEvidence, EvalJob
 from agent.eval.junit import node_file
@@ -125,15 +128,48 @@ class _Run:
                 evidence.fail("environment", f"environment: {exc}")
                 return
         evidence.env = env
-        config = config.replace(image=env.run_image) if env is not None else config
+        run_config = config.replace(image=env.run_image) if env is not None else config
         with self.step("sandbox"):
-            self.sandbox = envs.open_sandbox(repo, config, task.id, warm)
+            self.sandbox = envs.open_sandbox(repo, run_config, task.id, warm)
         if not self._patches(self.workspace.path) or self.cancel.cancelled:
             return
+        if env is not None and not self._env_with_the_patch(config, repo, env):
+            return
+        env = evidence.env
+        run_config = config.replace(image=env.run_image) if env is not None else config
         with self.step("image"):
-            evidence.image_id = envs.image_id(env, config)
+            evidence.image_id = envs.image_id(env, run_config)
         with self.step("tests"):
+            assert self.sandbox is not None
             self._tests(self.sandbox, repo, env)
+
+    def _env_with_the_patch(self, config: SandboxConfig, repo: Path, env: EnvInfo) -> bool:
+        """SWE-bench's eval script installs the project again once the model's patch is in; here the
+        environment is chosen again for the patched tree when the patch changes what a build reads
+        (a compiled project's C or Cython, its build files; see envs.patch_rebuilds). A project built
+        by its own backend is keyed by its whole tree, so it is built again, on the same dependencies
+        layer; any other is the same cache hit. False when the tests must not run."""
+        patch = self.job.prediction.model_patch or ""
+        changed = envs.patch_rebuilds(touched_paths(patch))
+        if not changed or self.job.dataset_image or not envs.installs_the_repo(env):
+            return True
+        with self.step("env_again"):
+            try:
+                again = envs.choose(self.task, repo, config, self.cancel)
+            except EnvCancelled:
+                return False
+            except CodeboxError as exc:
+                self.evidence.fail("environment", f"environment with the model patch ({changed[0]}): {exc}")
+                return False
+        if again is None or again.run_image == env.run_image:
+            return True
+        self.evidence.env = again
+        self.evidence.notes.append(f"the project was built again with the model patch (it changes {changed[0]}"
+                                   + (f" and {len(changed) - 1} more" if len(changed) > 1 else "") + ")")
+        envs.close_later(self.sandbox, None)
+        with self.step("sandbox_again"):
+            self.sandbox = envs.open_sandbox(repo, config.replace(image=again.run_image), self.task.id, None)
+        return True
 
     def _patches(self, path: Path) -> bool:
         """The model_patch, the reset, the test_patch; False when the tests must not run."""

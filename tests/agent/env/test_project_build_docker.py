@@ -310,3 +310,38 @@ def test_shapes_the_static_reading_covers_build_in_a_box_and_import(
     info = build(repo, IndexConfig(find_links=[str(wheelhouse)], no_index=True), made)
     assert wanted in info.installed and all(o["network_mode"] == "none" for o in boxes)
     assert f"imported {module}" in run_in(info, repo, ["python3", "-m", "pytest", module])
+
+
+def test_eval_builds_the_project_again_when_the_model_patch_changes_what_its_build_reads(
+    tmp_path: Path, tiny: Path, backend_wheels: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fix in Cython is compiled before the tests run (SWE-bench's eval script installs the project
+    again); a patch of Python modules alone is served from /repo and keeps the environment."""
+    from agent.cli import main
+    from tests.agent.eval.repos import diff_of, make_repo
+
+    monkeypatch.setenv("CODEBOX_FIND_LINKS", f"{tiny}{os.pathsep}{backend_wheels}")
+    monkeypatch.setenv("CODEBOX_NO_INDEX", "1")
+    buggy = {**projects.CYTHON, "cyproj/_fast.pyx": projects.CYTHON["cyproj/_fast.pyx"].replace("3 * x", "2 * x")}
+    buggy.pop("tests/test_fast.py")
+    repo = tmp_path / "repos" / "acme" / "cyproj"
+    base = make_repo(repo, buggy)
+    test_patch = diff_of(repo, {"tests/test_fast.py": projects.CYTHON["tests/test_fast.py"]})
+    patches = {
+        "gold": diff_of(repo, {"cyproj/_fast.pyx": projects.CYTHON["cyproj/_fast.pyx"]}),
+        "python-only": diff_of(repo, {"cyproj/__init__.py": "from cyproj._fast import triple  # looked at\n"}),
+    }
+    line = {"repo": "acme/cyproj", "base_commit": base, "test_patch": test_patch,
+            "FAIL_TO_PASS": ["tests/test_fast.py::test_compiled"], "PASS_TO_PASS": []}
+    (tmp_path / "d.jsonl").write_text("".join(json.dumps({**line, "instance_id": i}) + "\n" for i in patches))
+    (tmp_path / "p.jsonl").write_text("".join(json.dumps({"instance_id": i, "model_patch": p}) + "\n"
+                                              for i, p in patches.items()))
+    out = tmp_path / "out"
+    main(["eval", "--jobs", "1", "--tasks", str(tmp_path / "d.jsonl"), "--predictions", str(tmp_path / "p.jsonl"),
+          "--out", str(out), "--repos", str(tmp_path / "repos")])
+    gold, python_only = (json.loads((out / i / "eval.json").read_text()) for i in patches)
+    assert gold["status"] == "resolved", gold["error"]
+    assert "the project was built again with the model patch (it changes cyproj/_fast.pyx)" in gold["notes"]
+    assert "env_again" in gold["timings"] and gold["image_id"] == gold["env"]["image_id"]
+    assert python_only["status"] == "unresolved" and "env_again" not in python_only["timings"]
+    assert gold["env"]["image_id"] != python_only["env"]["image_id"]  # the patched tree's own project layer
