@@ -12,6 +12,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -160,7 +161,7 @@ def resolve(requirements: list[Requirement], target: Target, index: IndexConfig,
         source.write_text("".join(r.text + "\n" for r in requirements), encoding="utf-8")
         cmd = [
             uv_binary(), "pip", "compile", str(source), "-o", str(Path(tmp, "pylock.toml")),
-            "--python-version", target.python, "--python-platform", target.platform,
+            *_interpreter_args(), "--python-version", target.python, "--python-platform", target.platform,
             "--only-binary", ":all:", "--no-config", "--quiet", "--no-header", *index.uv_args(),
             *_sdist_args(sdist_metadata or {}, Path(tmp)),
             *(["--exclude-newer", exclude_newer] if exclude_newer else []),
@@ -177,6 +178,13 @@ def resolve(requirements: list[Requirement], target: Target, index: IndexConfig,
                 raise NeedsSource(_explain(proc.stderr, requirements), names)
             raise EnvError(_explain(proc.stderr, requirements), usage=_is_unsatisfiable(proc.stderr))
         return parse_pylock(Path(tmp, "pylock.toml").read_text(encoding="utf-8"))
+
+
+def _interpreter_args() -> list[str]:
+    """``--python`` naming codebox's own interpreter. The resolve is for ``--python-version`` and
+    ``--python-platform`` alone; without an interpreter named, uv searches virtual environments, its
+    managed installs and PATH for one of the target's exact version (0.4-0.6 s per resolve here)."""
+    return ["--python", sys.executable] if sys.executable else []
 
 
 def _sdist_args(metadata: dict[str, list[str]], folder: Path) -> list[str]:

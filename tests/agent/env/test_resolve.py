@@ -45,3 +45,19 @@ def test_requires_python_of_the_project_is_checked_against_the_image() -> None:
     check_python(">=3.9", TARGET, "img")
     with pytest.raises(EnvError, match=r"requires Python >=3.12, but the sandbox image img has Python 3.11.2.*--image"):
         check_python(">=3.12", TARGET, "img")
+
+
+def test_resolving_needs_no_interpreter_of_the_targets_version(local_index: IndexConfig, tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """uv is told which interpreter to run (codebox's own): it does not search for a Python 3.11.2
+    (without ``--python``, uv finds none here and fails: "No interpreter found for Python 3.11.2")."""
+    empty = tmp_path / "no-python-here"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))
+    monkeypatch.setenv("UV_PYTHON_DOWNLOADS", "never")
+    monkeypatch.setenv("UV_PYTHON_INSTALL_DIR", str(empty))
+    monkeypatch.delenv("VIRTUAL_ENV", raising=False)
+    monkeypatch.delenv("UV_PYTHON", raising=False)
+    monkeypatch.chdir(empty)
+    lock = resolve([parse_requirement("alpha", "x")], TARGET, local_index)
+    assert lock.installed() == ["alpha==1.0", "beta==2.0"]
