@@ -61,10 +61,39 @@ def _hint(parser: argparse.ArgumentParser, message: str, argv: list[str]) -> str
         near = difflib.get_close_matches(choice.group(1), offered, n=1, cutoff=0.5)
         return f": did you mean {near[0]}?" if near else ""
     for word in _unknown_flags(command, argv):
-        near = difflib.get_close_matches(word.split("=", 1)[0], _flags(command), n=1, cutoff=0.6)
-        if near:
-            return f": did you mean {near[0]}?"
+        positional = _positional_named(command, word.split("=", 1)[0].lstrip("-"))
+        if positional:
+            return f": give {positional} without a flag"
+        flag = _nearest_flag(word.split("=", 1)[0], _flags(command))
+        if flag:
+            return f": did you mean {flag}?"
     return ""
+
+
+def _positional_named(command: argparse.ArgumentParser, name: str) -> str | None:
+    """The positional argument a flag-looking word names (`batch --tasks F`, as eval spells it)."""
+    for action in command._actions:
+        if not action.option_strings and action.dest == name.replace("-", "_"):
+            return action.metavar if isinstance(action.metavar, str) else action.dest.upper()
+    return None
+
+
+def _nearest_flag(word: str, flags: list[str]) -> str | None:
+    """The flag closest to a mistyped one, compared without the dashes every flag shares (with
+    them, --tasks was 0.62 alike to --address)."""
+    by_name = {flag.lstrip("-"): flag for flag in flags}
+    near = difflib.get_close_matches(word.lstrip("-"), list(by_name), n=1, cutoff=0.6)
+    return by_name[near[0]] if near else None
+
+
+def _message(parser: argparse.ArgumentParser, message: str, argv: list[str]) -> str:
+    """argparse's message, led by the unknown flags when there are any: argparse says a required
+    argument is missing before it says a flag is unknown, so `--rpo .` read "the following
+    arguments are required: --repo", about the flag the user did try to give."""
+    unknown = _unknown_flags(_invoked(parser, argv), argv)
+    if unknown and not message.startswith("unrecognized arguments"):
+        return "unrecognized arguments: " + " ".join(unknown)
+    return message
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -73,6 +102,7 @@ class OneLineParser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         argv = sys.argv[1:] if _ARGV is None else _ARGV
         command = _invoked(self, argv).prog if self.prog == _root_prog(self) else self.prog
+        message = _message(self, message, argv)
         hint = _hint(self, message, argv)
         text = f"{command}: {message}{hint} (see {command} --help)"
         self.exit(EXIT_USAGE, one_line(text, 400) + "\n")

@@ -82,6 +82,21 @@ def test_a_mistyped_flag_gets_a_did_you_mean(tmp_path: Path, script: str) -> Non
     assert "invalid choice: 'bacth'" in command and "did you mean batch?" in command
 
 
+def test_a_mistyped_flag_is_named_before_the_argument_it_was_meant_to_give(tmp_path: Path, script: str) -> None:
+    # argparse finds the missing --repo first; the line is about the flag the user typed
+    line = _one_line(tmp_path, ["run", "--rpo", str(tmp_path), "--model", script, "goal"])
+    assert line == "codebox run: unrecognized arguments: --rpo: did you mean --repo? (see codebox run --help)"
+
+
+def test_a_positional_argument_given_as_a_flag(tmp_path: Path, script: str) -> None:
+    line = _one_line(tmp_path, ["batch", "--tasks", str(tmp_path / "t.jsonl"), "--model", script])
+    assert line == ("codebox batch: unrecognized arguments: --tasks: give TASKS without a flag"
+                    " (see codebox batch --help)")
+    # and a far-off name gets no suggestion (with the dashes counted, --tasks was "near" --address)
+    far = _one_line(tmp_path, ["batch", str(tmp_path / "t.jsonl"), "--zzzz", "--model", script])
+    assert far == "codebox batch: unrecognized arguments: --zzzz (see codebox batch --help)"
+
+
 def test_a_tasks_file_that_is_not_there(tmp_path: Path, script: str) -> None:
     line = _one_line(tmp_path, ["batch", str(tmp_path / "tasks.jsonl"), "--model", script])
     assert line == f"codebox: {tmp_path / 'tasks.jsonl'}: no such file (the tasks file: one JSON task a line)"
