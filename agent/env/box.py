@@ -6,7 +6,9 @@ the work happens in steps, each a ``docker exec``:
 
 - ``root(script)``: setup that runs no repository or package code (creating the folders the
   build user owns, ``dpkg`` of host-downloaded Debian packages). Root holds only the
-  capabilities the box was created with (``caps``), which is none unless dpkg runs.
+  capabilities the box was created with (``caps``), which is none unless dpkg runs. A box made
+  with ``root_steps=False`` has none of these: everything in it, its keep-alive included, runs
+  as ``BUILD_USER``.
 - ``run(script)``: everything else (setup.py, PEP 517 hooks, sdist builds, recipe commands) as
   ``BUILD_USER``, an unprivileged uid with no effective capability; ``no-new-privileges``
   keeps setuid programs from giving any back.
@@ -57,7 +59,7 @@ class BuildLimits(BaseModel):
 
     memory: str = defaults.DEFAULT_MEMORY
     pids: int = defaults.DEFAULT_PIDS
-    cpus: float = defaults.DEFAULT_CPUS
+    cpus: float = defaults.DEFAULT_CPUS  # 0: no quota (only a box that runs no repository or package code)
     timeout_s: float = defaults.DEFAULT_ENV_BUILD_TIMEOUT_S
 
 
@@ -96,7 +98,7 @@ class Box:
 
     def __init__(self, client: docker.DockerClient, image: str, purpose: str, mounts: list[Mount],
                  limits: BuildLimits, deadline: Deadline, cancel: Cancel = NEVER, caps: list[str] | None = None,
-                 log: Log = _quiet, tmpfs: dict[str, str] | None = None) -> None:
+                 log: Log = _quiet, tmpfs: dict[str, str] | None = None, root_steps: bool = True) -> None:
         self.client = client
         self.image = image
         self.purpose = purpose
@@ -107,6 +109,7 @@ class Box:
         self.caps = list(caps if caps is not None else SETUP_CAPS)
         self.log = log
         self.tmpfs = dict(tmpfs or {})  # path -> mount options (in memory: counted in the memory limit)
+        self.root_steps = root_steps  # False: nothing in the box ever runs as root, its keep-alive included
         self.container: Any = None
 
     def create_options(self) -> dict[str, Any]:
@@ -114,7 +117,8 @@ class Box:
         expires = time.time() + self.deadline.remaining() + 60
         return {
             "command": _KEEP_ALIVE,
-            "user": "0:0",  # the keep-alive only: root's steps need it, BUILD_USER's steps never get it
+            # the keep-alive only: root's steps need it, BUILD_USER's steps never get it
+            "user": "0:0" if self.root_steps else BUILD_USER,
             "init": True,  # reaps what a step leaves behind (a build's daemon) instead of filling the pids limit
             "network_mode": "none",
             "cap_drop": ["ALL"],
@@ -123,7 +127,7 @@ class Box:
             "mem_limit": self.limits.memory,
             "memswap_limit": self.limits.memory,  # no swap beyond the memory limit
             "pids_limit": self.limits.pids,
-            "nano_cpus": int(self.limits.cpus * 1e9),
+            "nano_cpus": int(self.limits.cpus * 1e9),  # 0: no CPU quota (see BuildLimits)
             "volumes": {m.host: {"bind": m.target, "mode": "ro"} for m in self.mounts},
             "tmpfs": self.tmpfs,
             "labels": owner_labels(f"env-{self.purpose}", ROLE_BUILD, expires),
@@ -171,6 +175,8 @@ class Box:
 
     def root(self, script: str, what: str = "setup", stdout_to: Path | None = None) -> str:
         """Run ``script`` (sh) as root: only for steps that run no repository or package code."""
+        if not self.root_steps:
+            raise EnvError(f"the {self.purpose} container was made without root steps")
         return self._exec(script, "0:0", {}, what, stdout_to=stdout_to)
 
     def run(self, script: str, what: str, env: dict[str, str] | None = None, ok: tuple[int, ...] = (0,),

@@ -7,9 +7,11 @@ repository does can reach it; that is why it is shared, by every repository and 
 lock, base image and Debian packages are the same (its key). Steps, in one box:
 
 1. root, no package code: create the venv folder for the build user; ``dpkg -i`` the debs and
-   take what dpkg changed as a layer of its own;
+   take what dpkg changed as a layer of its own (no root step at all when the venv is on a
+   tmpfs and there are no debs: ``box_plan``);
 2. the build user: build the sdists (offline, from the wheelhouse), make the venv, install
-   the lock, and take ``/opt/codebox-env`` as the second layer (files owned by root).
+   the lock, compile its bytecode, and take ``/opt/codebox-env`` as the second layer (files
+   owned by root).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import json
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 
 import docker
 
@@ -80,10 +83,12 @@ def ensure_deps(client: docker.DockerClient, engine: images.Engine, base_image: 
             if debs:
                 mounts.append(Mount(host=str(folder / "debs"), target=f"{BUILD}/debs"))
             tmpfs = _venv_tmpfs(folder / "wheels", limits)
-            with Box(client, base_image, "deps", mounts, limits, deadline, cancel,
-                     caps=DPKG_CAPS if debs else SETUP_CAPS, log=log, tmpfs=tmpfs) as box:
+            plan = box_plan(lock, bool(debs), bool(tmpfs), limits)
+            with Box(client, base_image, "deps", mounts, plan.limits, deadline, cancel, caps=plan.caps, log=log,
+                     tmpfs=tmpfs, root_steps=plan.root_step) as box:
                 layers = [folder / "apt.tar"] if debs else []
-                box.root(_root_script(bool(debs)), "dependencies setup", stdout_to=layers[0] if debs else None)
+                if plan.root_step:
+                    box.root(_root_script(bool(debs)), "dependencies setup", stdout_to=layers[0] if debs else None)
                 layers.append(folder / "venv.tar")
                 try:
                     box.run(_install_script(target), "dependencies install", stdout_to=layers[-1])
@@ -104,6 +109,31 @@ def ensure_deps(client: docker.DockerClient, engine: images.Engine, base_image: 
                              python=target.python, lock=lock.hashed_txt(), packages=lock.installed(), apt=debs)
         images.write(entry)
         return entry
+
+
+class BoxPlan(NamedTuple):
+    """How the dependencies box is made for one lock."""
+
+    caps: list[str]  # what root holds in it
+    root_step: bool  # root's setup runs (dpkg, or the venv folder on the image's file system)
+    limits: BuildLimits
+
+
+def box_plan(lock: Lock, debs: bool, tmpfs: bool, limits: BuildLimits) -> BoxPlan:
+    """The box for ``lock``: root only where it has work, the CPU quota only where package code runs.
+
+    No repository file is ever in this box. With only wheels and no Debian packages, no package
+    code runs either: uv unpacks the wheels and the base image's interpreter compiles their
+    bytecode without its site module (no ``.pth`` of theirs runs). That box keeps the memory,
+    pids and time limits and gets the CPU the host's own install has; an sdist's build or dpkg's
+    maintainer scripts keep the quota. On the tmpfs, which the build user owns, root has nothing
+    to do: no root step, no capability.
+    """
+    runs_package_code = debs or bool(lock.sdists())
+    root_step = debs or not tmpfs
+    caps = DPKG_CAPS if debs else SETUP_CAPS if root_step else []
+    return BoxPlan(caps=caps, root_step=root_step,
+                   limits=limits if runs_package_code else limits.model_copy(update={"cpus": 0.0}))
 
 
 def _venv_tmpfs(wheels: Path, limits: BuildLimits) -> dict[str, str]:
@@ -184,8 +214,11 @@ else
   hashes="--require-hashes"
 fi
 {BUILD}/uv pip install --no-config --offline --no-index --find-links {built} --find-links {BUILD}/wheels \\
-  --only-binary :all: --no-deps $hashes --link-mode hardlink --compile-bytecode --python {VENV}/bin/python \\
+  --only-binary :all: --no-deps $hashes --link-mode hardlink --python {VENV}/bin/python \\
   -r /tmp/codebox-requirements.txt
+# Bytecode by the base interpreter, isolated and without site: no .pth of the installed packages runs.
+# A file that does not compile (Python 2 syntax in a test folder) is skipped, as pip and uv skip it.
+"$python" -I -S -m compileall -q -j 0 {site} > /tmp/codebox-compileall.log 2>&1 || true
 cp {BUILD}/stage/_codebox_project.pth {site}/
 cp {BUILD}/stage/requirements.txt {VENV}/codebox-lock.txt
 echo "codebox: dependencies layer written"

@@ -1,0 +1,116 @@
+"""The dependencies box of a real build: how it is made for an all-wheels lock, and what runs in it."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import docker
+import pytest
+
+from agent.env import box
+from agent.env.build import EnvRequest, ensure_env
+from agent.env.resolve import IndexConfig
+from agent.protocol import EnvInfo
+from tests.agent.env.projects import write
+from tests.agent.env.wheels import make_wheel
+
+pytestmark = pytest.mark.docker
+BASE = "codebox-sandbox:latest"
+LIMITS = box.BuildLimits(memory="700m", pids=111, cpus=1.0, timeout_s=600)
+# A wheel whose .pth would leave a file in the venv if any interpreter started with its site folder.
+PTH = ("import os; exec(\"try:\\n open('/opt/codebox-env/PTH_RAN', 'w').write('ran')\\n"
+       "except OSError:\\n pass\")\n")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _image() -> None:
+    from agent.containers.image import ensure_sandbox_image
+
+    ensure_sandbox_image()
+
+
+@pytest.fixture(scope="module")
+def made() -> Iterator[list[str]]:
+    """Image ids this module made: removed at its end (ours only)."""
+    ids: list[str] = []
+    yield ids
+    client = docker.from_env(timeout=900)
+    for image_id in reversed(ids):
+        with contextlib.suppress(Exception):  # cleanup only: gone already, or still in use
+            client.images.remove(image_id)
+    client.close()
+
+
+@pytest.fixture()
+def boxes(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
+    """The create options of every box (a spy: the real box is made)."""
+    seen: list[dict[str, Any]] = []
+    real = box.Box.create_options
+
+    def spy(self: box.Box) -> dict[str, Any]:
+        options = real(self)
+        seen.append({"purpose": self.purpose, **options})
+        return options
+
+    monkeypatch.setattr(box.Box, "create_options", spy)
+    return seen
+
+
+@pytest.fixture()
+def steps(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
+    """Every box step: (box purpose, user)."""
+    seen: list[tuple[str, str]] = []
+    real = box.Box._exec
+
+    def spy(self: box.Box, script: str, user: str, *args: Any, **kwargs: Any) -> str:
+        seen.append((self.purpose, user))
+        return real(self, script, user, *args, **kwargs)
+
+    monkeypatch.setattr(box.Box, "_exec", spy)
+    return seen
+
+
+@pytest.fixture()
+def pth_index(tmp_path: Path, wheelhouse: Path) -> IndexConfig:
+    extra = tmp_path / "pth-wheels"
+    make_wheel(extra, "pthpkg", "1.0", {"pthpkg/__init__.py": "VALUE = 1\n", "pthpkg_hook.pth": PTH})
+    return IndexConfig(find_links=[str(wheelhouse), str(extra)], no_index=True)
+
+
+def build(repo: Path, index: IndexConfig, made: list[str]) -> EnvInfo:
+    info = ensure_env(EnvRequest(repo=repo, base_image=BASE, index=index, limits=LIMITS))
+    made.append(info.image_id)
+    return info
+
+
+def listing(image: str, path: str) -> str:
+    """``find path`` in the image, by sh alone (no Python starts, so no .pth of the image runs)."""
+    client = docker.from_env()
+    try:
+        out = client.containers.run(image, ["sh", "-c", f"find {path} | sort"], network_mode="none", remove=True,
+                                    entrypoint="")
+    finally:
+        client.close()
+    return bytes(out).decode()
+
+
+def test_an_all_wheels_lock_is_installed_with_no_root_no_capability_no_cpu_quota_and_no_package_code(
+    tmp_path: Path, pth_index: IndexConfig, made: list[str], boxes: list[dict[str, Any]],
+    steps: list[tuple[str, str]]
+) -> None:
+    repo = write(tmp_path / "repo", {"requirements.txt": "pthpkg\nalpha\n", "app.py": ""})
+    info = build(repo, pth_index, made)
+    assert "pthpkg==1.0" in info.installed
+    deps = next(o for o in boxes if o["purpose"] == "deps")
+    assert deps["network_mode"] == "none" and deps["cap_drop"] == ["ALL"] and deps["cap_add"] == []
+    assert deps["security_opt"] == ["no-new-privileges"] and deps["user"] == box.BUILD_USER
+    assert deps["nano_cpus"] == 0  # no quota; the memory, pids and time limits stay
+    assert deps["mem_limit"] == "700m" and deps["memswap_limit"] == "700m" and deps["pids_limit"] == 111
+    assert all(v["mode"] == "ro" for v in deps["volumes"].values())
+    assert [user for purpose, user in steps if purpose == "deps"] == [box.BUILD_USER]  # nothing as root
+    files = listing(info.image_id, "/opt/codebox-env")
+    assert "/opt/codebox-env/PTH_RAN" not in files  # the wheel's .pth never ran during the build
+    assert "pthpkg/__pycache__/__init__.cpython-" in files  # bytecode compiled all the same
