@@ -378,7 +378,9 @@ def _read_tox(c: _Collector, pyproject: dict[str, Any] | None) -> None:
     if env.file not in c.files:
         c.files.append(env.file)
     c.notes.extend(env.notes)
-    c.reader.read_lines(env.deps, ".", env.sources)
+    for marker in dict.fromkeys(env.markers.get(where) for where, _ in env.deps):
+        block = [(where, line) for where, line in env.deps if env.markers.get(where) == marker]
+        c.reader.read_lines(block, ".", env.sources, marker)
     c.take_from_reader()
     for extra in env.extras:
         c.expand_extra(extra, f"{env.file} [testenv] extras", required=False)

@@ -15,6 +15,7 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
+from packaging.markers import Marker
 from packaging.requirements import InvalidRequirement
 from packaging.requirements import Requirement as Pep508
 from packaging.utils import canonicalize_name
@@ -119,26 +120,36 @@ class RequirementsFile:
         self.files: list[str] = []
         self.sources: list[PackageSource] = []
         self._pending: list[PackageSource] = []  # sources of the file tree being read
+        self._marker: str | None = None  # a condition on every requirement of the block being read
+        self._read: set[tuple[str, str | None]] = set()  # (file, marker) pairs read
 
     def read(self, relative: str, depth: int = 0) -> None:
         """Read a requirements file (and its -r includes); a missing file is an error."""
         if depth > MAX_INCLUDE_DEPTH:
             raise EnvError(f"{relative}: -r includes nested more than {MAX_INCLUDE_DEPTH} deep; refused", usage=True)
-        if relative in self.files:
+        if (relative, None) in self._read or (relative, self._marker) in self._read:
             return
         text = read_text(self.repo, relative)
         if text is None:
             raise EnvError(f"{relative}: no such requirements file", usage=True)
-        self.files.append(relative)
+        self._read.add((relative, self._marker))
+        if relative not in self.files:
+            self.files.append(relative)
         lines = [(f"{relative}:{number}", line) for number, line in logical_lines(text)]
         self._tree(lambda: self._lines(lines, str(Path(relative).parent), depth), depth)
 
     def read_lines(self, lines: list[tuple[str, str]], base: str = ".",
-                   sources: list[PackageSource] | None = None) -> None:
+                   sources: list[PackageSource] | None = None, marker: str | None = None) -> None:
         """Lines of a requirements block kept elsewhere (tox's deps), each with its own ``where``;
         ``-r`` paths are relative to ``base`` (a folder of the repo). ``sources`` (named outside the
-        lines, like tox's setenv) serve the packages of the block, as its own options would."""
-        self._tree(lambda: self._lines(lines, base, 0), 0, sources or [])
+        lines, like tox's setenv) serve the packages of the block, as its own options would.
+        ``marker`` (PEP 508) is added to every requirement of the block and of the files it includes
+        (tox's deps for one Python: ``python_version == "3.3"``)."""
+        self._marker = marker
+        try:
+            self._tree(lambda: self._lines(lines, base, 0), 0, sources or [])
+        finally:
+            self._marker = None
 
     def _tree(self, read: Callable[[], None], depth: int, sources: list[PackageSource] | None = None) -> None:
         """Run ``read``; at the top of a file tree, its sources serve every package the tree declared."""
@@ -168,6 +179,8 @@ class RequirementsFile:
             self.self_refs.append(ref)
             return
         requirement, url_source = parse_declared(line, where)
+        if self._marker is not None:
+            requirement = _with_marker(requirement, self._marker)
         self.requirements.append(requirement)
         if url_source is not None:
             self.sources.append(url_source)
@@ -201,3 +214,10 @@ class RequirementsFile:
             self.notes.append(f"{where}: option {name} ignored")
             return
         raise EnvError(f"{where}: unknown option {name!r}; refused", usage=True)
+
+
+def _with_marker(requirement: Requirement, marker: str) -> Requirement:
+    """The requirement under one more condition: its own marker and ``marker`` both."""
+    req = Pep508(requirement.text)
+    req.marker = Marker(f"({req.marker}) and ({marker})" if req.marker else marker)
+    return requirement.model_copy(update={"text": str(req)})

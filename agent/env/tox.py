@@ -6,7 +6,8 @@ TOML string), pyproject.toml ``[tool.tox]`` (tox 4's TOML: ``env_run_base``), to
 From ``[testenv]`` (``env_run_base``) and the environments that run the tests (named for a
 Python: ``[testenv:py311]``, ``[testenv:py{39,310}]``, ``env."3.12"``; or test/tests/unit/pytest):
 ``deps`` (requirement lines, ``-r`` files in their plain, ``{toxinidir}/`` and ``{tox_root}/``
-forms, ``-c`` constraints, noted, ``.[extra]``) and ``extras``. ``{[section]key}`` references
+forms, ``-c`` constraints, noted, ``.[extra]``) and ``extras``. When the base environment has deps
+of its own, a Python-named one's deps carry a marker for its Python (``_python_marker``). ``{[section]key}`` references
 are expanded; a factor-conditional line (``py38: x``) and any other substitution are noted, not
 read. An index in ``setenv`` (``PIP_INDEX_URL`` and kin), ``indexserver`` or ``install_command``
 is a named package source serving the deps.
@@ -42,6 +43,8 @@ class ToxEnv(BaseModel):
 
     file: str  # the file (and key) it was read from
     deps: list[tuple[str, str]] = Field(default_factory=list)  # (where, requirement line)
+    # where -> a PEP 508 marker for the deps of an environment named for one Python (see _python_marker)
+    markers: dict[str, str] = Field(default_factory=dict)
     extras: list[str] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
     sources: list[PackageSource] = Field(default_factory=list)  # serve the deps (packages filled by the reader)
@@ -71,9 +74,13 @@ def read_tox(repo: Path, pyproject: dict[str, Any] | None) -> ToxEnv | None:
 
 def _from_ini(cfg: configparser.ConfigParser, file: str) -> ToxEnv:
     env = ToxEnv(file=file)
+    base_deps = bool(cfg.has_section("testenv") and cfg.get("testenv", "deps", fallback="").strip())
     for section in [s for s in cfg.sections() if s == "testenv" or (_test_env(s.partition(":")[2])
                     and s.startswith("testenv:"))]:
         where = f"{file} [{section}] deps"
+        marker = _python_marker(section.partition(":")[2]) if base_deps else None
+        if marker:
+            env.markers[where] = marker
         for line in _expand(cfg, cfg.get(section, "deps", fallback=""), where, env.notes, 0):
             _dep(env, where, line)
         extras = _expand(cfg, cfg.get(section, "extras", fallback=""), f"{file} [{section}] extras", env.notes, 0)
@@ -81,6 +88,32 @@ def _from_ini(cfg: configparser.ConfigParser, file: str) -> ToxEnv:
     if cfg.has_section("testenv"):
         env.sources = _ini_sources(cfg, file)
     return env
+
+
+def _python_marker(name: str) -> str | None:
+    """The Python an environment's name is for, as a PEP 508 marker: py311 and 3.11 are
+    ``python_version == "3.11"``, py{39,310} either; None for a name that names no minor version
+    (py, py3, pypy3, tests).
+
+    Used when the base environment declares deps of its own: then tox runs a Python-named one
+    only on that Python, in place of the base (dateutil's [testenv:py33] pins pytest<3.3 for
+    Python 3.3). When the base declares none, the Python-named environments are where the test
+    deps are (mdformat's [testenv:py{39,310,311}]), and they apply to any Python."""
+    versions = re.fullmatch(r"(?:py|pypy)\{([0-9.,]+)\}|(?:py|pypy)([0-9.]+)|([0-9]+\.[0-9]+)", name.strip())
+    if versions is None:
+        return None
+    named = [_minor_version(v) for v in (versions.group(1) or versions.group(2) or versions.group(3)).split(",")]
+    if not named or None in named:
+        return None
+    return " or ".join(f'python_version == "{v}"' for v in dict.fromkeys(named))
+
+
+def _minor_version(text: str) -> str | None:
+    """3.11, 311 and 27 as "3.11", "3.11", "2.7"; None for a bare major (3) or nonsense."""
+    digits = text.strip().replace(".", "")
+    if not digits.isdigit() or len(digits) < 2:
+        return None
+    return f"{digits[0]}.{digits[1:]}"
 
 
 def _test_env(name: str) -> bool:
@@ -158,6 +191,11 @@ def _from_toml(data: dict[str, Any], file: str, prefix: str) -> ToxEnv:
     tables = [(f"{file} [{prefix}env_run_base]", base)]
     tables += [(f'{file} [{prefix}env."{name}"]', value) for name, value in table(data, "env").items()
                if isinstance(value, dict) and _test_env(str(name))]
+    if isinstance(base.get("deps"), list) and base["deps"]:
+        for name, value in table(data, "env").items():
+            marker = _python_marker(str(name)) if isinstance(value, dict) else None
+            if marker:
+                env.markers[f'{file} [{prefix}env."{name}"] deps'] = marker
     for where, values in tables:
         deps = values.get("deps")
         for item in deps if isinstance(deps, list) else []:

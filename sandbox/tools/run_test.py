@@ -4,8 +4,8 @@ Runs a command with NO shell (``argv``; ``shell`` only when the server runs
 with --allow-shell), in its own session and process group, stdin /dev/null,
 stdout and stderr on their own pipes read concurrently into bounded head+tail
 captures. Every run starts clean: HOME and TMPDIR are two fresh, empty
-directories made for this run (XDG_CACHE_HOME under that HOME) and removed
-after it, PYTHONNOUSERSITE=1 (no user site, no usercustomize), and with
+directories made for this run (XDG_CACHE_HOME and HYPOTHESIS_STORAGE_DIRECTORY
+under that HOME) and removed after it, PYTHONNOUSERSITE=1 (no user site, no usercustomize), and with
 ``--wipe-tmp`` (given only in a container, and honoured only when /tmp is a
 tmpfs mount of its own) everything in /tmp and /dev/shm is removed before and
 after each run, so nothing one run writes can change the next. Also
@@ -170,6 +170,9 @@ def _child_env(extra: Optional[dict[str, str]], scratch: str) -> dict[str, str]:
         PYTHONDONTWRITEBYTECODE="1",
         PYTEST_ADDOPTS="-p no:cacheprovider",
         XDG_CACHE_HOME=os.path.join(home, ".cache"),
+        # Hypothesis keeps its examples in .hypothesis/ under the working directory: in the
+        # read-only /repo it warns, and a suite that turns warnings into errors (dateutil) fails.
+        HYPOTHESIS_STORAGE_DIRECTORY=os.path.join(home, ".hypothesis"),
     )
     if extra:
         env.update(extra)

@@ -121,4 +121,24 @@ def test_the_python_named_test_envs_are_read_too(tmp_path: Path) -> None:
     assert set(texts(repo)) == {"pytest", "pytest-randomly"}
     native = write(tmp_path / "native", {
         "tox.toml": '[env_run_base]\ndeps = ["beta"]\n[env."3.12"]\ndeps = ["gamma"]\n[env.docs]\ndeps = ["sphinx"]\n'})
-    assert set(texts(native)) == {"beta", "gamma"}
+    # the base has deps of its own: the Python-named environment is tox's choice on that Python only
+    assert set(texts(native)) == {"beta", 'gamma; python_version == "3.12"'}
+
+
+def test_a_python_named_env_beside_a_base_with_deps_applies_to_its_python_only(tmp_path: Path) -> None:
+    """dateutil's shape (2026): [testenv] reads requirements-dev.txt, [testenv:py33] a file pinning
+    pytest<3.3 for Python 3.3. Read unconditionally, that pin gave a 3.11 sandbox pytest 3.2."""
+    repo = write(tmp_path, {
+        "tox.ini": "[tox]\nenvlist = py33,py311\n[testenv]\ndeps = -rrequirements-dev.txt\n"
+                   "[testenv:py33]\ndeps =\n    -rrequirements/3.3/dev.txt\n    extra-three\n"
+                   "[testenv:py{27,34}]\ndeps = legacy; sys_platform == 'linux'\n[testenv:py3]\ndeps = any-three\n",
+        "requirements-dev.txt": "pytest>=3.0\n",
+        "requirements/3.3/dev.txt": "pytest<3.3\n-r ../../requirements-dev.txt\n"})
+    assert texts(repo) == {
+        "pytest>=3.0": "requirements-dev.txt:1",  # read once, for every Python
+        'pytest<3.3; python_version == "3.3"': "requirements/3.3/dev.txt:1",
+        'extra-three; python_version == "3.3"': "tox.ini [testenv:py33] deps",
+        'legacy; sys_platform == "linux" and (python_version == "2.7" or python_version == "3.4")':
+            "tox.ini [testenv:py{27,34}] deps",
+        "any-three": "tox.ini [testenv:py3] deps",  # py3 names no one Python
+    }
