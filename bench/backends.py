@@ -5,7 +5,8 @@
 
 Per target, through the seam (agent.sandboxes.registry), as a task makes its sandbox:
 - per call: the median of ``--calls`` round trips of ping (the attach stream and the server, no
-  file), read_file (plus the file system under /repo) and search;
+  file), read_file (plus the file system under /repo), a literal search and a regex search (under
+  runsc a literal search runs in the server's own Python, a regex one starts ripgrep);
 - create -> first result: a session's start (create, attach, start, first answer) plus one read_file;
 - a whole run: `codebox run` of a scripted 2-call task (read_file, run_test), process start to exit.
 Each rep visits every target in turn (the order rotates), so drift on a loaded machine hits all.
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -34,7 +36,7 @@ from agent.sandboxes.config import SandboxConfig  # noqa: E402
 from agent.sandboxes.registry import backend_for  # noqa: E402
 
 CALLS = {"ping": ("ping", {}), "read_file": ("read_file", {"path": "pkg/mod_0.py"}),
-         "search": ("search", {"query": "needle_7"})}
+         "search": ("search", {"query": "needle_7"}), "regex": ("search", {"query": "needle_7\\b", "regex": True})}
 
 
 def _repo(root: Path) -> Path:
@@ -111,6 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     first: dict[str, list[float]] = {n: [] for n in names}
     calls: dict[str, dict[str, list[float]]] = {n: {c: [] for c in CALLS} for n in names}
     runs: dict[str, list[float]] = {n: [] for n in names}
+    load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="codebox-bench-backends-") as tmp:
         work = Path(tmp)
         repo = _repo(work)
@@ -129,8 +132,8 @@ def main(argv: list[str] | None = None) -> int:
                 for config in order:
                     runs[f"{config.backend}-{config.runtime}"].append(_whole_run(config, repo, work))
     base = names[0]
-    head = f"{'target':<16}{'ping ms':>9}{'read ms':>9}{'search ms':>11}{'first s':>9}{'run s':>8}"
-    print(f"\n{head}   ratios to {base}: ping, read, search, first, run")
+    head = f"{'target':<16}{'ping ms':>9}{'read ms':>9}{'search ms':>11}{'regex ms':>10}{'first s':>9}{'run s':>8}"
+    print(f"\n{head}   ratios to {base}: ping, read, search, regex, first, run")
     for name in names:
         med = {tool: statistics.median(calls[name][tool]) for tool in CALLS}
         f, r = statistics.median(first[name]), statistics.median(runs[name]) if runs[name] else float("nan")
@@ -138,8 +141,9 @@ def main(argv: list[str] | None = None) -> int:
         bf, br = statistics.median(first[base]), statistics.median(runs[base]) if runs[base] else float("nan")
         ratios = [med[tool] / bmed[tool] for tool in CALLS] + [f / bf, r / br]
         print(f"{name:<16}{med['ping'] * 1e3:>9.2f}{med['read_file'] * 1e3:>9.2f}{med['search'] * 1e3:>11.2f}"
-              f"{f:>9.3f}{r:>8.3f}   " + ", ".join(f"{x:.2f}x" for x in ratios))
-    print(f"\n({args.reps} interleaved reps x {args.calls} calls per tool; {args.runs} whole runs per target)")
+              f"{med['regex'] * 1e3:>10.2f}{f:>9.3f}{r:>8.3f}   " + ", ".join(f"{x:.2f}x" for x in ratios))
+    print(f"\n({args.reps} interleaved reps x {args.calls} calls per tool; {args.runs} whole runs per target; "
+          f"{os.cpu_count()} cores, load {load_before:.1f} at the start, {os.getloadavg()[0]:.1f} at the end)")
     return 0
 
 

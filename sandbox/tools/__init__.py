@@ -62,7 +62,7 @@ class ToolResult:
 class Context:
     """What every tool may know about the server (fixed for its life)."""
 
-    __slots__ = ("allow_shell", "output_limit", "reap_all", "rg", "root", "wipe_tmp")
+    __slots__ = ("_root_fd", "allow_shell", "output_limit", "reap_all", "rg", "root", "wipe_tmp")
 
     def __init__(
         self,
@@ -79,6 +79,16 @@ class Context:
         self.reap_all = reap_all
         self.rg = rg
         self.wipe_tmp = wipe_tmp
+        self._root_fd = -1
+
+    def root_fd(self) -> int:
+        """A descriptor of the root the path walks start from, opened once (close-on-exec: no
+        test process inherits it)."""
+        if self._root_fd < 0:
+            from sandbox.tools.paths import open_root
+
+            self._root_fd = open_root(self.root)
+        return self._root_fd
 
 
 # -- argument helpers ---------------------------------------------------------------

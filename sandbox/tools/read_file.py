@@ -8,8 +8,13 @@ are shortened (``... [N more bytes on this line]``). Files are read line by
 line: memory stays bounded whatever the file's size.
 
 Refused: directories (the error lists a few entries), anything that is not a
-regular file (a FIFO would block; checked before the open, and again on the
-descriptor opened with O_NONBLOCK), binary files (a NUL byte in the first 8 KiB).
+regular file (a FIFO would block; the path walk looks at it before any open, and
+the descriptor, opened with O_NONBLOCK, must be the same file), binary files (a
+NUL byte in the first 8 KiB).
+
+Few system calls (under gVisor each one is a trip through its user-space kernel): the path is
+walked once (paths.find: one ``openat`` per directory, one look at the file, its open and
+``fstat``) and a small file is read whole by one ``read`` (rawread), without a buffered file.
 
 Bounded work whatever the file (a 100 GB sparse file included): reading stops
 at a NUL byte met later (binary data from there on: said in the footer), after
@@ -20,12 +25,14 @@ request's timeout if shorter); what was read so far is shown, with the reason.
 from __future__ import annotations
 
 import errno
+import io
 import os
 import stat
 import time
 
 from sandbox.tools import Context, ToolError, ToolResult, check_names, opt_int, req_str
-from sandbox.tools.paths import display, resolve
+from sandbox.tools.paths import display, find
+from sandbox.tools.rawread import read_up_to
 
 # Not `from typing import ...` at run time: typing costs a first call ~3 ms and an idle
 # sandbox ~1 MB; mypy reads these names, the interpreter never needs them.
@@ -135,54 +142,51 @@ def read_file(ctx: Context, args: Mapping[str, Any], timeout_s: Optional[float])
 
     limit = min(timeout_s, READ_TIMEOUT_S) if timeout_s else READ_TIMEOUT_S
     budget = _Budget(time.monotonic() + limit)
-    res = resolve(ctx.root, path)
-    try:
-        st = os.stat(res.abs)
-    except (FileNotFoundError, NotADirectoryError):
-        raise _not_found(path, res.abs) from None
-    except OSError as e:
-        raise ToolError(f"cannot read {display(res.rel)!r}: {e.strerror}") from None
+    found = find(ctx.root, path, ctx.root_fd(), open_file=True)
+    st = found.st
+    if st is None:
+        if found.error is None or found.error.errno in (errno.ENOENT, errno.ENOTDIR):
+            raise _not_found(path, found.abs)
+        raise ToolError(f"cannot read {display(found.rel)!r}: {found.error.strerror}")
     if stat.S_ISDIR(st.st_mode):
-        entries, total = _list_dir(res.abs)
+        entries, total = _list_dir(found.abs)
         listing = ", ".join(display(e) for e in entries)
         more = f", ... ({total} entries)" if total > len(entries) else ""
         what = f"it contains: {listing}{more}" if total else "it is empty"
         raise ToolError(
-            f"{display(res.rel)!r} is a directory, not a file; {what}. Read a file inside it, or use search.",
+            f"{display(found.rel)!r} is a directory, not a file; {what}. Read a file inside it, or use search.",
             data={"is_directory": True, "entries": entries, "entry_count": total},
         )
-    if not stat.S_ISREG(st.st_mode):
-        raise ToolError(f"{display(res.rel)!r} is not a regular file (a device, FIFO or socket)")
-
+    if found.fd < 0:  # find opens regular files only
+        raise ToolError(f"{display(found.rel)!r} is not a regular file (a device, FIFO or socket)")
     try:
-        fd = os.open(res.abs, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    except OSError as e:
-        if e.errno in (errno.ENOENT, errno.ENOTDIR):
-            raise _not_found(path, res.abs) from None
-        raise ToolError(f"cannot read {display(res.rel)!r}: {e.strerror}") from None
-    with os.fdopen(fd, "rb") as f:
-        st = os.fstat(f.fileno())
-        if not stat.S_ISREG(st.st_mode):  # swapped since the stat above
-            raise ToolError(f"{display(res.rel)!r} is not a regular file")
-        sniff = f.read(SNIFF_BYTES)
-        if b"\x00" in sniff:
+        head = read_up_to(found.fd, st.st_size, SMALL_FILE_BYTES)
+        if b"\x00" in head[:SNIFF_BYTES]:
             raise ToolError(
-                f"{display(res.rel)!r} is a binary file ({st.st_size} bytes); not shown",
-                data={"binary": True, "size_bytes": st.st_size, "path": display(res.rel)},
+                f"{display(found.rel)!r} is a binary file ({st.st_size} bytes); not shown",
+                data={"binary": True, "size_bytes": st.st_size, "path": display(found.rel)},
             )
-        f.seek(0)
-        return _render(ctx, f, res.rel, st.st_size, start, end, budget)
+        return _render(ctx, head, found.fd, found.rel, st.st_size, start, end, budget)
+    finally:
+        os.close(found.fd)
 
 
 def _render(
-    ctx: Context, f: BinaryIO, rel: str, size: int, start: Optional[int], end: Optional[int], scan: _Budget
+    ctx: Context, head: bytes, fd: int, rel: str, size: int, start: Optional[int], end: Optional[int], scan: _Budget
 ) -> ToolResult:
+    """``head``: the file's first bytes (read_up_to: all of them when at most SMALL_FILE_BYTES)."""
     first = start or 1
     budget = max(ctx.output_limit, 200)
-    shown = _small_file(f, size, first, end, budget)
+    whole = len(head) <= SMALL_FILE_BYTES
+    shown = _small_file(head, first, end, budget) if whole else None
     stopped = ""
     if shown is None:
-        shown, stopped = _stream(f, first, end, budget, scan)
+        if whole:
+            shown, stopped = _stream(io.BytesIO(head), first, end, budget, scan)
+        else:
+            os.lseek(fd, 0, os.SEEK_SET)
+            with os.fdopen(fd, "rb", closefd=False) as f:
+                shown, stopped = _stream(f, first, end, budget, scan)
     out, shown_last, total, truncated = shown
     if stopped and not out:
         raise ToolError(
@@ -237,14 +241,10 @@ def _render(
 
 
 
-def _small_file(f: BinaryIO, size: int, first: int, end: Optional[int], budget: int) -> Optional[_Shown]:
-    """The same as _stream, 3x faster, for a file that fits in SMALL_FILE_BYTES with no
+def _small_file(data: bytes, first: int, end: Optional[int], budget: int) -> Optional[_Shown]:
+    """The same as _stream, 3x faster, for a whole file of at most SMALL_FILE_BYTES with no
     over-long line (None: use _stream). Lines are split and formatted by comprehensions."""
-    if size > SMALL_FILE_BYTES:
-        return None
-    data = f.read(SMALL_FILE_BYTES + 1)
-    f.seek(0)
-    if len(data) > SMALL_FILE_BYTES or b"\x00" in data:
+    if b"\x00" in data:
         return None  # a NUL past the sniff: _stream stops there and says so
     parts = data.split(b"\n")
     if parts[-1] == b"":  # the file ends with a newline, or is empty

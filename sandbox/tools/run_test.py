@@ -42,6 +42,7 @@ import selectors
 import shlex
 import shutil
 import signal
+import stat
 import subprocess
 import tempfile
 import time
@@ -59,7 +60,7 @@ from sandbox.tools import (
     opt_str_list,
 )
 from sandbox.tools.output import HeadTail
-from sandbox.tools.paths import display, resolve
+from sandbox.tools.paths import display, find
 from sandbox.tools.processes import Reaper, oom_kill_count
 from sandbox.tools.procs import tmpfs_mounts
 
@@ -294,8 +295,8 @@ def run_test(ctx: Context, args: Mapping[str, Any], timeout_s: Optional[float]) 
             raise ToolError(f"run_test: bad environment variable {k!r}")
     copy_repo = bool(opt_bool(tool, args, "copy_repo"))
     report_file = _report_path(opt_str(tool, args, "report_file"))
-    cwd = resolve(ctx.root, opt_str(tool, args, "cwd") or ".")
-    if not os.path.isdir(cwd.abs):
+    cwd = find(ctx.root, opt_str(tool, args, "cwd") or ".", ctx.root_fd())
+    if cwd.st is None or not stat.S_ISDIR(cwd.st.st_mode):
         raise ToolError(f"run_test: cwd {display(cwd.rel)!r} is not a directory")
 
     start = time.monotonic()

@@ -49,7 +49,6 @@ share: Match, Skipped and the size limits (MAX_COLUMNS, MAX_LINE_BYTES, MAX_FILE
 
 from __future__ import annotations
 
-import os
 import re
 import stat
 import time
@@ -66,7 +65,7 @@ from sandbox.tools import (
     req_str,
 )
 from sandbox.tools.globs import Glob, GlobSet  # noqa: F401 (Glob: tests and callers import it from here)
-from sandbox.tools.paths import display, resolve
+from sandbox.tools.paths import display, find
 from sandbox.tools.search_found import MAX_FILE_BYTES, Skipped
 from sandbox.tools.search_python import python_search
 from sandbox.tools.search_rg import rg_search
@@ -110,11 +109,10 @@ def search(ctx: Context, args: Mapping[str, Any], timeout_s: Optional[float]) ->
     for g in globs:
         if "\x00" in g or "\n" in g:
             raise ToolError(f"search: bad glob {g!r}")
-    res = resolve(ctx.root, path)
-    try:
-        st = os.stat(res.abs)
-    except OSError:
-        raise ToolError(f"search: path not found: {display(path)!r}") from None
+    res = find(ctx.root, path, ctx.root_fd())
+    st = res.st
+    if st is None:
+        raise ToolError(f"search: path not found: {display(path)!r}")
     is_file = not stat.S_ISDIR(st.st_mode)
     if is_file and not stat.S_ISREG(st.st_mode):
         raise ToolError(f"search: {display(res.rel)!r} is not a regular file (a FIFO, socket or device); not searched")

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import errno
 import os
+import shutil
+import stat
 import sys
+import threading
 from pathlib import Path
 
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sandbox.tools import ToolError
+from sandbox.tools import ToolError, paths
 from sandbox.tools.output import HeadTail, cap_text
-from sandbox.tools.paths import resolve
+from sandbox.tools.paths import find, resolve
 from tests.sandbox.server_support import make_tree
 
 
@@ -24,7 +28,14 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> str:
     os.symlink("/dev/null", r / "devnull")
     os.symlink("/proc/self/environ", r / "environ")
     os.symlink("/sys/kernel", r / "sysk")
-    return os.path.realpath(r)
+    real = os.path.realpath(r)
+    os.symlink(os.path.join(real, "src"), r / "abs_src")  # absolute, into the root: fine
+    os.symlink(real + "/../" + os.path.basename(real) + "/src", r / "abs_out_and_back")  # leaves the root first
+    os.symlink("loop_b", r / "loop_a")
+    os.symlink("loop_a", r / "loop_b")
+    os.symlink("deep/er", r / "src" / "to_deep")  # target missing: existence is the tool's business
+    os.symlink("util/..", r / "src" / "dotdot_in_target")
+    return real
 
 
 @pytest.mark.parametrize(
@@ -41,6 +52,12 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> str:
         ("src/util/up2/README.md", "README.md"),
         ("link_src/util/../app.py", "src/app.py"),
         ("does/not/exist.py", "does/not/exist.py"),  # existence is the tool's business
+        ("abs_src/app.py", "src/app.py"),
+        ("link_src/util/..", "src"),  # .. from the real src/util
+        ("chain/..", "src"),  # .. after a link to a link
+        ("src/to_deep/x.py", "src/deep/er/x.py"),
+        ("src/dotdot_in_target/app.py", "src/app.py"),
+        ("README.md/x", "README.md/x"),  # a file where a directory should be: not found later
     ],
 )
 def test_paths_inside(root: str, path: str, rel: str) -> None:
@@ -65,6 +82,10 @@ def test_paths_inside(root: str, path: str, rel: str) -> None:
         ("src/rel_escape", "the symlink 'src/rel_escape' points outside"),
         ("src/util/up3/x", "points outside"),
         ("link_src/../..", "climbs above the root"),  # .. from the real src
+        ("abs_out_and_back/app.py", "the symlink 'abs_out_and_back' points outside"),
+        ("loop_a", "cannot be followed: Too many levels of symbolic links"),
+        ("loop_a/x", "cannot be followed: Too many levels of symbolic links"),
+        ("./src/../link_etc", "the symlink 'src/../link_etc' points outside"),
         ("a\x00b", "NUL byte"),
         ("", "path is empty"),
     ],
@@ -84,6 +105,84 @@ def test_symlinked_root_is_fine(tmp_path: Path, root: str) -> None:
     link = tmp_path / "root_link"
     os.symlink(root, link)
     assert resolve(os.path.realpath(link), "src/app.py").abs == os.path.join(root, "src/app.py")
+
+
+def test_found_says_what_the_path_names_and_opens_only_regular_files(root: str) -> None:
+    found = find(root, "link_app", open_file=True)
+    try:
+        assert found.rel == "src/app.py" and found.st is not None and stat.S_ISREG(found.st.st_mode)
+        assert os.read(found.fd, 1 << 16) == Path(root, "src/app.py").read_bytes()
+    finally:
+        os.close(found.fd)
+    assert find(root, "src", open_file=True).fd == -1
+    assert stat.S_ISDIR(find(root, "link_src/util/..").st.st_mode)  # type: ignore[union-attr]
+    missing = find(root, "src/nope.py", open_file=True)
+    assert missing.st is None and missing.fd == -1 and missing.error is not None
+    assert missing.error.errno == errno.ENOENT
+
+
+def test_a_file_replaced_between_its_look_and_its_open_is_refused(root: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The walk looks at the last name, then opens it: what is opened must be what was looked at."""
+    work = Path(root, "swap_dir")
+    work.mkdir()
+    (work / "target.txt").write_text("looked at\n")
+    (work / "other.txt").write_text("swapped in\n")
+    real_open = os.open
+
+    def swapping_open(path: str, flags: int, mode: int = 0o777, *, dir_fd: int | None = None) -> int:
+        if path == "target.txt":
+            os.replace(work / "other.txt", work / "target.txt")
+        return real_open(path, flags, mode, dir_fd=dir_fd)
+
+    monkeypatch.setattr(paths.os, "open", swapping_open)
+    try:
+        with pytest.raises(ToolError, match="was replaced while it was opened"):
+            find(root, "swap_dir/target.txt", open_file=True)
+    finally:
+        monkeypatch.undo()
+        shutil.rmtree(work)
+
+
+def test_a_directory_swapped_for_a_link_outside_never_leads_the_walk_out(tmp_path: Path) -> None:
+    """A directory of the path turned into a link to outside and back, as fast as a thread can, while
+    the file under it is opened: each open gets the file inside or fails; it never opens the outside."""
+    repo, outside = tmp_path / "repo", tmp_path / "outside"
+    (repo / "d").mkdir(parents=True)
+    (repo / "d" / "f").write_text("inside")
+    outside.mkdir()
+    (outside / "f").write_text("SECRET")
+    root = os.path.realpath(repo)
+    stop = threading.Event()
+
+    def swap() -> None:
+        while not stop.is_set():
+            os.rename(repo / "d", repo / "d_real")
+            os.symlink(outside, repo / "d")
+            os.unlink(repo / "d")
+            os.rename(repo / "d_real", repo / "d")
+
+    swapper = threading.Thread(target=swap)
+    swapper.start()
+    seen = set()
+    try:
+        for _ in range(3000):
+            try:
+                found = find(root, "d/f", open_file=True)
+            except ToolError as e:
+                seen.add("refused" if "escapes the repository" in e.message else "other")
+                continue
+            if found.fd < 0:
+                seen.add("missing")
+                continue
+            try:
+                seen.add(os.read(found.fd, 100).decode())
+            finally:
+                os.close(found.fd)
+    finally:
+        stop.set()
+        swapper.join()
+    assert "SECRET" not in seen
+    assert "inside" in seen
 
 
 # -- output -------------------------------------------------------------------------------

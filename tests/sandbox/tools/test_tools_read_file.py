@@ -189,7 +189,7 @@ def test_small_file_path_matches_the_streaming_path(content: bytes, first: int, 
 
     from sandbox.tools.read_file import _Budget, _small_file, _stream
 
-    fast = _small_file(io.BytesIO(content), len(content), first, end, budget)
+    fast = _small_file(content, first, end, budget)
     slow, stopped = _stream(io.BytesIO(content), first, end, budget, _Budget(float("inf")))
     assert stopped == ""
     assert fast is not None
