@@ -37,6 +37,12 @@ def _add_env_recipe_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--pip", action="append", default=[], metavar="PKG",
                    help="a package the environment gets by name (PEP 508, from the index) beyond what the repo "
                         "declares")
+    g.add_argument("--apt", action="append", default=[], metavar="PKG", help="a Debian package the tests need")
+    g.add_argument("--extra", action="append", default=[], metavar="NAME",
+                   help="an optional-dependencies extra to add (test, tests, testing, dev are taken by default)")
+    g.add_argument("--group", action="append", default=[], metavar="NAME", help="a [dependency-groups] group")
+    g.add_argument("--requirements", action="append", default=[], metavar="FILE",
+                   help="a requirements file inside the repo")
     g.add_argument("--pre-install", action="append", default=[], metavar="CMD",
                    help="a shell command run in the build container (offline, unprivileged) in the project copy "
                         "before its build")
@@ -52,12 +58,6 @@ def _add_env_parser(sub: Any) -> None:
     env_sub = env.add_subparsers(dest="env_command", required=True)
     build = env_sub.add_parser("build", help="build or reuse the environment of a repository; prints the image")
     build.add_argument("--repo", required=True, help="the repository whose declared dependencies to install")
-    build.add_argument("--extra", action="append", default=[], metavar="NAME",
-                       help="an optional-dependencies extra to add (test, tests, testing, dev are taken by default)")
-    build.add_argument("--group", action="append", default=[], metavar="NAME", help="a [dependency-groups] group")
-    build.add_argument("--requirements", action="append", default=[], metavar="FILE",
-                       help="a requirements file inside the repo")
-    build.add_argument("--apt", action="append", default=[], metavar="PKG", help="a Debian package the tests need")
     build.add_argument("--image", help="the base image (default codebox-sandbox:latest)")
     build.add_argument("--find-links", action="append", default=[], metavar="DIR", help="a local folder of wheels")
     build.add_argument("--no-index", action="store_true", help="only --find-links folders, no package index")

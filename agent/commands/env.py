@@ -59,8 +59,7 @@ def cmd_env_build(args: argparse.Namespace) -> int:
         flags = EnvFlags(args)
     except CodeboxError as exc:
         return error_exit(exc)
-    request = EnvRequest(repo=repo, base_image=args.image or DEFAULT_IMAGE, extras=args.extra,
-                         groups=args.group, requirements=args.requirements, apt=args.apt, index=index,
+    request = EnvRequest(repo=repo, base_image=args.image or DEFAULT_IMAGE, index=index,
                          allow_public_fallback=args.allow_public_fallback,
                          recipe=flags.recipe_for(str(repo)), as_of=flags.as_of or asof.choose(None, repo))
     cancel = CancelToken()  # Ctrl-C / SIGTERM: uv and the build container stop at once, nothing is tagged

@@ -1,7 +1,8 @@
 """The environment flags of `run`, `batch`, `eval` and `env build` (defined in agent/cli.py), folded into
 each task's ``env``.
 
-``--pip PKG``, ``--pre-install CMD`` and ``--recipes FILE`` make a recipe, ``--as-of DATE|now``
+``--pip PKG``, ``--apt PKG``, ``--extra NAME``, ``--group NAME``, ``--requirements FILE``,
+``--pre-install CMD`` and ``--recipes FILE`` make a recipe, ``--as-of DATE|now``
 the date; a task that builds its environment (``auto``, or an ``env`` object) gets them, in
 this order: the flags, the recipes file's entry for its repository (and version), the task's
 own ``env`` object. A task on ``none`` or a named image keeps its setting: a recipe only
@@ -21,15 +22,20 @@ if TYPE_CHECKING:  # `codebox env build` (a cache hit) never needs agent.protoco
     from agent.protocol import TaskSpec
 
 AUTO = "auto"
+# The recipe's flags (argparse's names) and the recipe fields they fill.
+_RECIPE_FLAGS = {"pip": "pip", "apt": "apt", "pre_install": "pre_install", "requirements": "requirements",
+                 "extra": "extras", "group": "groups"}
 
 
 class EnvFlags:
     """The parsed flags, checked once (a bad recipes file or date is one usage error up front)."""
 
     def __init__(self, args: argparse.Namespace) -> None:
-        flags = {"pip": list(getattr(args, "pip", None) or []),
-                 "pre_install": list(getattr(args, "pre_install", None) or [])}
-        self.recipe = parse_recipe(flags, "--pip/--pre-install")
+        self.recipe = Recipe()
+        for flag, field in _RECIPE_FLAGS.items():  # checked one flag at a time, so an error names its flag
+            values = list(getattr(args, flag, None) or [])
+            if values:
+                self.recipe = self.recipe.plus(parse_recipe({field: values}, "--" + flag.replace("_", "-")))
         path = getattr(args, "recipes", None)
         self.book = load_recipes(Path(path).expanduser()) if path else RecipeBook()
         when = getattr(args, "as_of", None)

@@ -78,6 +78,21 @@ def test_the_flags_fold_into_the_tasks_that_build_their_environment(tmp_path: Pa
     assert EnvFlags(flags()).apply(TaskSpec(repo="/r/proj", goal="g")).env == "auto"
 
 
+def test_every_recipe_field_has_a_flag_on_run_batch_eval_and_env_build(tmp_path: Path) -> None:
+    """`codebox run --apt less` (click's pager tests need less) is what `env build --apt` was."""
+    from agent.cli import build_parser
+
+    words = ["--pip", "p", "--apt", "less", "--extra", "e", "--group", "g", "--requirements", "r.txt",
+             "--pre-install", "make"]
+    commands = {"run": ["run", "--repo", str(tmp_path), *words, "goal"], "batch": ["batch", "t.jsonl", *words],
+                "eval": ["eval", "--dataset", "d.jsonl", "--predictions", "gold", *words],
+                "env build": ["env", "build", "--repo", str(tmp_path), *words]}
+    for name, argv in commands.items():
+        recipe = EnvFlags(build_parser().parse_args(argv)).recipe
+        assert recipe == Recipe(pip=["p"], apt=["less"], extras=["e"], groups=["g"], requirements=["r.txt"],
+                                pre_install=["make"]), name
+
+
 def test_a_task_file_env_object_is_checked_like_any_task_field() -> None:
     from pydantic import ValidationError
 
