@@ -6,8 +6,11 @@ Under gVisor every system call is served by its user-space kernel (tens of micro
 the ptrace platform, a process start far more), so the count of calls a tool makes is what its
 cost under runsc follows. The server runs here on the host, as the tests run it, under
 ``strace -f`` (children included: rg, a test's processes); a request for an unknown tool marks
-where the counted calls start and end. Per server: its boot (to the first answer), then per tool
-the mean over ``--calls`` calls after 3 warm-up calls, with the most frequent system calls.
+where the counted calls start and end. Per server and tool: its boot (to the first answer), the
+tool's first call (its module's imports included), and the mean over ``--calls`` calls after 3
+warm-up calls, with the most frequent system calls. The server runs with ``--reap-all`` as in a
+container, but here it sees the host's processes: a run_test's scan of /proc costs ~7 calls per
+process on the host, where a container has a handful.
 """
 
 from __future__ import annotations
@@ -47,23 +50,34 @@ def _repo(root: Path) -> Path:
 def _requests(tool: str, args: dict[str, object], calls: int) -> list[bytes]:
     line = (json.dumps({"id": 1, "tool": tool, "args": args}) + "\n").encode()
     mark = (json.dumps({"id": "m", "tool": MARK}) + "\n").encode()
-    return [mark, *[line] * 3, mark, *[line] * calls, mark]
+    return [mark, line, mark, *[line] * 3, mark, *[line] * calls, mark]
 
 
-def _syscalls(log: str) -> list[str]:
-    """One entry per system call made (a resumed line is the same call), in order."""
-    out = []
+def _syscalls(log: str) -> tuple[list[str], list[int]]:
+    """One entry per system call made, in order (a call another thread interrupted is one call,
+    where it started), and the indexes of the reads that got a mark."""
+    out: list[str] = []
+    marks: list[int] = []
+    started: dict[str, int] = {}  # pid -> index of its unfinished call
     for line in log.splitlines():
-        body = line.split(" ", 1)[1] if line[:1].isdigit() else line
+        pid, _, body = line.partition(" ")
         body = body.lstrip()
-        if body.startswith(("<...", "+++", "---")) or "(" not in body:
+        if body.startswith("<... "):  # the rest of an unfinished call
+            if body.startswith("<... read resumed>") and MARK in body and pid in started:
+                marks.append(started[pid])
             continue
+        if body.startswith(("+++", "---")) or "(" not in body:
+            continue
+        if body.endswith("<unfinished ...>"):
+            started[pid] = len(out)
+        elif body.startswith("read(") and MARK in body:
+            marks.append(len(out))
         out.append(body)
-    return out
+    return out, marks
 
 
-def count(repo: Path, engine: str, tool: str, args: dict[str, object], calls: int) -> tuple[int, float, list[str]]:
-    """(syscalls of the boot, mean syscalls per call, the calls of one counted window)."""
+def count(repo: Path, engine: str, tool: str, args: dict[str, object], calls: int) -> tuple[int, int, float, list[str]]:
+    """(syscalls of the boot, of the first call, mean per call after it, the calls of the counted window)."""
     with tempfile.NamedTemporaryFile(prefix="codebox-strace-", suffix=".log") as log:
         argv = ["strace", "-f", "-qq", "-s", "48", "-o", log.name, sys.executable, "-S", "-m", "sandbox.server",
                 "--root", str(repo), "--reap-all", "--search-engine", engine]
@@ -77,14 +91,14 @@ def count(repo: Path, engine: str, tool: str, args: dict[str, object], calls: in
             server.stdout.readline()
         server.stdin.close()
         server.wait(timeout=60)
-        made = _syscalls(Path(log.name).read_text(errors="replace"))
-    marks = [i for i, body in enumerate(made) if body.startswith("read(") and MARK in body]
-    if len(marks) != 3:
-        raise SystemExit(f"{engine} {tool}: expected 3 marks in the trace, found {len(marks)}")
-    # between the 2nd and 3rd marks: the 2nd mark's answer (a write), then the counted calls, whose
-    # reads of their request are there too (the last read is the 3rd mark's)
-    window = made[marks[1] + 2 : marks[2] + 1]
-    return marks[0], len(window) / calls, window
+        made, marks = _syscalls(Path(log.name).read_text(errors="replace"))
+    if len(marks) != 4:
+        raise SystemExit(f"{engine} {tool}: expected 4 marks in the trace, found {len(marks)}")
+    # between two marks: the first mark's answer (a write), then the calls, whose reads of their
+    # request are there too (the last read is the next mark's)
+    first = made[marks[0] + 2 : marks[1] + 1]
+    window = made[marks[2] + 2 : marks[3] + 1]
+    return marks[0], len(first), len(window) / calls, window
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -103,10 +117,10 @@ def main(argv: list[str] | None = None) -> int:
         for engine in args.engines.split(","):
             for name in args.tools.split(","):
                 tool, tool_args = CALLS[name]
-                boot, per_call, window = count(repo, engine, tool, tool_args, args.calls)
+                boot, first, per_call, window = count(repo, engine, tool, tool_args, args.calls)
                 names = collections.Counter(body.split("(", 1)[0] for body in window)
                 top = ", ".join(f"{n} {c / args.calls:g}" for n, c in names.most_common(args.top))
-                print(f"{engine:<8}{name:<14}{per_call:>8.1f} per call   (boot {boot})   {top}")
+                print(f"{engine:<8}{name:<14}{per_call:>8.1f} per call, first {first:>5}, boot {boot:>5}   {top}")
     return 0
 
 

@@ -2,7 +2,7 @@
 
     python3 -m sandbox.server --root /repo [--lifetime-s S] [--output-limit N]
                               [--allow-shell] [--reap-all] [--wipe-tmp]
-                              [--max-request-bytes N] [--search-engine auto|rg|python]
+                              [--max-request-bytes N] [--search-engine auto|rg|python|literal]
 
 Stdlib only, python3 >= 3.9. One request at a time: a line in, one line out,
 flushed. A malformed line (bad JSON, unknown tool, wrong types, too long) gets
@@ -99,6 +99,7 @@ class Server:
                 "version": wire.PROTOCOL_VERSION,
                 "python": sys.version,
                 "rg": ctx.rg is not None,
+                "literal_in_python": ctx.literal_in_python,
                 "root": ctx.root,
                 "pid": os.getpid(),
                 "output_limit": ctx.output_limit,
@@ -299,7 +300,7 @@ def _take_stdio() -> tuple[BinaryIO, int]:
 
 USAGE = """usage: python3 -m sandbox.server [--root DIR] [--lifetime-s S] [--output-limit N]
                               [--allow-shell] [--reap-all] [--wipe-tmp] [--max-request-bytes N]
-                              [--tools NAME,...] [--search-engine auto|rg|python]
+                              [--tools NAME,...] [--search-engine auto|rg|python|literal]
 
   --root DIR             the repository root (default /repo)
   --lifetime-s S         exit after this many seconds
@@ -311,7 +312,11 @@ USAGE = """usage: python3 -m sandbox.server [--root DIR] [--lifetime-s S] [--out
                          (honoured only with --reap-all, in a container whose /tmp is a tmpfs of its own)
   --max-request-bytes N  longest request line accepted (default 4194304)
   --tools NAME,...       the tools this server runs (default: all); the write container: apply_patch
-  --search-engine E      auto: ripgrep when on PATH, else the pure-Python search; rg; python"""
+  --search-engine E      auto: ripgrep when on PATH, else the pure-Python search; rg; python;
+                         literal: as auto, but a literal query is searched in Python (under gVisor
+                         starting a process costs more than the walk)"""
+
+ENGINES = ("auto", "rg", "python", "literal")
 
 _FLAGS: flags.Spec = {
     "--root": (str, DEFAULT_ROOT),
@@ -335,8 +340,8 @@ def _parse_args(argv: Sequence[str]) -> dict[str, Any]:
         raise flags.FlagError("--lifetime-s must be > 0")
     if ns["max_request_bytes"] < 1024:
         raise flags.FlagError("--max-request-bytes must be >= 1024")
-    if ns["search_engine"] not in ("auto", "rg", "python"):
-        raise flags.FlagError(f"--search-engine: {ns['search_engine']!r} is not one of auto, rg, python")
+    if ns["search_engine"] not in ENGINES:
+        raise flags.FlagError(f"--search-engine: {ns['search_engine']!r} is not one of {', '.join(ENGINES)}")
     return ns
 
 
@@ -375,6 +380,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         reap_all=reap_all,
         rg=rg,
         wipe_tmp=wipe_tmp,
+        literal_in_python=ns["search_engine"] == "literal",
     )
     server = Server(
         ctx,

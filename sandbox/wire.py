@@ -52,7 +52,8 @@ EXIT_SIGNAL = 4
 #
 # Per-tool args and data (fields marked ? are optional or may be null):
 #
-# ping {}                      -> data: version, python, rg (bool), root, pid, output_limit,
+# ping {}                      -> data: version, python, rg (bool), literal_in_python (bool: a
+#                                  literal search skips rg), root, pid, output_limit,
 #                                  allow_shell, reap_all (as honoured), subreaper (bool),
 #                                  undumpable (bool: /proc/<server>/fd closed to its children)
 # read_file {path, start_line?, end_line?}

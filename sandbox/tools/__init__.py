@@ -62,7 +62,7 @@ class ToolResult:
 class Context:
     """What every tool may know about the server (fixed for its life)."""
 
-    __slots__ = ("_root_fd", "allow_shell", "output_limit", "reap_all", "rg", "root", "wipe_tmp")
+    __slots__ = ("_root_fd", "allow_shell", "literal_in_python", "output_limit", "reap_all", "rg", "root", "wipe_tmp")
 
     def __init__(
         self,
@@ -72,6 +72,7 @@ class Context:
         reap_all: bool = False,  # in a container: every process but us and our ancestors is a leftover
         rg: Optional[str] = None,  # path of ripgrep, None: use the pure-Python search
         wipe_tmp: bool = False,  # run_test empties /tmp before and after each run (a container's own tmpfs only)
+        literal_in_python: bool = False,  # a literal search runs in Python even with rg (under gVisor)
     ) -> None:
         self.root = root
         self.output_limit = output_limit
@@ -79,6 +80,7 @@ class Context:
         self.reap_all = reap_all
         self.rg = rg
         self.wipe_tmp = wipe_tmp
+        self.literal_in_python = literal_in_python
         self._root_fd = -1
 
     def root_fd(self) -> int:

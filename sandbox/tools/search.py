@@ -9,7 +9,9 @@ entries of each directory sorted by name). Both engines give the same results:
   (``--fixed-strings`` unless ``regex``), the user's ``--glob``\\s then
   ``--glob '!.git'``; the debug log on stderr is read only for the files rg
   skipped as too large;
-- a pure-Python walk otherwise, with the same rules: hidden files searched,
+- a pure-Python walk otherwise (and for a literal query under ``--search-engine literal``,
+  which codebox gives a gVisor sandbox: there starting rg costs more than the walk), with the
+  same rules: hidden files searched,
   ``.git`` skipped, .gitignore NOT applied (``--no-ignore``), symlinks and
   anything but regular files not followed or searched during the walk, globs
   with gitignore syntax (``*`` does not cross ``/``, ``**``, ``?``, ``[...]``,
@@ -127,7 +129,7 @@ def search(ctx: Context, args: Mapping[str, Any], timeout_s: Optional[float]) ->
     deadline = time.monotonic() + (min(timeout_s, DEFAULT_TIMEOUT_S) if timeout_s else DEFAULT_TIMEOUT_S)
     errors = ""
     skipped = Skipped()
-    if ctx.rg:
+    if ctx.rg and (regex or not ctx.literal_in_python):
         engine = "rg"
         found, more, timed_out, errors = rg_search(
             ctx.rg, ctx.root, res.rel, query, regex, globs, max_results, deadline, skipped

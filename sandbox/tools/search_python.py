@@ -1,18 +1,27 @@
-"""The pure-Python search engine, for a sandbox without ripgrep: the same results as rg.
+"""The pure-Python search engine: the same results as rg, for a sandbox without ripgrep, and for
+literal searches under gVisor (``--search-engine literal``), where starting rg costs more than the
+whole walk.
 
 ``python_search`` walks the tree in rg's order (``--sort path``), with rg's rules (hidden files
 searched, ``.git`` and symlinks not followed, globs with gitignore syntax via GlobSet), and reads
 each file's lines as ``rg --binary`` does (a NUL ends a line in a file found by the walk).
+
+Few system calls per file (each one is a trip through gVisor's user-space kernel): the walk
+takes the kind of each entry from the directory listing, and a file is opened, read whole in
+one ``read`` when it is under FIRST_READ bytes, and closed; a literal query that is not in those
+bytes needs nothing more (it holds no newline nor NUL, so it cannot span lines). Only a bigger
+file is asked its size (over MAX_FILE_BYTES: not searched) and read line by line.
 """
 
 from __future__ import annotations
 
+import io
 import os
 import re
 import time
 
 from sandbox.tools.globs import GlobSet
-from sandbox.tools.paths import display
+from sandbox.tools.paths import FILE_FLAGS, display
 from sandbox.tools.search_found import MAX_FILE_BYTES, MAX_LINE_BYTES, Match, Skipped, clean_line
 
 # Not `from typing import ...` at run time (a first search would pay ~3 ms for it).
@@ -42,10 +51,8 @@ def _walk(root: str, rel: str, globs: GlobSet, skipped: Skipped) -> Iterator[tup
                     skipped.links.append(display(child))
             elif not e.is_file(follow_symlinks=False):
                 skipped.special.append(display(child))
-            elif e.stat(follow_symlinks=False).st_size > MAX_FILE_BYTES:
-                skipped.large.append(display(child))
             else:
-                yield e.path, child
+                yield e.path, child  # its size is looked at only if it is big (_search_file)
         except OSError:
             continue
 
@@ -81,6 +88,8 @@ def python_search(
                 found.append(Match(shown, lineno, text))
                 if time.monotonic() > deadline:
                     return found, False, True
+        except _TooLarge:
+            skipped.large.append(shown)
         except OSError:
             continue
         finally:
@@ -120,6 +129,13 @@ def _file_lines(f: Any, skipped: Skipped, binary: List[bool], split_nul: bool) -
         yield raw
 
 
+FIRST_READ = 1 << 16  # a file under this is read whole, in one read() (a bigger buffer is mmap'ed: 3 calls more)
+
+
+class _TooLarge(Exception):
+    """The file is over MAX_FILE_BYTES: not searched (named in the result)."""
+
+
 def _search_file(
     path: str,
     needle: bytes,
@@ -128,16 +144,42 @@ def _search_file(
     binary: List[bool],
     split_nul: bool,
 ) -> Iterator[tuple[int, str]]:
-    """(line number, text) of each matching line."""
-    with open(path, "rb") as f:
-        for lineno, raw in enumerate(_file_lines(f, skipped, binary, split_nul), 1):
-            if not raw:
-                continue
-            if pattern is not None:
-                # match the line without its "\n" but with any "\r", as rg does
-                text = raw[:-1] if raw.endswith(b"\n") else raw
-                if pattern.search(text.decode("utf-8", "replace")) is not None:
-                    yield lineno, clean_line(raw)
-            elif needle in raw:
-                yield lineno, clean_line(raw)
+    """(line number, text) of each matching line; _TooLarge for a file over MAX_FILE_BYTES.
 
+    Opened as read_file opens: a FIFO or a link put there since the walk neither blocks nor is
+    followed."""
+    fd = os.open(path, FILE_FLAGS)
+    try:
+        data = os.read(fd, FIRST_READ)
+        if len(data) < FIRST_READ:  # a short read of a regular file: its end
+            if pattern is None and needle not in data:
+                return
+            yield from _matches(io.BytesIO(data), needle, pattern, skipped, binary, split_nul)
+            return
+        if os.fstat(fd).st_size > MAX_FILE_BYTES:
+            raise _TooLarge()
+        os.lseek(fd, 0, os.SEEK_SET)
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            yield from _matches(f, needle, pattern, skipped, binary, split_nul)
+    finally:
+        os.close(fd)
+
+
+def _matches(
+    f: Any,
+    needle: bytes,
+    pattern: Optional[re.Pattern[str]],
+    skipped: Skipped,
+    binary: List[bool],
+    split_nul: bool,
+) -> Iterator[tuple[int, str]]:
+    for lineno, raw in enumerate(_file_lines(f, skipped, binary, split_nul), 1):
+        if not raw:
+            continue
+        if pattern is not None:
+            # match the line without its "\n" but with any "\r", as rg does
+            text = raw[:-1] if raw.endswith(b"\n") else raw
+            if pattern.search(text.decode("utf-8", "replace")) is not None:
+                yield lineno, clean_line(raw)
+        elif needle in raw:
+            yield lineno, clean_line(raw)

@@ -51,11 +51,16 @@ def py(session: Session, code: str, timeout_s: float = 30) -> tuple[str, str, di
     return result.outcome, result.output, result.data
 
 
-def test_each_tool_the_write_box_and_the_read_only_repo(session: Session, repo: Path) -> None:
+def test_each_tool_the_write_box_and_the_read_only_repo(session: Session, repo: Path, target: SandboxConfig) -> None:
     read = session.call("read_file", {"path": "README.md"})
     assert read.ok and "hello conformance" in read.output
     found = session.call("search", {"query": "needle"})
     assert found.ok and found.data["count"] == 1 and "pkg/mod.py" in found.output
+    regex = session.call("search", {"query": "need+le", "regex": True})
+    assert regex.ok and regex.output == found.output
+    # under gVisor a literal search is the server's own walk (no process start), a regex one rg's
+    gvisor = target.runtime.startswith("runsc")
+    assert (found.data["engine"], regex.data["engine"]) == ("python" if gvisor else "rg", "rg")
     missing = session.call("read_file", {"path": "nope.txt"})
     assert (missing.ok, missing.outcome) == (False, "error")
     assert py(session, "import sys; sys.exit(3)")[0] == "failed"

@@ -58,7 +58,10 @@ def _run(*argv: str) -> subprocess.CompletedProcess[str]:
     ("argv", "needle"),
     [
         (["sandbox.server", "--output-limit", "0"], "--output-limit must be in 1..1000000"),
-        (["sandbox.server", "--search-engine", "grep"], "--search-engine: 'grep' is not one of auto, rg, python"),
+        (
+            ["sandbox.server", "--search-engine", "grep"],
+            "--search-engine: 'grep' is not one of auto, rg, python, literal",
+        ),
         (["sandbox.server", "--lifetime-s", "soon"], "--lifetime-s: not a valid value: 'soon'"),
         (["sandbox.container_init", "--", "true"], "--alarm-s is required"),
         (["sandbox.container_init", "--alarm-s", "5"], "no command"),

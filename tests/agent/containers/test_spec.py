@@ -47,6 +47,16 @@ def test_the_owner_is_read_from_the_repository(tmp_path: Path) -> None:
     assert container_user(SandboxConfig(), tmp_path, ROLE_WRITE) == "0:0"
 
 
+@pytest.mark.parametrize(
+    ("runtime", "literal"), [("runc", False), ("runsc", True), ("runsc-kvm", True), ("runscx", False)]
+)
+def test_under_gvisor_a_literal_search_runs_in_the_server(tmp_path: Path, runtime: str, literal: bool) -> None:
+    _, body = container_options(SandboxConfig(user="1000:1000", runtime=runtime), tmp_path, ROLE_TOOLS, "t", 0.0)
+    server = body["Cmd"][body["Cmd"].index("--") + 1 :]
+    assert (server[-2:] == ["--search-engine", "literal"]) is literal
+    assert server.count("--search-engine") == int(literal)
+
+
 def test_the_create_body_holds_every_hardening_option(tmp_path: Path) -> None:
     (tmp_path / ".git").mkdir()
     config = SandboxConfig(user="1000:1000", memory="1.5g", cpus=0.5, pids_limit=64, tmpfs_size="64m")

@@ -41,6 +41,7 @@ def servers(tree: Path) -> Iterator[dict[str, ServerProc]]:
     s = {"python": ServerProc(tree, "--search-engine", "python")}
     if HAVE_RG:
         s["rg"] = ServerProc(tree, "--search-engine", "rg")
+        s["literal"] = ServerProc(tree, "--search-engine", "literal")
     yield s
     for server in s.values():
         server.close()
@@ -90,6 +91,18 @@ def test_rg_and_python_agree(servers: dict[str, ServerProc], case: dict[str, Any
     a = search(servers["rg"], **case)
     b = search(servers["python"], **case)
     assert a["data"].pop("engine") == "rg" and b["data"].pop("engine") == "python"
+    assert a == {**b, "id": a["id"]}
+
+
+@pytest.mark.skipif(not HAVE_RG, reason="rg is not on PATH")
+@pytest.mark.parametrize("case", AGREEMENT_CASES, ids=lambda c: repr(c))
+def test_the_literal_engine_gives_rgs_results_searching_literals_itself(
+    servers: dict[str, ServerProc], case: dict[str, Any]
+) -> None:
+    a = search(servers["rg"], **case)
+    b = search(servers["literal"], **case)
+    assert a["data"].pop("engine") == "rg"
+    assert b["data"].pop("engine") == ("rg" if case.get("regex") else "python")
     assert a == {**b, "id": a["id"]}
 
 
