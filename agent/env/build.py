@@ -51,6 +51,8 @@ from agent.env.tree import Tree, read_tree
 if TYPE_CHECKING:
     import docker
 
+    from agent.env.layer import Stacked
+
 FORMAT_VERSION = "2"
 Log = Callable[[str], None]
 __all__ = ["ROLE_BUILD", "EnvRequest", "ensure_env"]
@@ -214,8 +216,10 @@ class _Build:
             folder = Path(tmp)
             if self.inputs.build:
                 return self._with_project_build(folder, self.compiles)
-            deps = self._deps(self._lock(declared.requirements + self.inputs.pip, declared.project.name))
-            return self._finish(deps, static_layer(declared, folder / "project.tar"), declared.project.name or "")
+            lock = self._lock(declared.requirements + self.inputs.pip, declared.project.name)
+            layer = static_layer(declared, folder / "project.tar")
+            deps, image_id = self._deps(lock, self._stacked(layer))  # built: one load for both images
+            return self._finish(deps, layer, declared.project.name or "", image_id)
 
     def _with_project_build(self, folder: Path, compiles: bool) -> images.Entry:
         from agent.env import metadata
@@ -255,7 +259,7 @@ class _Build:
                          f"{len(meta.requires_dist)} Requires-Dist")
             else:
                 box.prepare()
-            deps = self._deps(self._lock(requirements + inputs.pip, name))
+            deps, _ = self._deps(self._lock(requirements + inputs.pip, name))
             self.log("installing the project with its own build backend")
             layer = box.build(folder / "project.tar")
         return self._finish(deps, layer, name)
@@ -274,7 +278,7 @@ class _Build:
             lock = Lock(pins=[p for p in lock.pins if canonicalize_name(p.name) != own])
         return lock
 
-    def _deps(self, lock: Lock) -> images.Entry:
+    def _deps(self, lock: Lock, on_top: Stacked | None = None) -> tuple[images.Entry, str | None]:
         from agent.env.deps import ensure_deps
         from agent.env.sdists import build_requirements
 
@@ -282,15 +286,24 @@ class _Build:
                        else Lock(pins=[]))
         return ensure_deps(self.client, self.engine, self.request.base_image, self.base_id, self.target, lock,
                            sdist_build, list(self.inputs.recipe.apt), self.installed, self.request.limits,
-                           self.deadline, self.cancel, self.log, str(self.request.repo))
+                           self.deadline, self.cancel, self.log, str(self.request.repo), on_top)
 
-    def _finish(self, deps: images.Entry, layer: Path, name: str) -> images.Entry:
-        from agent.env.layer import load_image
+    def _stacked(self, layer: Path) -> Stacked:
+        """The environment image: its dependencies image plus the project layer."""
+        from agent.env.layer import Stacked
 
-        check(self.cancel)
-        tag = f"{images.REPOSITORY}:{self.key[:16]}"
         labels = {images.LABEL_KIND: images.KIND, images.LABEL_REPO: str(self.request.repo)}
-        image_id = load_image(self.client, deps.id, [layer], tag, labels)
+        return Stacked([layer], f"{images.REPOSITORY}:{self.key[:16]}", labels)
+
+    def _finish(self, deps: images.Entry, layer: Path, name: str, image_id: str | None = None) -> images.Entry:
+        """Record the environment image (``image_id``: loaded already with its dependencies image)."""
+        from agent.env.layer import load_stack
+
+        stacked = self._stacked(layer)
+        tag = stacked.tag
+        if image_id is None:
+            check(self.cancel)
+            image_id = load_stack(self.client, deps.id, [stacked])[0]
         entry = images.Entry(
             kind="env", key=self.key, id=image_id, tag=tag, repo=str(self.request.repo), base=self.request.base_image,
             base_id=self.base_id, python=self.target.python, lock=deps.lock, packages=deps.packages, apt=deps.apt,

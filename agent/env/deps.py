@@ -30,7 +30,7 @@ from agent.env.box import BUILD_USER, DPKG_CAPS, SETUP_CAPS, Box, BuildLimits, D
 from agent.env.cancel import NEVER, Cancel, check
 from agent.env.errors import EnvError
 from agent.env.fetch import make_wheelhouse
-from agent.env.layer import PROJECT, VENV, load_image
+from agent.env.layer import PROJECT, VENV, Stacked, load_stack
 from agent.env.resolve import Lock, Target, uv_binary
 
 FORMAT = "deps-1"
@@ -58,14 +58,20 @@ def site_packages(target: Target) -> str:
 def ensure_deps(client: docker.DockerClient, engine: images.Engine, base_image: str, base_id: str, target: Target,
                 lock: Lock, sdist_build_lock: Lock, apt_packages: list[str], installed_debs: set[str],
                 limits: BuildLimits, deadline: Deadline, cancel: Cancel = NEVER,
-                log: Callable[[str], None] = lambda _: None, repo: str = "") -> images.Entry:
-    """The dependencies image of this lock on this base: recorded, or built now (and recorded)."""
+                log: Callable[[str], None] = lambda _: None, repo: str = "",
+                on_top: Stacked | None = None) -> tuple[images.Entry, str | None]:
+    """The dependencies image of this lock on this base: recorded, or built now (and recorded).
+
+    ``on_top``: an image made of the dependencies image plus its layers (the project's), loaded in
+    the same ``docker load`` when the dependencies image is built; its id, else None (reused: the
+    caller loads it).
+    """
     key = deps_key(base_id, lock, sdist_build_lock, apt_packages)
     with images.building("deps", key, cancel):
         found = images.lookup(engine, "deps", key)
         if found is not None:
             log(f"reusing the dependencies image {found.tag} ({len(found.packages)} packages)")
-            return found
+            return found, None
         log(f"installing {len(lock.pins)} packages into a new dependencies image (network none)")
         with tempfile.TemporaryDirectory(prefix="codebox-deps-") as tmp:
             folder = Path(tmp)
@@ -102,13 +108,14 @@ def ensure_deps(client: docker.DockerClient, engine: images.Engine, base_image: 
             try:
                 check(cancel)
                 labels = {images.LABEL_KIND: "env-deps", images.LABEL_REPO: repo}
-                image_id = load_image(client, base_image, layers, tag, labels)
+                stack = [Stacked(layers, tag, labels), *([on_top] if on_top else [])]
+                image_id, *above = load_stack(client, base_image, stack)
             finally:
                 removing.join()
         entry = images.Entry(kind="deps", key=key, id=image_id, tag=tag, base=base_image, base_id=base_id,
                              python=target.python, lock=lock.hashed_txt(), packages=lock.installed(), apt=debs)
         images.write(entry)
-        return entry
+        return entry, (above[0] if above else None)
 
 
 class BoxPlan(NamedTuple):

@@ -1,5 +1,6 @@
 """Image layers: loaded into Docker as ``parent + layers`` (``docker load``; the parent's layers are named,
-not sent), made in memory from files codebox writes, and checked before a container's layer is loaded."""
+not sent; several images stacked in one load), made in memory from files codebox writes, and checked
+before a container's layer is loaded."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import re
 import tarfile
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from agent.env.errors import EnvError
 
@@ -22,6 +23,14 @@ PROJECT = "/opt/codebox-project"  # the project: its install, what its build gen
 _SAFE_PART = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.+!-]*$")
 
 
+class Stacked(NamedTuple):
+    """One image of a stack: the image below it plus ``layers`` (uncompressed tars)."""
+
+    layers: list[Path]
+    tag: str  # "": untagged (docker image prune removes it if codebox dies before it does)
+    labels: dict[str, str]
+
+
 def load_image(client: docker.DockerClient, parent: str, layers: list[Path], tag: str,
                labels: dict[str, str]) -> str:
     """``tag`` = the image ``parent`` plus ``layers`` (uncompressed tars), via ``docker load``; its image id.
@@ -29,38 +38,58 @@ def load_image(client: docker.DockerClient, parent: str, layers: list[Path], tag
     Why not ``docker commit``: on fuse-overlayfs it diffs the whole base file by file (11 s
     for a 210 MB base here); loading ready layers takes well under a second.
     """
+    return load_stack(client, parent, [Stacked(layers, tag, labels)])[0]
+
+
+def load_stack(client: docker.DockerClient, parent: str, stack: list[Stacked]) -> list[str]:
+    """Each image of ``stack`` = the one before it (the first: ``parent``) plus its layers, all in
+    one ``docker load`` (one request, one pass of the daemon); their image ids."""
     import docker.errors
 
     attrs = client.images.get(parent).attrs
-    digests = [f"sha256:{_sha256(layer)}" for layer in layers]
-    config = json.dumps({
-        "architecture": attrs.get("Architecture", "amd64"),
-        "os": attrs.get("Os", "linux"),
-        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "config": image_config(attrs, labels),
-        "rootfs": {"type": "layers", "diff_ids": [*attrs["RootFS"]["Layers"], *digests]},
-    }).encode()
-    config_name = hashlib.sha256(config).hexdigest() + ".json"
+    below_config: dict[str, Any] = {"Config": attrs.get("Config")}
+    below_layers: list[str] = list(attrs["RootFS"]["Layers"])
     # The daemon reads a layer file only when it lacks that layer: the parent's are named, not sent.
-    known = [f"parent{i}/layer.tar" for i in range(len(attrs["RootFS"]["Layers"]))]
-    new = [f"new{i}/layer.tar" for i in range(len(layers))]
-    manifest = json.dumps([{"Config": config_name, "RepoTags": [tag], "Layers": [*known, *new]}]).encode()
-    archive = layers[-1].with_name(f"image-{config_name[:12]}.tar")
+    names = [f"parent{i}/layer.tar" for i in range(len(below_layers))]
+    manifest: list[dict[str, Any]] = []
+    configs: list[tuple[str, bytes]] = []
+    files: list[tuple[Path, str]] = []
+    ids: list[str] = []
+    for n, image in enumerate(stack):
+        digests = [f"sha256:{_sha256(layer)}" for layer in image.layers]
+        config = {
+            "architecture": attrs.get("Architecture", "amd64"),
+            "os": attrs.get("Os", "linux"),
+            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "config": image_config(below_config, image.labels),
+            "rootfs": {"type": "layers", "diff_ids": [*below_layers, *digests]},
+        }
+        data = json.dumps(config).encode()
+        config_name = hashlib.sha256(data).hexdigest() + ".json"
+        new = [f"image{n}-layer{i}/layer.tar" for i in range(len(image.layers))]
+        names = [*names, *new]
+        manifest.append({"Config": config_name, "RepoTags": [image.tag] if image.tag else [], "Layers": names})
+        configs.append((config_name, data))
+        files += zip(image.layers, new, strict=True)
+        ids.append("sha256:" + config_name[: -len(".json")])
+        below_config, below_layers = {"Config": config["config"]}, [*below_layers, *digests]
+    what = ", ".join(image.tag or "an untagged image" for image in stack)
+    archive = stack[-1].layers[-1].with_name(f"image-{configs[-1][0][:12]}.tar")
     with tarfile.open(archive, "w") as tar:
-        for name, data in (("manifest.json", manifest), (config_name, config)):
+        for name, data in [("manifest.json", json.dumps(manifest).encode()), *configs]:
             info = tarfile.TarInfo(name)
             info.size = len(data)
             tar.addfile(info, io.BytesIO(data))
-        for layer, name in zip(layers, new, strict=True):
+        for layer, name in files:
             tar.add(layer, arcname=name)
     try:
         with archive.open("rb") as f:
             client.images.load(f)
     except docker.errors.APIError as exc:
-        raise EnvError(f"Docker could not load the environment image {tag}: {exc.explanation or exc}") from exc
+        raise EnvError(f"Docker could not load the environment image {what}: {exc.explanation or exc}") from exc
     finally:
         archive.unlink(missing_ok=True)
-    return "sha256:" + config_name[: -len(".json")]
+    return ids
 
 
 def _sha256(path: Path) -> str:

@@ -114,3 +114,53 @@ def test_an_all_wheels_lock_is_installed_with_no_root_no_capability_no_cpu_quota
     files = listing(info.image_id, "/opt/codebox-env")
     assert "/opt/codebox-env/PTH_RAN" not in files  # the wheel's .pth never ran during the build
     assert "pthpkg/__pycache__/__init__.cpython-" in files  # bytecode compiled all the same
+
+
+@pytest.fixture()
+def loads(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+    """Every `docker load`: the tags (or ``<untagged>``) of the images in its manifest (a spy: the load runs)."""
+    import io
+    import json
+    import tarfile
+
+    import docker.models.images
+
+    seen: list[list[str]] = []
+    real = docker.models.images.ImageCollection.load
+
+    def spy(self: Any, data: Any) -> Any:
+        raw = data.read()
+        with tarfile.open(fileobj=io.BytesIO(raw)) as tar:
+            member = tar.extractfile("manifest.json")
+            assert member is not None
+            seen.append([(m["RepoTags"] or ["<untagged>"])[0] for m in json.loads(member.read())])
+        return real(self, raw)
+
+    monkeypatch.setattr(docker.models.images.ImageCollection, "load", spy)
+    return seen
+
+
+def test_the_static_path_loads_the_dependencies_and_the_environment_image_in_one_docker_load(
+    tmp_path: Path, wheelhouse: Path, made: list[str], loads: list[list[str]]
+) -> None:
+    from agent.env import images
+
+    extra = tmp_path / "own-wheels"  # a lock of this test's own: its dependencies image is built here
+    make_wheel(extra, "onlyhere", "1.0", {"onlyhere/__init__.py": f"WHERE = {str(tmp_path)!r}\n"})
+    index = IndexConfig(find_links=[str(wheelhouse), str(extra)], no_index=True)
+    files = {"requirements.txt": "onlyhere\n", "app.py": ""}
+    info = build(write(tmp_path / "one", files), index, made)
+    engine = images.EngineImages.connect()
+    entry = images.find(engine, info.image_id)
+    assert entry is not None and entry.deps
+    made.append(entry.deps)
+    assert len(loads) == 1 and loads[0][-1] == info.image  # one load, the environment image last in it
+    assert loads[0][0].startswith(f"{images.REPOSITORY}-deps:")
+    deps_layers = (engine.inspect(entry.deps) or {})["RootFS"]["Layers"]
+    env_layers = (engine.inspect(info.image_id) or {})["RootFS"]["Layers"]
+    assert env_layers[:-1] == deps_layers  # the environment = its dependencies image + the project layer
+    loads.clear()  # the same lock for another project: the dependencies image is reused, one load
+    other = build(write(tmp_path / "two", {**files, "other.py": "", "setup.cfg": "[metadata]\nname = two\n"}),
+                  index, made)
+    assert other.image_id != info.image_id and loads == [[other.image]]
+    engine.close()
