@@ -13,9 +13,13 @@ import signal
 import subprocess
 import sys
 import time
-from typing import Optional
 
 from sandbox.tools.procs import ProcInfo, scan
+
+# Not `from typing import ...` at run time (a first run_test would pay for it).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Optional
 
 KILL_ROUNDS_S = 5.0
 

@@ -29,11 +29,18 @@ class ProcInfo(namedtuple("ProcInfo", "pid ppid pgid sid state")):
 
 
 def read_stat(pid: int) -> Optional[ProcInfo]:
+    # os-level calls: open, read, close (a buffered file adds fstat, ioctl, lseek and a second
+    # read), for each process at each scan; under gVisor each call is a trip through its kernel
     try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            data = f.read()
+        fd = os.open(f"/proc/{pid}/stat", os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
         return None
+    try:
+        data = os.read(fd, 4096)  # the kernel gives the whole line at once
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
     end = data.rfind(b")")  # the command name may itself hold spaces and parentheses
     fields = data[end + 2 :].split()
     try:

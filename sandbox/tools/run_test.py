@@ -40,13 +40,10 @@ import contextlib
 import os
 import selectors
 import shlex
-import shutil
 import signal
 import stat
 import subprocess
-import tempfile
 import time
-from typing import IO, Any, Mapping, Optional
 
 from sandbox.tools import (
     Context,
@@ -59,10 +56,16 @@ from sandbox.tools import (
     opt_str_dict,
     opt_str_list,
 )
+from sandbox.tools.lean_shutil import mkdtemp, rmtree
 from sandbox.tools.output import HeadTail
 from sandbox.tools.paths import display, find
 from sandbox.tools.processes import Reaper, oom_kill_count
 from sandbox.tools.procs import tmpfs_mounts
+
+# Not `from typing import ...` at run time: typing was a tenth of a first run_test's imports.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import IO, Any, Mapping, Optional
 
 DEFAULT_TIMEOUT_S = 300.0
 MAX_TIMEOUT_S = 24 * 3600.0
@@ -181,7 +184,7 @@ def _child_env(extra: Optional[dict[str, str]], scratch: str) -> dict[str, str]:
 
 
 def _remove_tree(path: str) -> None:
-    shutil.rmtree(path, ignore_errors=True)
+    rmtree(path)
     if os.path.lexists(path):  # a test made something read-only: open it up and retry
         for dirpath, dirnames, _ in os.walk(path):
             for d in dirnames:
@@ -189,12 +192,12 @@ def _remove_tree(path: str) -> None:
                     os.chmod(os.path.join(dirpath, d), 0o700)
         with contextlib.suppress(OSError):
             os.chmod(path, 0o700)
-        shutil.rmtree(path, ignore_errors=True)
+        rmtree(path)
 
 
 def _make_scratch() -> str:
     """A fresh directory for one run, holding its HOME and its TMPDIR."""
-    scratch = tempfile.mkdtemp(prefix="codebox-test-")
+    scratch = mkdtemp(prefix="codebox-test-")
     for sub in ("home", "tmp"):
         os.mkdir(os.path.join(scratch, sub), 0o700)
     return scratch
@@ -232,7 +235,9 @@ def _wipe_tmp(tmp_root: str) -> None:
 
 def _copy_repo(root: str) -> tuple[str, str, int]:
     """(temp dir to remove afterwards, the copy's root, files that could not be copied)."""
-    tmp = tempfile.mkdtemp(prefix="codebox-run-")
+    import shutil  # only here: its imports (bz2, lzma ...) are a third of run_test's (lean_shutil)
+
+    tmp = mkdtemp(prefix="codebox-run-")
     dest = os.path.join(tmp, os.path.basename(root.rstrip("/")) or "repo")
 
     def ignore(directory: str, names: list[str]) -> list[str]:

@@ -69,8 +69,6 @@ from sandbox.tools import (
 from sandbox.tools.globs import Glob, GlobSet  # noqa: F401 (Glob: tests and callers import it from here)
 from sandbox.tools.paths import display, find
 from sandbox.tools.search_found import MAX_FILE_BYTES, Skipped
-from sandbox.tools.search_python import python_search
-from sandbox.tools.search_rg import rg_search
 
 # Not `from typing import ...` at run time: typing costs a first call ~3 ms and an idle
 # sandbox ~1 MB; mypy reads these names, the interpreter never needs them.
@@ -131,6 +129,8 @@ def search(ctx: Context, args: Mapping[str, Any], timeout_s: Optional[float]) ->
     skipped = Skipped()
     if ctx.rg and (regex or not ctx.literal_in_python):
         engine = "rg"
+        from sandbox.tools.search_rg import rg_search  # its imports (subprocess, threading) only when used
+
         found, more, timed_out, errors = rg_search(
             ctx.rg, ctx.root, res.rel, query, regex, globs, max_results, deadline, skipped
         )
@@ -141,6 +141,7 @@ def search(ctx: Context, args: Mapping[str, Any], timeout_s: Optional[float]) ->
             raise ToolError(f"search: ripgrep failed: {' '.join(first)[:500]}")
     else:
         engine = "python"
+        from sandbox.tools.search_python import python_search
         if regex:
             try:
                 re.compile(query)
