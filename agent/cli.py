@@ -304,7 +304,7 @@ def build_parser(settings: CodeboxSettings | None = None, chosen: str | None = N
                      "and the changes come out as a patch")
     run.add_argument("--patch", metavar="FILE", help="with --isolated: write the patch here "
                      "(default: codebox-<id>.diff in the temporary folder)")
-    run.add_argument("--events", help="write every event to this JSONL file")
+    run.add_argument("--events", help="append every event to this JSONL file (a line each; each carries its task_id)")
     run.add_argument("--report", help="write the report to this JSON file")
     run.add_argument("--output-last-message", metavar="FILE", help="write the model's final message to FILE")
     run.add_argument("--json", action="store_true", help="events as JSON lines on stdout (progress goes to stderr)")
