@@ -67,6 +67,9 @@ def summary_lines(report: Report) -> list[Styled]:
     if r.env and r.env.image != r.env.base_image:
         how = "built" if r.env.built else "reused"
         lines.append(Styled("env: ", style="bold") + safe(f"{r.env.image} ({len(r.env.installed)} packages, {how})"))
+    if (r.backend, r.runtime) not in ((None, None), ("docker", "runc")):  # say it when it is not the default
+        runtime = "runsc (gVisor)" if r.runtime == "runsc" else (r.runtime or "its default runtime")
+        lines.append(Styled("sandbox: ", style="bold") + safe(f"{r.backend or 'docker'} · {runtime}"))
     if r.patch is not None:
         lines.append(Styled(f"patch: {len(r.patch.files)} files, +{r.patch.added} -{r.patch.removed}", style="dim"))
     if r.usage:

@@ -36,3 +36,13 @@ def test_the_summary_is_plain_text_off_a_terminal_and_styled_on_one() -> None:
     assert "\x1b" not in plain.getvalue() and "error: boom \\x1b[31m" in plain.getvalue()
     assert "\x1b[" in styled.getvalue() and "test_a" in styled.getvalue()
     assert summary_lines(_report())[0].plain.startswith("■ error (model_error) task t1")
+
+
+def test_the_summary_names_the_sandbox_only_when_it_is_not_docker_and_runc() -> None:
+    def sandbox_line(backend: str | None, runtime: str | None) -> list[str]:
+        report = _report().model_copy(update={"backend": backend, "runtime": runtime})
+        return [line.plain for line in summary_lines(report) if line.plain.startswith("sandbox: ")]
+
+    assert sandbox_line("docker", "runc") == [] and sandbox_line(None, None) == []
+    assert sandbox_line("docker", "runsc") == ["sandbox: docker · runsc (gVisor)"]
+    assert sandbox_line("podman", "runc") == ["sandbox: podman · runc"]
