@@ -156,12 +156,7 @@ def task_sandbox_config(task: TaskSpec, sandbox_config: SandboxConfig | None) ->
 def choose_task_env(
     task: TaskSpec, repo: Path, config: SandboxConfig, log: Callable[[str], None], cancel: CancelToken
 ) -> EnvInfo | None:
-    """The task's environment. Environments are built and kept in Docker's image store: another
-    backend runs on its image as it is (docs/backends.md lists it)."""
-    if config.backend != "docker":
-        if task.env != "none":
-            log(f"environments are built with Docker only: the {config.backend} sandbox runs {config.image} as it is")
-        return None
+    """The task's environment (choose_for_task: Docker's image store, or the image as it is on another backend)."""
     return choose_for_task(task, repo, config, log, cancel)
 
 

@@ -27,7 +27,10 @@ def _quiet(_: str) -> None:
 
 
 class SandboxLimits(Protocol):
-    """What the build takes from a task's sandbox settings (SandboxConfig and PlainSandboxConfig fit)."""
+    """What the build takes from a task's sandbox settings (agent.sandboxes.config.SandboxConfig fits)."""
+
+    @property
+    def backend(self) -> str: ...
 
     @property
     def image(self) -> str: ...
@@ -47,9 +50,15 @@ def choose_for_task(task: TaskSpec, repo: Path, sandbox: SandboxLimits, log: Log
     """The environment of ``task``, built on ``repo`` (the task's repository or its workspace).
 
     As of: the task's own ``env.as_of``, else its ``created_at``, else the committer date of
-    its base commit (or HEAD) in ``task.repo``, else now. Limits: the sandbox's.
+    its base commit (or HEAD) in ``task.repo``, else now. Limits: the sandbox's. Environments
+    are built and kept in Docker's image store: another backend runs its image as it is, and
+    ``log`` says so (docs/backends.md lists it).
     """
     env = task.env
+    if sandbox.backend != "docker":
+        if env != NONE:
+            log(f"environments are built with Docker only: the {sandbox.backend} sandbox runs {sandbox.image} as it is")
+        return None
     if isinstance(env, str) and env != AUTO:
         return None if env == NONE else _named(env)
     when = env.as_of if isinstance(env, EnvSpec) else None
