@@ -86,6 +86,14 @@ def run_spec(
         return failed_report(task, model.name, "internal_error", f"{type(exc).__name__}: {exc}", sink)
 
 
+class ChooseEnv:
+    """run_task's ``prepared_env`` when the caller chose nothing: the environment is chosen there.
+    (None is a choice: no environment, the image as it is.)"""
+
+
+CHOOSE_ENV = ChooseEnv()
+
+
 def run_task(
     task: TaskSpec,
     model: ModelClient,
@@ -96,12 +104,13 @@ def run_task(
     limits: Limits | None = None,
     ask: AskFn | None = None,
     env_log: Callable[[str], None] | None = None,
-    prepared_env: EnvInfo | None = None,
+    prepared_env: EnvInfo | ChooseEnv | None = CHOOSE_ENV,
     warm: WarmPool | None = None,
 ) -> Report:
     """Run one task and always return a report; the sandbox is removed whatever happens.
 
-    ``prepared_env``: the environment the caller already chose (else ``task.env`` is chosen here).
+    ``prepared_env``: the environment the caller already chose, None included (by default ``task.env``
+    is chosen here).
     ``warm``: a pool (batch, or `codebox run`'s early start) that may hold this task's sandbox.
     """
     cancel = cancel or CancelToken()
@@ -121,7 +130,8 @@ def run_task(
     except SandboxError as exc:
         return _with_sandbox(failed_report(task, model.name, "sandbox_error", str(exc), sink), config)
     try:  # the dependency environment, built or reused before the first tool call
-        env = prepared_env or choose_task_env(task, repo, config, env_log or env_progress, cancel)
+        env = (choose_task_env(task, repo, config, env_log or env_progress, cancel)
+               if isinstance(prepared_env, ChooseEnv) else prepared_env)
     except EnvCancelled as exc:  # nothing of the build is left; the task runs again next time
         return failed_report(task, model.name, "cancelled", cancel.reason or str(exc), sink)
     except CodeboxError as exc:

@@ -146,9 +146,11 @@ class PreparedJob:
     workspace: Workspace
     """The job's workspace, made from its source; the job uses and removes it."""
     env: EnvInfo | None = None
-    """The dependency environment chosen on it (None: the task chooses its own)."""
+    """The dependency environment chosen on it, when ``env_chosen`` (None: no environment)."""
     warm: WarmPool | None = None
     """A pool holding the job's started sandbox, on the workspace with the env's image."""
+    env_chosen: bool = False
+    """Whether ``env`` is the task's choice made ahead (else the task chooses its own)."""
 
 
 def execute_job(
@@ -175,7 +177,9 @@ def execute_job(
     patch, kept = "", None
     ahead: dict[str, Any] = {}
     if prepared is not None:
-        ahead = {"workspace": prepared.workspace, "prepared_env": prepared.env, "warm": prepared.warm}
+        ahead = {"workspace": prepared.workspace, "warm": prepared.warm}
+        if prepared.env_chosen:  # chosen ahead (None included): not again
+            ahead["prepared_env"] = prepared.env
     try:
         report, patch, kept = run_task_isolated(
             task, job.model, job.model_options, lines, source=source, sandbox_config=job.sandbox, cancel=cancel,
@@ -197,8 +201,8 @@ def _execute_eval(job: TaskJob, evaluation: EvalJob, source: Path, cancel: Cance
 
     started = time.time()
     ahead: dict[str, Any] = {}
-    if prepared is not None:  # the pool holds a started sandbox only when the environment was chosen
-        ahead = {"workspace": prepared.workspace, "env": prepared.env, "env_chosen": prepared.warm is not None,
+    if prepared is not None:
+        ahead = {"workspace": prepared.workspace, "env": prepared.env, "env_chosen": prepared.env_chosen,
                  "warm": prepared.warm}
     evidence = evaluate(job.task, evaluation, job.sandbox, source, cancel, **ahead)
     report = outcome_report(job.task, evaluation, evidence, started)

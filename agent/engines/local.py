@@ -158,7 +158,7 @@ class _Ahead:
         except Exception as exc:  # CodeboxError and the rest: the task chooses its env itself and reports it
             _log.info("task %s: no sandbox ahead of time (%s)", task.id, exc)
             return PreparedJob(workspace)
-        return PreparedJob(workspace, env, self.pool)
+        return PreparedJob(workspace, env, self.pool, env_chosen=True)
 
 
 class _NullSink:
