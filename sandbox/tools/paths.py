@@ -98,9 +98,9 @@ def resolve(root: str, user_path: str, root_fd: int = -1) -> Resolved:
 
 
 def find(root: str, user_path: str, root_fd: int = -1, open_file: bool = False) -> Found:
-    """The path checked as ``resolve`` does, what it names looked at (not following a last link
-    but walking it) and, with ``open_file``, opened (FILE_FLAGS) if it is a regular file. A
-    file swapped for another between that look and the open is refused."""
+    """The path checked as ``resolve`` does, and what it names looked at (a last link is walked,
+    not followed by the kernel); with ``open_file`` the look is an open (FILE_FLAGS), kept when it
+    is a regular file."""
     _check_syntax(root, user_path)
     own_root = root_fd < 0
     if own_root:
@@ -120,12 +120,12 @@ def find(root: str, user_path: str, root_fd: int = -1, open_file: bool = False) 
                 elif not walk.up():
                     raise ToolError(f"path escapes the repository: {display(user_path)!r} climbs above the root")
             link = "/".join(walked)
-            walk.settle()
+            walk.settle(open_file)
         except _Escape as e:
             raise _escape(user_path, f"the symlink {display(link)!r} points {e.args[0]}") from None
         except OSError as e:  # a link the kernel will not read for us: treated as leaving the root
             raise _escape(user_path, f"a symlink in it cannot be followed: {e.strerror or e}") from None
-        return walk.found(user_path, open_file)
+        return walk.found(user_path)
     finally:
         walk.close()
         if own_root:
@@ -164,6 +164,7 @@ class _Walker:
         self.st: Optional[os.stat_result] = None  # of the pending name, once settled
         self.error: Optional[OSError] = None  # a name was missing or unreadable: the rest is only names
         self.links = 0
+        self.fd = -1  # the file opened by settle(open_file=True)
 
     def abs(self) -> str:
         return os.path.join(self.root, *self.names) if self.names else self.root
@@ -228,10 +229,14 @@ class _Walker:
             elif not self.up():
                 raise _Escape("outside the repository")
 
-    def settle(self) -> None:
-        """Look at the pending name, following it while it is a link."""
+    def settle(self, open_file: bool) -> None:
+        """Look at the pending name, following it while it is a link. With ``open_file`` the look
+        is the open itself (O_NOFOLLOW: a link fails it), so what ``fstat`` describes is what was
+        opened: nothing can be swapped in between (and one system call fewer)."""
         while self.pending:
             name = self.names[-1]
+            if open_file and self._open(name):
+                return
             try:
                 self.st = os.stat(name, dir_fd=self.fds[-1], follow_symlinks=False)
             except OSError as e:
@@ -244,37 +249,43 @@ class _Walker:
             if target is not None:
                 self._follow(target)
 
-    def found(self, user_path: str, open_file: bool) -> Found:
+    def _open(self, name: str) -> bool:
+        """Open the pending name for reading; False when it is a link or a socket (the caller
+        looks at it without opening). A regular file stays open (self.fd); anything else is
+        closed again, its stat kept for the caller to say what it is."""
+        try:
+            fd = os.open(name, FILE_FLAGS, dir_fd=self.fds[-1])
+        except OSError as e:
+            if e.errno in (errno.ELOOP, errno.ENXIO):  # a link (O_NOFOLLOW), a socket
+                return False
+            self.pending, self.st, self.error = False, None, e
+            return True
+        self.st = os.fstat(fd)
+        if stat.S_ISREG(self.st.st_mode):
+            self.fd = fd
+        else:  # a directory, a FIFO, a device: O_NONBLOCK and O_NOCTTY kept the open harmless
+            os.close(fd)
+        return True
+
+    def found(self, user_path: str) -> Found:
         final = self.abs()
         if not inside(final, self.root) or _pseudo_fs(final):  # defensive: the walk should have caught it
             raise _escape(user_path, "it resolves outside the repository")
         rel = "/".join(self.names) or "."
-        st, fd = self.st, -1
+        st = self.st
         if not self.pending and self.error is None:  # a directory entered (the root, a '..', a link to one)
             st = os.fstat(self.fds[-1])
-        elif open_file and st is not None and stat.S_ISREG(st.st_mode):
-            fd = self._open(user_path, st)
-            if fd < 0:
-                return Found(final, rel, None, -1, OSError(errno.ENOENT, os.strerror(errno.ENOENT)))
-        return Found(final, rel, st, fd, self.error)
-
-    def _open(self, user_path: str, seen: os.stat_result) -> int:
-        try:
-            fd = os.open(self.names[-1], FILE_FLAGS, dir_fd=self.fds[-1])
-        except FileNotFoundError:
-            return -1  # removed since it was looked at
-        except OSError as e:
-            raise ToolError(f"cannot read {display(user_path)!r}: {e.strerror}") from None
-        now = os.fstat(fd)
-        if (now.st_dev, now.st_ino) != (seen.st_dev, seen.st_ino) or not stat.S_ISREG(now.st_mode):
-            os.close(fd)
-            raise ToolError(f"{display(user_path)!r} was replaced while it was opened; read it again")
-        return fd
+        found = Found(final, rel, st, self.fd, self.error)
+        self.fd = -1  # the caller's now
+        return found
 
     def close(self) -> None:
         for fd in self.fds[1:]:
             os.close(fd)
         del self.fds[1:]
+        if self.fd >= 0:  # opened, then refused
+            os.close(self.fd)
+            self.fd = -1
 
 
 def _readlink(name: str, dir_fd: int) -> Optional[str]:

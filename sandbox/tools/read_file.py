@@ -8,13 +8,14 @@ are shortened (``... [N more bytes on this line]``). Files are read line by
 line: memory stays bounded whatever the file's size.
 
 Refused: directories (the error lists a few entries), anything that is not a
-regular file (a FIFO would block; the path walk looks at it before any open, and
-the descriptor, opened with O_NONBLOCK, must be the same file), binary files (a
-NUL byte in the first 8 KiB).
+regular file (opened with O_NONBLOCK and O_NOCTTY, so a FIFO does not block nor a
+tty become ours, and refused on what ``fstat`` says of that descriptor: what is
+checked is what was opened), binary files (a NUL byte in the first 8 KiB).
 
 Few system calls (under gVisor each one is a trip through its user-space kernel): the path is
-walked once (paths.find: one ``openat`` per directory, one look at the file, its open and
-``fstat``) and a small file is read whole by one ``read`` (rawread), without a buffered file.
+walked once (paths.find: one ``openat`` per directory, then the file's ``openat``, which is its
+look, and ``fstat``) and a small file is read whole by one ``read`` (rawread), without a
+buffered file.
 
 Bounded work whatever the file (a 100 GB sparse file included): reading stops
 at a NUL byte met later (binary data from there on: said in the footer), after

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import errno
 import os
-import shutil
 import stat
 import sys
 import threading
@@ -13,7 +12,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sandbox.tools import ToolError, paths
+from sandbox.tools import ToolError
 from sandbox.tools.output import HeadTail, cap_text
 from sandbox.tools.paths import find, resolve
 from tests.sandbox.server_support import make_tree
@@ -121,45 +120,23 @@ def test_found_says_what_the_path_names_and_opens_only_regular_files(root: str) 
     assert missing.error.errno == errno.ENOENT
 
 
-def test_a_file_replaced_between_its_look_and_its_open_is_refused(root: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The walk looks at the last name, then opens it: what is opened must be what was looked at."""
-    work = Path(root, "swap_dir")
-    work.mkdir()
-    (work / "target.txt").write_text("looked at\n")
-    (work / "other.txt").write_text("swapped in\n")
-    real_open = os.open
-
-    def swapping_open(path: str, flags: int, mode: int = 0o777, *, dir_fd: int | None = None) -> int:
-        if path == "target.txt":
-            os.replace(work / "other.txt", work / "target.txt")
-        return real_open(path, flags, mode, dir_fd=dir_fd)
-
-    monkeypatch.setattr(paths.os, "open", swapping_open)
-    try:
-        with pytest.raises(ToolError, match="was replaced while it was opened"):
-            find(root, "swap_dir/target.txt", open_file=True)
-    finally:
-        monkeypatch.undo()
-        shutil.rmtree(work)
-
-
-def test_a_directory_swapped_for_a_link_outside_never_leads_the_walk_out(tmp_path: Path) -> None:
-    """A directory of the path turned into a link to outside and back, as fast as a thread can, while
-    the file under it is opened: each open gets the file inside or fails; it never opens the outside."""
+def _race(tmp_path: Path, swapped: str) -> set[str]:
+    """Open repo/d/f while a thread turns ``swapped`` (d or d/f) into a link to its twin outside
+    and back, as fast as it can; what each open read (or why it got nothing)."""
     repo, outside = tmp_path / "repo", tmp_path / "outside"
     (repo / "d").mkdir(parents=True)
     (repo / "d" / "f").write_text("inside")
-    outside.mkdir()
-    (outside / "f").write_text("SECRET")
+    (outside / "d").mkdir(parents=True)
+    (outside / "d" / "f").write_text("SECRET")
     root = os.path.realpath(repo)
     stop = threading.Event()
 
     def swap() -> None:
         while not stop.is_set():
-            os.rename(repo / "d", repo / "d_real")
-            os.symlink(outside, repo / "d")
-            os.unlink(repo / "d")
-            os.rename(repo / "d_real", repo / "d")
+            os.rename(repo / swapped, repo / (swapped + "_real"))
+            os.symlink(outside / swapped, repo / swapped)
+            os.unlink(repo / swapped)
+            os.rename(repo / (swapped + "_real"), repo / swapped)
 
     swapper = threading.Thread(target=swap)
     swapper.start()
@@ -181,6 +158,14 @@ def test_a_directory_swapped_for_a_link_outside_never_leads_the_walk_out(tmp_pat
     finally:
         stop.set()
         swapper.join()
+    return seen
+
+
+@pytest.mark.parametrize("swapped", ["d", "d/f"])
+def test_a_name_swapped_for_a_link_outside_never_leads_an_open_out(tmp_path: Path, swapped: str) -> None:
+    """A directory of the path, or the file itself, turned into a link to outside and back while
+    the file is opened: each open gets the file inside or nothing; never the outside one."""
+    seen = _race(tmp_path, swapped)
     assert "SECRET" not in seen
     assert "inside" in seen
 
