@@ -10,8 +10,9 @@ lock, base image and Debian packages are the same (its key). Steps, in one box:
    take what dpkg changed as a layer of its own (no root step at all when the venv is on a
    tmpfs and there are no debs: ``box_plan``);
 2. the build user: build the sdists (offline, from the wheelhouse), make the venv, install
-   the lock, compile its bytecode, and take ``/opt/codebox-env`` as the second layer (files
-   owned by root).
+   the lock, and take ``/opt/codebox-env`` as a layer (files owned by root), which Docker
+   loads meanwhile as an untagged image;
+3. the build user: compile the venv's bytecode, its ``__pycache__`` folders the last layer.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import hashlib
 import json
 import tempfile
 from collections.abc import Callable
+from importlib import resources
 from pathlib import Path
 from typing import NamedTuple
 
@@ -30,7 +32,7 @@ from agent.env.box import BUILD_USER, DPKG_CAPS, SETUP_CAPS, Box, BuildLimits, D
 from agent.env.cancel import NEVER, Cancel, check
 from agent.env.errors import EnvError
 from agent.env.fetch import make_wheelhouse
-from agent.env.layer import PROJECT, VENV, Stacked, load_stack
+from agent.env.layer import PROJECT, VENV, BackgroundLoad, Stacked, check_layer, load_stack
 from agent.env.resolve import Lock, Target, uv_binary
 
 FORMAT = "deps-1"
@@ -41,6 +43,7 @@ UV_CACHE = f"{VENV}/.uv-cache"  # on the venv's file system, so uv hard-links in
 UNPACKED = 3
 TMPFS_SHARE = 0.4
 SDIST_FAILED = 5  # the install script's exit status when an sdist does not build
+BYTECODE = "_codebox_bytecode.py"
 Log = Callable[[str], None]
 
 
@@ -90,32 +93,46 @@ def ensure_deps(client: docker.DockerClient, engine: images.Engine, base_image: 
                 mounts.append(Mount(host=str(folder / "debs"), target=f"{BUILD}/debs"))
             tmpfs = _venv_tmpfs(folder / "wheels", limits)
             plan = box_plan(lock, bool(debs), bool(tmpfs), limits)
+            labels = {images.LABEL_KIND: "env-deps", images.LABEL_REPO: repo}
             with Box(client, base_image, "deps", mounts, plan.limits, deadline, cancel, caps=plan.caps, log=log,
                      tmpfs=tmpfs, root_steps=plan.root_step) as box:
-                layers = [folder / "apt.tar"] if debs else []
-                if plan.root_step:
-                    box.root(_root_script(bool(debs)), "dependencies setup", stdout_to=layers[0] if debs else None)
-                layers.append(folder / "venv.tar")
-                try:
-                    box.run(_install_script(target), "dependencies install", stdout_to=layers[-1])
-                except StepFailed as exc:
-                    if exc.status == SDIST_FAILED:
-                        raise EnvError(f"building a dependency from its sdist failed offline; the end of the build "
-                                       f"log:\n{exc.tail}", usage=True) from None
-                    raise EnvError(f"installing the environment failed offline (exit {exc.status}); the end of "
-                                   f"the build log:\n{exc.tail}") from None
-                removing = box.close_in_background()
-            try:
-                check(cancel)
-                labels = {images.LABEL_KIND: "env-deps", images.LABEL_REPO: repo}
-                stack = [Stacked(layers, tag, labels), *([on_top] if on_top else [])]
-                image_id, *above = load_stack(client, base_image, stack)
-            finally:
-                removing.join()
+                image_id, *above = _install_and_load(box, base_image, target, folder, bool(debs), plan.root_step,
+                                                     [Stacked([], tag, labels), *([on_top] if on_top else [])])
         entry = images.Entry(kind="deps", key=key, id=image_id, tag=tag, base=base_image, base_id=base_id,
                              python=target.python, lock=lock.hashed_txt(), packages=lock.installed(), apt=debs)
         images.write(entry)
         return entry, (above[0] if above else None)
+
+
+def _install_and_load(box: Box, base_image: str, target: Target, folder: Path, debs: bool, root_step: bool,
+                      stack: list[Stacked]) -> list[str]:
+    """In ``box``: root's step, the install, the bytecode; their layers loaded as they come, the first
+    of ``stack`` (the dependencies image) given them. The ids of ``stack``'s images."""
+    layers = [folder / "apt.tar"] if debs else []
+    if root_step:
+        box.root(_root_script(debs), "dependencies setup", stdout_to=layers[0] if debs else None)
+    layers.append(folder / "venv.tar")
+    try:
+        box.run(_install_script(target), "dependencies install", stdout_to=layers[-1])
+    except StepFailed as exc:
+        if exc.status == SDIST_FAILED:
+            raise EnvError(f"building a dependency from its sdist failed offline; the end of the build "
+                           f"log:\n{exc.tail}", usage=True) from None
+        raise EnvError(f"installing the environment failed offline (exit {exc.status}); the end of "
+                       f"the build log:\n{exc.tail}") from None
+    # The daemon unpacks the venv (~1 ms a file on fuse-overlayfs) while the box compiles its bytecode,
+    # which is then a layer of its own on top.
+    with BackgroundLoad(box.client, base_image, layers, stack[0].labels) as venv:
+        bytecode = folder / "bytecode.tar"
+        box.run(_bytecode_script(target), "bytecode", stdout_to=bytecode)
+        check_layer(bytecode, VENV.lstrip("/"))
+        removing = box.close_in_background()
+        try:
+            check(box.cancel)
+            parent = venv.wait()
+            return load_stack(box.client, parent, [stack[0]._replace(layers=[bytecode]), *stack[1:]])
+        finally:
+            removing.join()
 
 
 class BoxPlan(NamedTuple):
@@ -157,6 +174,8 @@ def _venv_tmpfs(wheels: Path, limits: BuildLimits) -> dict[str, str]:
 
 def _stage(stage: Path, lock: Lock, target: Target) -> None:
     stage.mkdir(parents=True)
+    script = resources.files("agent.env.inside").joinpath(BYTECODE).read_text("utf-8")
+    (stage / BYTECODE).write_text(script, encoding="utf-8")
     (stage / "requirements.txt").write_text(lock.hashed_txt(), encoding="utf-8")
     (stage / "sdists.txt").write_text("".join(p.filename + "\n" for p in lock.sdists()), encoding="utf-8")
     project_site = f"{PROJECT}/site"
@@ -185,6 +204,21 @@ find / -xdev \\( -path /proc -o -path /sys -o -path /dev -o -path /tmp -o -path 
 tar --no-recursion -cf - -C / -T /tmp/codebox-apt-files >&3
 """
     return script
+
+
+def _bytecode_script(target: Target) -> str:
+    """The build user's bytecode step: the venv's modules compiled, their ``__pycache__`` folders as a layer (stdout).
+
+    By the base interpreter, isolated and without site: no .pth of the installed packages runs
+    (``inside/_codebox_bytecode.py``).
+    """
+    return f"""set -eu
+exec 3>&1 1>&2
+python3 -I -S {BUILD}/stage/{BYTECODE} {site_packages(target)}
+cd /
+find {VENV.lstrip("/")} -path {UV_CACHE.lstrip("/")} -prune -o -type d -name __pycache__ -print \\
+  | tar --owner=0 --group=0 --numeric-owner -cf - -T - >&3
+"""
 
 
 def _install_script(target: Target) -> str:
@@ -223,9 +257,6 @@ fi
 {BUILD}/uv pip install --no-config --offline --no-index --find-links {built} --find-links {BUILD}/wheels \\
   --only-binary :all: --no-deps $hashes --link-mode hardlink --python {VENV}/bin/python \\
   -r /tmp/codebox-requirements.txt
-# Bytecode by the base interpreter, isolated and without site: no .pth of the installed packages runs.
-# A file that does not compile (Python 2 syntax in a test folder) is skipped, as pip and uv skip it.
-"$python" -I -S -m compileall -q -j 0 {site} > /tmp/codebox-compileall.log 2>&1 || true
 cp {BUILD}/stage/_codebox_project.pth {site}/
 cp {BUILD}/stage/requirements.txt {VENV}/codebox-lock.txt
 echo "codebox: dependencies layer written"

@@ -4,11 +4,13 @@ before a container's layer is loaded."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import json
 import re
 import tarfile
+import threading
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -90,6 +92,45 @@ def load_stack(client: docker.DockerClient, parent: str, stack: list[Stacked]) -
     finally:
         archive.unlink(missing_ok=True)
     return ids
+
+
+class BackgroundLoad:
+    """``parent + layers`` loaded as an untagged image in a thread while the caller works on; a context
+    manager whose exit waits for the load and removes that image (an image stacked on it keeps the
+    layers). A build killed meanwhile leaves an untagged image, which ``docker image prune`` removes."""
+
+    def __init__(self, client: docker.DockerClient, parent: str, layers: list[Path], labels: dict[str, str]) -> None:
+        self.client = client
+        self.image = Stacked(layers, "", labels)
+        self.parent = parent
+        self.result: dict[str, Any] = {}
+        self.thread = threading.Thread(target=self._load, name="codebox-env-load", daemon=True)
+
+    def __enter__(self) -> BackgroundLoad:
+        self.thread.start()
+        return self
+
+    def _load(self) -> None:
+        try:
+            self.result["id"] = load_stack(self.client, self.parent, [self.image])[0]
+        except Exception as exc:  # given to the caller by wait()
+            self.result["error"] = exc
+
+    def wait(self) -> str:
+        """The loaded image's id (the load's error, raised here)."""
+        self.thread.join()
+        if "error" in self.result:
+            raise self.result["error"]
+        image_id: str = self.result["id"]
+        return image_id
+
+    def __exit__(self, *exc: object) -> None:
+        import docker.errors
+
+        self.thread.join()
+        if "id" in self.result:
+            with contextlib.suppress(docker.errors.APIError):  # gone already; or kept by a container someone made
+                self.client.images.remove(self.result["id"], force=False)
 
 
 def _sha256(path: Path) -> str:

@@ -110,7 +110,7 @@ def test_an_all_wheels_lock_is_installed_with_no_root_no_capability_no_cpu_quota
     assert deps["nano_cpus"] == 0  # no quota; the memory, pids and time limits stay
     assert deps["mem_limit"] == "700m" and deps["memswap_limit"] == "700m" and deps["pids_limit"] == 111
     assert all(v["mode"] == "ro" for v in deps["volumes"].values())
-    assert [user for purpose, user in steps if purpose == "deps"] == [box.BUILD_USER]  # nothing as root
+    assert [user for purpose, user in steps if purpose == "deps"] == [box.BUILD_USER] * 2  # nothing as root
     files = listing(info.image_id, "/opt/codebox-env")
     assert "/opt/codebox-env/PTH_RAN" not in files  # the wheel's .pth never ran during the build
     assert "pthpkg/__pycache__/__init__.cpython-" in files  # bytecode compiled all the same
@@ -154,13 +154,58 @@ def test_the_static_path_loads_the_dependencies_and_the_environment_image_in_one
     entry = images.find(engine, info.image_id)
     assert entry is not None and entry.deps
     made.append(entry.deps)
-    assert len(loads) == 1 and loads[0][-1] == info.image  # one load, the environment image last in it
-    assert loads[0][0].startswith(f"{images.REPOSITORY}-deps:")
+    # The venv, untagged, while the bytecode compiles; then the bytecode layer and the project layer in one load.
+    assert len(loads) == 2 and loads[0] == ["<untagged>"] and loads[1][-1] == info.image
+    assert loads[1][0].startswith(f"{images.REPOSITORY}-deps:")
+    base_layers = (engine.inspect(BASE) or {})["RootFS"]["Layers"]
     deps_layers = (engine.inspect(entry.deps) or {})["RootFS"]["Layers"]
     env_layers = (engine.inspect(info.image_id) or {})["RootFS"]["Layers"]
     assert env_layers[:-1] == deps_layers  # the environment = its dependencies image + the project layer
+    assert deps_layers[:-2] == base_layers  # the dependencies image = the base + the venv + its bytecode
     loads.clear()  # the same lock for another project: the dependencies image is reused, one load
     other = build(write(tmp_path / "two", {**files, "other.py": "", "setup.cfg": "[metadata]\nname = two\n"}),
                   index, made)
     assert other.image_id != info.image_id and loads == [[other.image]]
+    engine.close()
+
+
+@pytest.fixture()
+def partials(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The ids of the untagged images the builds loaded (the venv while its bytecode compiles)."""
+    from agent.env import layer
+
+    seen: list[str] = []
+    real = layer.load_stack
+
+    def spy(client: Any, parent: str, stack: list[layer.Stacked]) -> list[str]:
+        ids = real(client, parent, stack)
+        seen.extend(i for i, image in zip(ids, stack, strict=True) if not image.tag)
+        return ids
+
+    monkeypatch.setattr(layer, "load_stack", spy)
+    return seen
+
+
+def test_the_untagged_venv_image_is_gone_after_a_build_and_after_a_failed_one(
+    tmp_path: Path, wheelhouse: Path, made: list[str], partials: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agent.env import deps, images
+    from agent.env.errors import EnvError
+    from tests.agent.env.slow import env_images
+
+    extra = tmp_path / "own-wheels"
+    make_wheel(extra, "onlyhere", "1.0", {"onlyhere/__init__.py": f"WHERE = {str(tmp_path)!r}\n"})
+    index = IndexConfig(find_links=[str(wheelhouse), str(extra)], no_index=True)
+    engine = images.EngineImages.connect()
+    build(write(tmp_path / "one", {"requirements.txt": "onlyhere\n"}), index, made)
+    assert len(partials) == 1 and engine.inspect(partials[0]) is None
+    make_wheel(extra, "onlyhere", "2.0", {"onlyhere/__init__.py": f"WHERE = {str(tmp_path)!r}\n"})
+    monkeypatch.setattr(deps, "_bytecode_script", lambda target: "sleep 3; exit 7")  # the venv loads meanwhile
+    repo = write(tmp_path / "two", {"requirements.txt": "onlyhere>=2\n"})
+    with pytest.raises(EnvError, match=r"the bytecode step failed \(exit 7\)"):
+        build(repo, index, made)
+    assert len(partials) == 2 and engine.inspect(partials[1]) is None
+    client = docker.from_env()
+    assert env_images(client, repo) == []
+    client.close()
     engine.close()
