@@ -25,10 +25,13 @@ Goals: hit <= 0.2 s; cold <= 1.5x the host's install; the second commit adds onl
 process is measured (default: this checkout's `python -m agent.cli`); given twice, e.g. another
 checkout's, both run in the same reps, interleaved, against the same recorded environment.
 
-The build boxes get the task's limits (1 CPU by default); `--cpus 2` gives them the cores the
-host's own install uses.
+`--cold-only`: the cold builds and the host's installs alone (no hits, no two commits).
 
-    python bench/env_build.py [--reps 3] [--skip-index] [--cpus N] [--hit-only [--hit-reps 5]] [--codebox CMD]...
+The build boxes get the task's limits (1 CPU by default; `--cpus 2`: the host's cores), except
+the dependencies box of a lock of wheels only, which runs no package code and has no CPU quota.
+
+    python bench/env_build.py [--reps 3] [--skip-index] [--cpus N] [--cold-only] [--hit-only [--hit-reps 5]]
+                              [--codebox CMD]...
 """
 
 from __future__ import annotations
@@ -171,10 +174,12 @@ def _warm(request: EnvRequest, commands: list[list[str]], work: Path) -> None:
         _cli_hit(request.repo, _cli_env(request.index, work), codebox)
 
 
-def _bench(name: str, request: EnvRequest, reps: int, work: Path, commands: list[list[str]]) -> None:
+def _bench(name: str, request: EnvRequest, reps: int, work: Path, commands: list[list[str]],
+           hits: bool = True) -> None:
     engine = images.EngineImages.connect()
     first = ensure_env(request)  # downloads into the wheel cache once
-    _warm(request, commands, work)
+    if hits:
+        _warm(request, commands, work)
     wheels = work / f"{name}-wheels"
     wheels.mkdir(exist_ok=True)
     for path in (cache_dir() / "wheels").rglob("*.whl"):
@@ -184,16 +189,23 @@ def _bench(name: str, request: EnvRequest, reps: int, work: Path, commands: list
     info = first
     for rep in range(reps):
         _forget(engine, info)
-        cold.append(_timed(lambda: ensure_env(request)))
-        info, in_process = _hits(request, commands, work, rep, cli)
-        hit.append(in_process)
+        start = time.perf_counter()
+        info = ensure_env(request)
+        cold.append(time.perf_counter() - start)
+        if hits:
+            info, in_process = _hits(request, commands, work, rep, cli)
+            hit.append(in_process)
         host.append(_timed(lambda: _host_install(first.lock, wheels, work)))
     _forget(engine, info)
     engine.close()
     c, u = (statistics.median(x) for x in (cold, host))
-    print(f"{name}: {len(first.installed)} packages; medians of {reps} interleaved reps")
+    print(f"{name}: {len(first.installed)} packages; medians of {reps} interleaved reps; load {os.getloadavg()[0]:.1f} "
+          f"on {os.cpu_count()} cores")
     print(f"  cold build {c:.2f} s | host uv install {u:.2f} s | cold / host: {c / u:.2f}x (goal <= 1.5x)")
-    _print_hits(hit, cli)
+    print(f"  cold builds: {' '.join(f'{x:.2f}' for x in cold)} s; "
+          f"host installs: {' '.join(f'{x:.2f}' for x in host)} s")
+    if hits:
+        _print_hits(hit, cli)
 
 
 def _hit_only(request: EnvRequest, reps: int, per_rep: int, work: Path, commands: list[list[str]]) -> None:
@@ -261,6 +273,7 @@ def main() -> None:
     parser.add_argument("--skip-index", action="store_true")
     parser.add_argument("--cpus", type=float, default=BuildLimits().cpus, help="the build boxes' CPU limit")
     parser.add_argument("--hit-only", action="store_true", help="the tiny project's cache hits only")
+    parser.add_argument("--cold-only", action="store_true", help="cold builds against the host's install only")
     parser.add_argument("--hit-reps", type=int, default=5, help="with --hit-only: hits of each kind per rep")
     parser.add_argument("--codebox", action="append", default=[],
                         help="a codebox command whose new process is measured (default: this checkout's "
@@ -278,14 +291,17 @@ def main() -> None:
         if args.hit_only:
             _hit_only(tiny, args.reps, args.hit_reps, work, commands)
             return
-        _bench("tiny", tiny, args.reps, work, commands)
+        hits = not args.cold_only
+        _bench("tiny", tiny, args.reps, work, commands, hits)
         if args.skip_index or not _index_reachable():
             print("index: skipped (--skip-index, or the package index is unreachable)")
-            _two_commits(local, work, "alpha\ngamma\n")
+            if hits:
+                _two_commits(local, work, "alpha\ngamma\n")
         else:
             index_request = EnvRequest(repo=write(work / "indexproj", INDEX_PROJECT), limits=limits)
-            _bench("index", index_request, args.reps, work, commands)
-            _two_commits(IndexConfig(), work, "hypothesis\npytest>=8\n")
+            _bench("index", index_request, args.reps, work, commands, hits)
+            if hits:
+                _two_commits(IndexConfig(), work, "hypothesis\npytest>=8\n")
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
