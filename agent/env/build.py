@@ -216,9 +216,10 @@ class _Build:
             folder = Path(tmp)
             if self.inputs.build:
                 return self._with_project_build(folder, self.compiles)
-            lock = self._lock(declared.requirements + self.inputs.pip, declared.project.name)
             layer = static_layer(declared, folder / "project.tar")
-            deps, image_id = self._deps(lock, self._stacked(layer))  # built: one load for both images
+            # When the dependencies image is built, one load for both images.
+            deps, image_id = self._locked_deps(declared.requirements + self.inputs.pip, declared.project.name,
+                                               self._stacked(layer))
             return self._finish(deps, layer, declared.project.name or "", image_id)
 
     def _with_project_build(self, folder: Path, compiles: bool) -> images.Entry:
@@ -259,7 +260,7 @@ class _Build:
                          f"{len(meta.requires_dist)} Requires-Dist")
             else:
                 box.prepare()
-            deps, _ = self._deps(self._lock(requirements + inputs.pip, name))
+            deps, _ = self._locked_deps(requirements + inputs.pip, name)
             self.log("installing the project with its own build backend")
             layer = box.build(folder / "project.tar")
         return self._finish(deps, layer, name)
@@ -278,15 +279,28 @@ class _Build:
             lock = Lock(pins=[p for p in lock.pins if canonicalize_name(p.name) != own])
         return lock
 
-    def _deps(self, lock: Lock, on_top: Stacked | None = None) -> tuple[images.Entry, str | None]:
+    def _locked_deps(self, requirements: list[Requirement], project: str | None,
+                     on_top: Stacked | None = None) -> tuple[images.Entry, str | None]:
+        """The lock of ``requirements`` and its dependencies image (see ``ensure_deps``). When no recorded
+        image could be that lock's, the box that builds it starts while uv resolves (``deps_box.py``)."""
         from agent.env.deps import ensure_deps
+        from agent.env.deps_box import EarlyBox, may_reuse
         from agent.env.sdists import build_requirements
 
-        sdist_build = (self.resolve(build_requirements(lock), "sdist build requirements") if lock.sdists()
-                       else Lock(pins=[]))
-        return ensure_deps(self.client, self.engine, self.request.base_image, self.base_id, self.target, lock,
-                           sdist_build, list(self.inputs.recipe.apt), self.installed, self.request.limits,
-                           self.deadline, self.cancel, self.log, str(self.request.repo), on_top)
+        early = None
+        if not self.inputs.recipe.apt and not may_reuse(self.base_id, requirements, project):
+            early = EarlyBox(self.client, self.request.base_image, self.request.limits, self.deadline, self.cancel,
+                             self.log)
+        try:
+            lock = self._lock(requirements, project)
+            sdist_build = (self.resolve(build_requirements(lock), "sdist build requirements") if lock.sdists()
+                           else Lock(pins=[]))
+            return ensure_deps(self.client, self.engine, self.request.base_image, self.base_id, self.target, lock,
+                               sdist_build, list(self.inputs.recipe.apt), self.installed, self.request.limits,
+                               self.deadline, self.cancel, self.log, str(self.request.repo), on_top, early)
+        finally:
+            if early is not None:
+                early.close()
 
     def _stacked(self, layer: Path) -> Stacked:
         """The environment image: its dependencies image plus the project layer."""

@@ -17,31 +17,27 @@ lock, base image and Debian packages are the same (its key). Steps, in one box:
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import tempfile
 from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
-from typing import NamedTuple
 
 import docker
 
 from agent.env import apt, images
-from agent.env.box import BUILD_USER, DPKG_CAPS, SETUP_CAPS, Box, BuildLimits, Deadline, Mount, StepFailed
+from agent.env.box import BUILD_USER, Box, BuildLimits, Deadline, StepFailed
 from agent.env.cancel import NEVER, Cancel, check
+from agent.env.deps_box import BUILD, PREFIX, EarlyBox, box_plan, fits_in_memory, mounts, tmpfs
 from agent.env.errors import EnvError
 from agent.env.fetch import make_wheelhouse
 from agent.env.layer import PROJECT, VENV, BackgroundLoad, Stacked, check_layer, load_stack
-from agent.env.resolve import Lock, Target, uv_binary
+from agent.env.resolve import Lock, Target
 
 FORMAT = "deps-1"
-BUILD = "/tmp/codebox-build"
 UV_CACHE = f"{VENV}/.uv-cache"  # on the venv's file system, so uv hard-links instead of copying; not in the layer
-# The venv is written in memory (a tmpfs; ~2x faster than fuse-overlayfs) when the lock's files, unpacked
-# (~UNPACKED times their size), take at most this share of the box's memory limit.
-UNPACKED = 3
-TMPFS_SHARE = 0.4
 SDIST_FAILED = 5  # the install script's exit status when an sdist does not build
 BYTECODE = "_codebox_bytecode.py"
 Log = Callable[[str], None]
@@ -62,12 +58,13 @@ def ensure_deps(client: docker.DockerClient, engine: images.Engine, base_image: 
                 lock: Lock, sdist_build_lock: Lock, apt_packages: list[str], installed_debs: set[str],
                 limits: BuildLimits, deadline: Deadline, cancel: Cancel = NEVER,
                 log: Callable[[str], None] = lambda _: None, repo: str = "",
-                on_top: Stacked | None = None) -> tuple[images.Entry, str | None]:
+                on_top: Stacked | None = None, early: EarlyBox | None = None) -> tuple[images.Entry, str | None]:
     """The dependencies image of this lock on this base: recorded, or built now (and recorded).
 
     ``on_top``: an image made of the dependencies image plus its layers (the project's), loaded in
     the same ``docker load`` when the dependencies image is built; its id, else None (reused: the
-    caller loads it).
+    caller loads it). ``early``: a box started before the lock was known, taken when the lock
+    fits it (the caller closes it either way).
     """
     key = deps_key(base_id, lock, sdist_build_lock, apt_packages)
     with images.building("deps", key, cancel):
@@ -76,8 +73,8 @@ def ensure_deps(client: docker.DockerClient, engine: images.Engine, base_image: 
             log(f"reusing the dependencies image {found.tag} ({len(found.packages)} packages)")
             return found, None
         log(f"installing {len(lock.pins)} packages into a new dependencies image (network none)")
-        with tempfile.TemporaryDirectory(prefix="codebox-deps-") as tmp:
-            folder = Path(tmp)
+        with contextlib.ExitStack() as held:
+            folder = early.folder if early else Path(held.enter_context(tempfile.TemporaryDirectory(prefix=PREFIX)))
             folder.chmod(0o755)  # the build user reads the mounts
             make_wheelhouse(Lock(pins=[*lock.pins, *sdist_build_lock.pins]), folder / "wheels", cancel)
             debs = apt.download_debs(apt_packages, installed_debs, folder / "debs", cancel) if apt_packages else []
@@ -85,19 +82,21 @@ def ensure_deps(client: docker.DockerClient, engine: images.Engine, base_image: 
             _stage(folder / "stage", lock, target)
             for path in [folder, *folder.rglob("*")]:
                 path.chmod(0o755 if path.is_dir() else 0o644)
+            plan = box_plan(lock, bool(debs), fits_in_memory(folder / "wheels", limits), limits)
+            if early is not None and early.plan == plan:
+                box = early.take()
+            else:
+                if early is not None:
+                    early.discard()  # made for another lock (an sdist, a big one): a box of its own
+                box = Box(client, base_image, "deps", mounts(folder, bool(debs)), plan.limits, deadline, cancel,
+                          caps=plan.caps, log=log, tmpfs=tmpfs(limits) if plan.tmpfs else {},
+                          root_steps=plan.root_step)
+                box.__enter__()
+            held.callback(box.close)
             tag = f"{images.REPOSITORY}-deps:{key[:16]}"
-            mounts = [Mount(host=str(folder / "stage"), target=f"{BUILD}/stage"),
-                      Mount(host=str(folder / "wheels"), target=f"{BUILD}/wheels"),
-                      Mount(host=uv_binary(), target=f"{BUILD}/uv")]
-            if debs:
-                mounts.append(Mount(host=str(folder / "debs"), target=f"{BUILD}/debs"))
-            tmpfs = _venv_tmpfs(folder / "wheels", limits)
-            plan = box_plan(lock, bool(debs), bool(tmpfs), limits)
             labels = {images.LABEL_KIND: "env-deps", images.LABEL_REPO: repo}
-            with Box(client, base_image, "deps", mounts, plan.limits, deadline, cancel, caps=plan.caps, log=log,
-                     tmpfs=tmpfs, root_steps=plan.root_step) as box:
-                image_id, *above = _install_and_load(box, base_image, target, folder, bool(debs), plan.root_step,
-                                                     [Stacked([], tag, labels), *([on_top] if on_top else [])])
+            image_id, *above = _install_and_load(box, base_image, target, folder, bool(debs), plan.root_step,
+                                                 [Stacked([], tag, labels), *([on_top] if on_top else [])])
         entry = images.Entry(kind="deps", key=key, id=image_id, tag=tag, base=base_image, base_id=base_id,
                              python=target.python, lock=lock.hashed_txt(), packages=lock.installed(), apt=debs)
         images.write(entry)
@@ -135,45 +134,8 @@ def _install_and_load(box: Box, base_image: str, target: Target, folder: Path, d
             removing.join()
 
 
-class BoxPlan(NamedTuple):
-    """How the dependencies box is made for one lock."""
-
-    caps: list[str]  # what root holds in it
-    root_step: bool  # root's setup runs (dpkg, or the venv folder on the image's file system)
-    limits: BuildLimits
-
-
-def box_plan(lock: Lock, debs: bool, tmpfs: bool, limits: BuildLimits) -> BoxPlan:
-    """The box for ``lock``: root only where it has work, the CPU quota only where package code runs.
-
-    No repository file is ever in this box. With only wheels and no Debian packages, no package
-    code runs either: uv unpacks the wheels and the base image's interpreter compiles their
-    bytecode without its site module (no ``.pth`` of theirs runs). That box keeps the memory,
-    pids and time limits and gets the CPU the host's own install has; an sdist's build or dpkg's
-    maintainer scripts keep the quota. On the tmpfs, which the build user owns, root has nothing
-    to do: no root step, no capability.
-    """
-    runs_package_code = debs or bool(lock.sdists())
-    root_step = debs or not tmpfs
-    caps = DPKG_CAPS if debs else SETUP_CAPS if root_step else []
-    return BoxPlan(caps=caps, root_step=root_step,
-                   limits=limits if runs_package_code else limits.model_copy(update={"cpus": 0.0}))
-
-
-def _venv_tmpfs(wheels: Path, limits: BuildLimits) -> dict[str, str]:
-    """A tmpfs for the venv when the lock fits well in the memory limit (see TMPFS_SHARE), else none."""
-    from agent.sandboxes.config import size_bytes
-
-    memory = size_bytes(limits.memory, "memory limit")
-    unpacked = UNPACKED * sum(path.stat().st_size for path in wheels.iterdir())
-    if unpacked > TMPFS_SHARE * memory:
-        return {}
-    uid, _, gid = BUILD_USER.partition(":")
-    return {VENV: f"rw,exec,nosuid,uid={uid},gid={gid},mode=755,size={memory}"}
-
-
 def _stage(stage: Path, lock: Lock, target: Target) -> None:
-    stage.mkdir(parents=True)
+    stage.mkdir(parents=True, exist_ok=True)  # an early box's folder has it already
     script = resources.files("agent.env.inside").joinpath(BYTECODE).read_text("utf-8")
     (stage / BYTECODE).write_text(script, encoding="utf-8")
     (stage / "requirements.txt").write_text(lock.hashed_txt(), encoding="utf-8")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from agent.env.box import DPKG_CAPS, SETUP_CAPS, BuildLimits
-from agent.env.deps import box_plan
+from agent.env.deps_box import box_plan
 from agent.env.resolve import Lock, Pin
 
 LIMITS = BuildLimits(memory="768m", pids=99, cpus=1.0, timeout_s=600)

@@ -209,3 +209,45 @@ def test_the_untagged_venv_image_is_gone_after_a_build_and_after_a_failed_one(
     assert env_images(client, repo) == []
     client.close()
     engine.close()
+
+
+def test_the_box_starts_while_uv_resolves_and_a_reused_dependencies_image_starts_no_box(
+    tmp_path: Path, wheelhouse: Path, made: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import time
+
+    from agent.env import images, sdists
+
+    extra = tmp_path / "own-wheels"  # no recorded dependencies image can hold this package: a build is sure
+    make_wheel(extra, "onlyhere", "1.0", {"onlyhere/__init__.py": f"WHERE = {str(tmp_path)!r}\n"})
+    index = IndexConfig(find_links=[str(wheelhouse), str(extra)], no_index=True)
+    resolved: list[float] = []
+    real_resolve = sdists.resolve
+
+    def slow_resolve(*args: Any, **kwargs: Any) -> Any:
+        lock = real_resolve(*args, **kwargs)
+        time.sleep(1.0)  # a resolve from a real index
+        resolved.append(time.monotonic())
+        return lock
+
+    monkeypatch.setattr(sdists, "resolve", slow_resolve)
+    real_options = box.Box.create_options
+    created: list[float] = []
+
+    def timed(self: box.Box) -> dict[str, Any]:
+        if self.purpose == "deps":
+            created.append(time.monotonic())
+        return real_options(self)
+
+    monkeypatch.setattr(box.Box, "create_options", timed)
+    files = {"requirements.txt": "onlyhere\nalpha\n", "app.py": ""}
+    info = build(write(tmp_path / "one", files), index, made)
+    engine = images.EngineImages.connect()
+    entry = images.find(engine, info.image_id)
+    assert entry is not None
+    made.append(entry.deps)
+    assert len(created) == 1 and created[0] < resolved[0]  # one box, made before the resolve ended
+    created.clear()
+    other = build(write(tmp_path / "two", {**files, "setup.cfg": "[metadata]\nname = two\n"}), index, made)
+    assert images.find(engine, other.image_id) is not None and created == []  # reused: no box at all
+    engine.close()
