@@ -105,6 +105,42 @@ def find(root: str, user_path: str, root_fd: int = -1, open_file: bool = False) 
     own_root = root_fd < 0
     if own_root:
         root_fd = open_root(root)
+    try:
+        direct = _open_direct(root, root_fd, user_path) if open_file else None
+        return direct or _walk(root, root_fd, user_path, open_file)
+    finally:
+        if own_root:
+            os.close(root_fd)
+
+
+def _open_direct(root: str, root_fd: int, user_path: str) -> Optional[Found]:
+    """The common case in fewer system calls: a path with no '..' whose names are all real is
+    opened by the kernel in one ``openat`` (O_NOFOLLOW for the last name). The kernel then says
+    where the opened file is (/proc/self/fd): exactly the root plus the path means no link was
+    crossed and the file is inside. Anything else (a link on the way, even a swapped-in one, a
+    directory, a missing name, no /proc) closes it, and the careful walk decides: None."""
+    names = [c for c in user_path.split("/") if c not in ("", ".")]
+    if not names or ".." in names:
+        return None
+    rel = "/".join(names)
+    try:
+        fd = os.open(rel, FILE_FLAGS, dir_fd=root_fd)
+    except OSError:
+        return None
+    try:
+        where = os.readlink(f"/proc/self/fd/{fd}")
+        st = os.fstat(fd)
+    except OSError:
+        os.close(fd)
+        return None
+    expected = os.path.join(root, rel)
+    if where != expected or not stat.S_ISREG(st.st_mode) or _pseudo_fs(where):
+        os.close(fd)
+        return None
+    return Found(expected, rel, st, fd, None)
+
+
+def _walk(root: str, root_fd: int, user_path: str, open_file: bool) -> Found:
     walk = _Walker(root, root_fd)
     walked: list[str] = []
     link = ""  # the path named so far up to the name being entered: a link there is named so
@@ -128,8 +164,6 @@ def find(root: str, user_path: str, root_fd: int = -1, open_file: bool = False) 
         return walk.found(user_path)
     finally:
         walk.close()
-        if own_root:
-            os.close(root_fd)
 
 
 def _check_syntax(root: str, user_path: str) -> None:

@@ -114,6 +114,9 @@ def test_found_says_what_the_path_names_and_opens_only_regular_files(root: str) 
     finally:
         os.close(found.fd)
     assert find(root, "src", open_file=True).fd == -1
+    through_link = find(root, "link_src/util/helpers.py", open_file=True)  # the kernel crosses the link: walked again
+    os.close(through_link.fd)
+    assert through_link.rel == "src/util/helpers.py"
     assert stat.S_ISDIR(find(root, "link_src/util/..").st.st_mode)  # type: ignore[union-attr]
     missing = find(root, "src/nope.py", open_file=True)
     assert missing.st is None and missing.fd == -1 and missing.error is not None
