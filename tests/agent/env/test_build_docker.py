@@ -150,12 +150,18 @@ def test_a_repo_that_declares_nothing_uses_the_base_image(created: list[dict[str
     assert info.image == BASE and not info.built and created == []
 
 
-def test_an_unresolvable_requirement_leaves_no_image(tmp_path: Path, local_index: IndexConfig) -> None:
+def test_an_unresolvable_requirement_leaves_no_image(tmp_path: Path, local_index: IndexConfig,
+                                                     created: list[dict[str, Any]]) -> None:
     repo = write(tmp_path, {"requirements.txt": "alpha\nnot-there\n"})
     with pytest.raises(EnvError, match=r"not-there \(declared in requirements.txt:2\)") as info:
         ensure_env(EnvRequest(repo=repo, base_image=BASE, index=local_index))
     assert info.value.usage
-    assert env_images(docker.from_env(), repo) == []
+    client = docker.from_env()
+    assert env_images(client, repo) == []
+    # No recorded image could hold not-there: the box started while uv resolved, and went with the failure.
+    assert "env-deps" in [c["labels"]["codebox.task"] for c in created]
+    assert [c for c in client.containers.list(all=True, filters={"label": "codebox.role=env-build"})
+            if c.labels.get("codebox.owner") == str(os.getpid())] == []
 
 
 def test_requires_python_the_image_lacks_points_to_image(tmp_path: Path, local_index: IndexConfig) -> None:
