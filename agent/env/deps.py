@@ -73,6 +73,7 @@ def ensure_deps(client: docker.DockerClient, engine: images.Engine, base_image: 
             log(f"reusing the dependencies image {found.tag} ({len(found.packages)} packages)")
             return found, None
         log(f"installing {len(lock.pins)} packages into a new dependencies image (network none)")
+        images.reap_loading(engine)  # what a killed build left on its way
         with contextlib.ExitStack() as held:
             folder = early.folder if early else Path(held.enter_context(tempfile.TemporaryDirectory(prefix=PREFIX)))
             folder.chmod(0o755)  # the build user reads the mounts

@@ -7,13 +7,15 @@ image it built, in ``<cache>/env-images/``, named by what it is and the hash of 
 (a temporary file renamed over it), so builders in several processes never see half an entry.
 A lookup reads one file and asks the engine whether that image id is still there: no image
 list, no network. ``codebox env ls`` and ``env rm`` see only recorded ids; ``env rm`` removes
-nothing else.
+nothing else. ``loading-<pid>-*.json`` names an untagged image a build loads on its way
+(``mark_loading``), so that one a killed build left is removed later (``reap_loading``).
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
+import json
 import os
 import re
 import secrets
@@ -208,6 +210,38 @@ class EngineImages:
         self.client.close()
 
 
+def mark_loading(image_id: str) -> Path:
+    """A file in the record naming ``image_id`` (an untagged image a build loads on its way, see
+    layer.BackgroundLoad) and this process, written before the load: if the process dies before it
+    removes the image, the next build removes it (``reap_loading``). The caller deletes the file."""
+    from agent.containers.leftovers import process_start_ticks
+
+    path = record_dir() / f"loading-{os.getpid()}-{secrets.token_hex(4)}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    owner = {"id": image_id, "pid": os.getpid(), "start": process_start_ticks(os.getpid()) or ""}
+    path.write_text(json.dumps(owner), encoding="utf-8")
+    return path
+
+
+def reap_loading(engine: Engine) -> list[str]:
+    """Remove the untagged images whose builds died before removing them (``mark_loading``); their ids."""
+    from agent.containers.leftovers import process_start_ticks
+
+    removed = []
+    for path in record_dir().glob("loading-*.json") if record_dir().is_dir() else []:
+        try:
+            owner = json.loads(path.read_text(encoding="utf-8"))
+            image_id, pid, start = str(owner["id"]), int(owner["pid"]), str(owner["start"])
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if process_start_ticks(pid) not in (None, "") and process_start_ticks(pid) == start:
+            continue  # its build is still running
+        if engine.remove(image_id):
+            removed.append(image_id)
+        path.unlink(missing_ok=True)
+    return removed
+
+
 def lookup(engine: Engine, kind: Kind, key: str) -> Entry | None:
     """The recorded image of these inputs when the engine still has it; a stale entry is dropped."""
     entry = read(kind, key)
@@ -254,6 +288,7 @@ def remove_env_images(engine: Engine, names: list[str], kinds: tuple[Kind, ...] 
             targets.append(entry)
     else:
         targets = [e.entry for e in list_env_images(engine, kinds)]
+        reap_loading(engine)
     order = {"env": 0, "deps": 1, "tools": 2}  # the images on top first
     removed = []
     for entry in sorted(targets, key=lambda e: order[e.kind]):

@@ -12,6 +12,7 @@ import re
 import tarfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -43,9 +44,11 @@ def load_image(client: docker.DockerClient, parent: str, layers: list[Path], tag
     return load_stack(client, parent, [Stacked(layers, tag, labels)])[0]
 
 
-def load_stack(client: docker.DockerClient, parent: str, stack: list[Stacked]) -> list[str]:
+def load_stack(client: docker.DockerClient, parent: str, stack: list[Stacked],
+               before: Callable[[list[str]], None] | None = None) -> list[str]:
     """Each image of ``stack`` = the one before it (the first: ``parent``) plus its layers, all in
-    one ``docker load`` (one request, one pass of the daemon); their image ids."""
+    one ``docker load`` (one request, one pass of the daemon); their image ids (given to ``before``
+    too, before the load starts)."""
     import docker.errors
 
     attrs = client.images.get(parent).attrs
@@ -85,6 +88,8 @@ def load_stack(client: docker.DockerClient, parent: str, stack: list[Stacked]) -
         for layer, name in files:
             tar.add(layer, arcname=name)
     try:
+        if before is not None:
+            before(ids)
         with archive.open("rb") as f:
             client.images.load(f)
     except docker.errors.APIError as exc:
@@ -97,13 +102,15 @@ def load_stack(client: docker.DockerClient, parent: str, stack: list[Stacked]) -
 class BackgroundLoad:
     """``parent + layers`` loaded as an untagged image in a thread while the caller works on; a context
     manager whose exit waits for the load and removes that image (an image stacked on it keeps the
-    layers). A build killed meanwhile leaves an untagged image, which ``docker image prune`` removes."""
+    layers). The record names the image while it may exist (images.mark_loading): one a killed build
+    left is removed by the next build that loads one, or by ``codebox env rm --all``."""
 
     def __init__(self, client: docker.DockerClient, parent: str, layers: list[Path], labels: dict[str, str]) -> None:
         self.client = client
         self.image = Stacked(layers, "", labels)
         self.parent = parent
         self.result: dict[str, Any] = {}
+        self.marked: tuple[str, Path] | None = None  # the image's id and the record's file naming it
         self.thread = threading.Thread(target=self._load, name="codebox-env-load", daemon=True)
 
     def __enter__(self) -> BackgroundLoad:
@@ -111,8 +118,13 @@ class BackgroundLoad:
         return self
 
     def _load(self) -> None:
+        from agent.env import images
+
+        def mark(ids: list[str]) -> None:
+            self.marked = ids[0], images.mark_loading(ids[0])
+
         try:
-            self.result["id"] = load_stack(self.client, self.parent, [self.image])[0]
+            self.result["id"] = load_stack(self.client, self.parent, [self.image], mark)[0]
         except Exception as exc:  # given to the caller by wait()
             self.result["error"] = exc
 
@@ -128,9 +140,12 @@ class BackgroundLoad:
         import docker.errors
 
         self.thread.join()
-        if "id" in self.result:
-            with contextlib.suppress(docker.errors.APIError):  # gone already; or kept by a container someone made
-                self.client.images.remove(self.result["id"], force=False)
+        if self.marked is None:
+            return  # the load never started
+        image_id, marker = self.marked
+        with contextlib.suppress(docker.errors.APIError):  # not there (the load failed), or kept by a container
+            self.client.images.remove(image_id, force=False)
+        marker.unlink(missing_ok=True)
 
 
 def _sha256(path: Path) -> str:

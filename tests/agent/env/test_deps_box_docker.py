@@ -177,8 +177,8 @@ def partials(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     seen: list[str] = []
     real = layer.load_stack
 
-    def spy(client: Any, parent: str, stack: list[layer.Stacked]) -> list[str]:
-        ids = real(client, parent, stack)
+    def spy(client: Any, parent: str, stack: list[layer.Stacked], before: Any = None) -> list[str]:
+        ids = real(client, parent, stack, before)
         seen.extend(i for i, image in zip(ids, stack, strict=True) if not image.tag)
         return ids
 
@@ -199,6 +199,7 @@ def test_the_untagged_venv_image_is_gone_after_a_build_and_after_a_failed_one(
     engine = images.EngineImages.connect()
     build(write(tmp_path / "one", {"requirements.txt": "onlyhere\n"}), index, made)
     assert len(partials) == 1 and engine.inspect(partials[0]) is None
+    assert not list(images.record_dir().glob("loading-*"))  # nor the record's file naming it
     make_wheel(extra, "onlyhere", "2.0", {"onlyhere/__init__.py": f"WHERE = {str(tmp_path)!r}\n"})
     monkeypatch.setattr(deps, "_bytecode_script", lambda target: "sleep 3; exit 7")  # the venv loads meanwhile
     repo = write(tmp_path / "two", {"requirements.txt": "onlyhere>=2\n"})
@@ -250,4 +251,34 @@ def test_the_box_starts_while_uv_resolves_and_a_reused_dependencies_image_starts
     created.clear()
     other = build(write(tmp_path / "two", {**files, "setup.cfg": "[metadata]\nname = two\n"}), index, made)
     assert images.find(engine, other.image_id) is not None and created == []  # reused: no box at all
+    engine.close()
+
+
+def test_an_untagged_image_a_killed_build_left_is_removed_by_the_next_build(
+    tmp_path: Path, wheelhouse: Path, made: list[str]
+) -> None:
+    import json
+    import subprocess
+
+    from agent.env import images, layer
+
+    client = docker.from_env()
+    left, running = (layer.load_stack(client, BASE, [layer.Stacked(
+        [layer.layer_from_files(tmp_path / f"{name}.tar", {f"opt/codebox-env/{name}.txt": (str(tmp_path), 0o644)})],
+        "", {})])[0] for name in ("left", "running"))
+    gone = subprocess.Popen(["true"])  # a process that has ended: the killed build
+    gone.wait()
+    dead = images.mark_loading(left)
+    dead.write_text(json.dumps({**json.loads(dead.read_text()), "pid": gone.pid}))
+    alive = images.mark_loading(running)  # this process's: a build still on its way
+    extra = tmp_path / "own-wheels"
+    make_wheel(extra, "onlyhere", "1.0", {"onlyhere/__init__.py": f"WHERE = {str(tmp_path)!r}\n"})
+    index = IndexConfig(find_links=[str(wheelhouse), str(extra)], no_index=True)
+    build(write(tmp_path / "one", {"requirements.txt": "onlyhere\n"}), index, made)
+    engine = images.EngineImages.connect()
+    assert engine.inspect(left) is None and not dead.exists()
+    assert engine.inspect(running) is not None and alive.exists()
+    alive.unlink()
+    client.images.remove(running)
+    client.close()
     engine.close()
