@@ -50,6 +50,11 @@ class _TaskSink:
 
 
 class BatchView:
+    """The lock guards the view's state only. Nothing holding it calls the console: rich's refresh
+    thread holds the console's lock while it draws the board, and the board reads that state, so a
+    print under the view's lock could wait on the refresh while the refresh waits on the lock (a
+    batch's screen froze that way, and with it the batch)."""
+
     def __init__(self, total: int, stream: TextIO | None = None, styled: bool | None = None) -> None:
         self.total = total
         self.writer = Writer(stream or sys.stderr, styled)
@@ -79,14 +84,16 @@ class BatchView:
             self.done += 1
             self.resumed += 1
             self._count(report)
-            self._note(report, resumed=True)
+            line = self._note(report, resumed=True)
+        self.writer.line(line)
 
     def finished(self, report: Report) -> None:
         with self._lock:
             self.running.pop(report.task_id, None)
             self.done += 1
             self._count(report)
-            self._note(report)
+            line = self._note(report)
+        self.writer.line(line)
 
     def on_event(self, task_id: str, event: AgentEvent) -> None:
         with self._lock:
@@ -102,9 +109,9 @@ class BatchView:
 
     def close(self) -> None:
         with self._lock:
-            if self._live is not None:
-                self._live.stop()
-                self._live = None
+            live, self._live = self._live, None
+        if live is not None:  # outside the lock: stopping waits for the refresh thread, which takes it
+            live.stop()
 
     # --- drawing ---------------------------------------------------------------------------------
 
@@ -124,13 +131,13 @@ class BatchView:
 
     def write(self, text: str) -> int:
         """Lines of codebox's own (the cancel notice) above the board, not through it."""
-        with self._lock:
-            for part in text.strip("\n").split("\n"):
-                if part.strip():
-                    self.writer.line(Text(part, style="yellow"))
+        for part in text.strip("\n").split("\n"):
+            if part.strip():
+                self.writer.line(Text(part, style="yellow"))
         return len(text)
 
-    def _note(self, report: Report, resumed: bool = False) -> None:
+    def _note(self, report: Report, resumed: bool = False) -> Text:
+        """The line of a finished task (made under the lock: it reads the counts)."""
         tests_failed = report.status == "completed" and not tests_passed_or_none(report)
         mark = "✓" if report.status == "completed" and not tests_failed else "✗"
         style = "bold yellow" if tests_failed else STATUS_STYLE.get(report.status, "bold")
@@ -145,7 +152,7 @@ class BatchView:
             line.append(" — " + one_line(report.error, ERROR_WIDTH), style="red")
         if self._live is None:
             line.append(f"   [{self.counts()}]", style="dim")
-        self.writer.line(line)
+        return line
 
     def rows(self) -> list[tuple[str, str, str, str]]:
         now = time.monotonic()
