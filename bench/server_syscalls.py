@@ -8,9 +8,9 @@ cost under runsc follows. The server runs here on the host, as the tests run it,
 ``strace -f`` (children included: rg, a test's processes); a request for an unknown tool marks
 where the counted calls start and end. Per server and tool: its boot (to the first answer), the
 tool's first call (its module's imports included), and the mean over ``--calls`` calls after 3
-warm-up calls, with the most frequent system calls. The server runs with ``--reap-all`` as in a
-container, but here it sees the host's processes: a run_test's scan of /proc costs ~7 calls per
-process on the host, where a container has a handful.
+warm-up calls, with the most frequent system calls. Here the server sees the host's processes
+(it ignores ``--reap-all`` in the host's pid namespace): its boot and a run_test scan /proc, 3
+calls per process, for the host's hundreds where a container has a handful.
 """
 
 from __future__ import annotations
