@@ -35,7 +35,8 @@ class EnvFlags:
         for flag, field in _RECIPE_FLAGS.items():  # checked one flag at a time, so an error names its flag
             values = list(getattr(args, flag, None) or [])
             if values:
-                self.recipe = self.recipe.plus(parse_recipe({field: values}, "--" + flag.replace("_", "-")))
+                self.recipe = self.recipe.plus(parse_recipe({field: values}, "--" + flag.replace("_", "-"),
+                                                             name_the_field=False))
         path = getattr(args, "recipes", None)
         self.book = load_recipes(Path(path).expanduser()) if path else RecipeBook()
         when = getattr(args, "as_of", None)

@@ -79,15 +79,16 @@ class Recipe(BaseModel):
                 for name in Recipe.model_fields}
 
 
-def parse_recipe(data: Any, where: str) -> Recipe:
-    """A recipe from JSON-like data; EnvError (usage) naming ``where`` when it is not one."""
+def parse_recipe(data: Any, where: str, *, name_the_field: bool = True) -> Recipe:
+    """A recipe from JSON-like data; EnvError (usage) naming ``where`` (and the field, unless
+    ``where`` already says it, as a flag does) when it is not one."""
     try:
         return Recipe.model_validate(data)
     except ValidationError as exc:
         problem = exc.errors()[0]
-        place = ".".join(str(p) for p in problem.get("loc", ()))
-        raise EnvError(f"{where}: {place + ': ' if place else ''}{problem.get('msg', 'not a recipe')}",
-                       usage=True) from None
+        place = ".".join(str(p) for p in problem.get("loc", ())) if name_the_field else ""
+        message = str(problem.get("msg", "not a recipe")).removeprefix("Value error, ")
+        raise EnvError(f"{where}: {place + ': ' if place else ''}{message}", usage=True) from None
 
 
 class RecipeBook(BaseModel):

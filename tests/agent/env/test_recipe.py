@@ -108,7 +108,9 @@ def test_bad_flags_are_one_usage_error() -> None:
     with pytest.raises(EnvError, match="--as-of") as failed:
         EnvFlags(flags(as_of="last tuesday"))
     assert failed.value.usage
-    with pytest.raises(EnvError, match="--pip"):
+    with pytest.raises(EnvError) as url:
         EnvFlags(flags(pip=["a @ https://x/y.whl"]))
+    assert str(url.value) == ("--pip: 'a @ https://x/y.whl': packages come from the index by name, "
+                              "not from a URL")
     with pytest.raises(EnvError, match="cannot read it"):
         EnvFlags(flags(recipes="/nonexistent/recipes.json"))
