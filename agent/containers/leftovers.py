@@ -85,11 +85,36 @@ def remove_container(client: EngineClient | docker.DockerClient, container_id: s
         return
     try:
         client.remove(container_id, force=True)
-    except (NotFound, Conflict):
-        pass  # 409: "removal of container ... is already in progress" (auto_remove raced us)
+    except NotFound:
+        pass
+    except Conflict:  # 409: "removal of container ... is already in progress" (auto_remove raced us)
+        _wait_gone(client, container_id)
     except EngineError as exc:
         if "state improper" not in str(exc):  # Podman: it stopped meanwhile, and auto-remove takes it
             _log.warning("could not remove sandbox container %s: %s", container_id[:12], exc)
+        else:
+            _wait_gone(client, container_id)
+
+
+REMOVAL_WAIT_S = 30.0
+
+
+def _wait_gone(client: EngineClient, container_id: str, timeout_s: float = REMOVAL_WAIT_S) -> None:
+    """Until the removal someone else started is done: the caller was promised the container is
+    gone when remove_container returns (a run on a loaded machine returned while its container
+    was still being removed). An answer other than "no such container" ends the wait."""
+    deadline = time.monotonic() + timeout_s
+    pause = 0.005
+    while time.monotonic() < deadline:
+        try:
+            client.inspect_container(container_id)
+        except NotFound:
+            return
+        except EngineError:
+            return
+        time.sleep(pause)
+        pause = min(pause * 2, 0.2)
+    _log.warning("sandbox container %s is still being removed after %.0f s", container_id[:12], timeout_s)
 
 
 def _remove_with_docker_py(client: docker.DockerClient, container_id: str) -> None:

@@ -210,6 +210,31 @@ def test_chunked_answers_and_error_statuses(tmp_path: Path) -> None:
         assert other.value.status == 500 and not isinstance(other.value, NotFound | Conflict | DaemonDown)
 
 
+def test_a_removal_someone_else_started_is_waited_for(tmp_path: Path) -> None:
+    """auto_remove raced our removal (409): remove_container returns once the container is gone."""
+    inspected: list[int] = []
+
+    def answer(request: bytes, conn: socket.socket) -> None:
+        line = request.split(b"\r\n", 1)[0]
+        if line.startswith(b"GET /_ping"):  # the client asks the API version first
+            conn.sendall(b"HTTP/1.1 200 OK\r\nApi-Version: 1.43\r\nContent-Length: 2\r\n\r\nOK")
+        elif line.startswith(b"DELETE ") and b"/containers/going" in line:
+            body = b'{"message":"removal of container going is already in progress"}'
+            conn.sendall(b"HTTP/1.1 409 Conflict\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+        elif b"/containers/going/json" in line and len(inspected) < 3:
+            inspected.append(200)
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}")
+        else:
+            inspected.append(404)
+            body = b'{"message":"No such container: going"}'
+            conn.sendall(b"HTTP/1.1 404 Not Found\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+        conn.close()
+
+    with fake_daemon(tmp_path, answer) as client:
+        remove_container(client, "going")
+    assert inspected == [200, 200, 200, 404]
+
+
 # --- against the real daemon ---------------------------------------------------------------------
 
 
