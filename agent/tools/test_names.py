@@ -16,8 +16,19 @@ _UNITTEST = re.compile(r"^(?:FAIL|ERROR): (\S+) \(([^)\s]+)\)")
 _GO = re.compile(r"^\s*--- FAIL: (\S+)")
 
 
+# The header of pytest's short summary; the last one in the output is the run's own.
+_SUMMARY = re.compile(r"^=+ short test summary info =+$", re.MULTILINE)
+
+
 def failing_tests(output: str) -> list[str]:
-    """Each failing test once, in the order the output names them (at most MAX_NAMES)."""
+    """Each failing test once, in the order the output names them (at most MAX_NAMES).
+
+    When pytest printed its short summary, only the last one is read: a failing test's captured
+    output can hold another pytest's lines (pytest-mock's tests run pytest inside pytest, and its
+    inner "FAILED test_detailed_introspection.py::test" is no test of the project)."""
+    summaries = list(_SUMMARY.finditer(output))
+    if summaries:
+        output = output[summaries[-1].end():]
     names: list[str] = []
     for line in output.splitlines():
         name = _name(line.strip())

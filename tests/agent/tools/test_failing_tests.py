@@ -43,3 +43,25 @@ def test_a_passing_run_names_nothing_and_the_list_is_bounded() -> None:
     assert failing_tests("....\n4 passed in 0.01s\n") == []
     many = "".join(f"FAILED t.py::test_{i}\n" for i in range(500))
     assert len(failing_tests(many)) == MAX_NAMES
+
+
+def test_only_the_run_s_own_summary_when_a_test_ran_pytest_inside_pytest() -> None:
+    """pytest-mock's suite (3.15, measured): its introspection tests run pytest in pytest, and a
+    failing one prints the inner run's summary in its captured output."""
+    output = """\
+..F.F
+=================================== FAILURES ===================================
+_________________________ test_detailed_introspection __________________________
+----------------------------- Captured stdout call -----------------------------
+=========================== short test summary info ============================
+FAILED test_detailed_introspection.py::test - AssertionError: assert 1 == 2
+============================== 1 failed in 0.01s ===============================
+=========================== short test summary info ============================
+FAILED tests/test_pytest_mock.py::test_detailed_introspection - Failed: nomatch
+FAILED tests/test_pytest_mock.py::test_assert_called_args_with_introspection
+2 failed, 87 passed, 5 warnings in 5.13s
+"""
+    assert failing_tests(output) == ["tests/test_pytest_mock.py::test_detailed_introspection",
+                                     "tests/test_pytest_mock.py::test_assert_called_args_with_introspection"]
+    # -v lines with no summary (-rN): read as before
+    assert failing_tests("tests/t.py::test_a PASSED\ntests/t.py::test_b FAILED\n") == ["tests/t.py::test_b"]
