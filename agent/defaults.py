@@ -24,6 +24,9 @@ BACKEND_NAMES: Final[tuple[str, ...]] = get_args(BackendName)
 DEFAULT_BACKEND: Final = "docker"
 DEFAULT_RUNTIME: Final = "runc"
 
+# Where the repository is inside every sandbox and build box (read-only unless a policy writes).
+REPO_MOUNT: Final = "/repo"
+
 # The sandbox container's image and limits (SandboxConfig's fields).
 DEFAULT_IMAGE: Final = "codebox-sandbox:latest"
 DEFAULT_MEMORY: Final = "1g"

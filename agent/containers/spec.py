@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from agent.containers.leftovers import owner_labels
+from agent.defaults import REPO_MOUNT
 from agent.errors import CodeboxError
 from agent.sandboxes.config import SandboxConfig, size_bytes
 from sandbox import wire
@@ -24,7 +25,6 @@ from sandbox.tools.catalog import WRITE_TOOLS
 ROLE_TOOLS = "tools"
 ROLE_WRITE = "write"
 
-REPO_MOUNT = "/repo"
 CODE_ROOT = "/opt/codebox"
 # The only folder mounted into a container: the in-container package, read-only.
 SANDBOX_PACKAGE_DIR = Path(wire.__file__).resolve().parent

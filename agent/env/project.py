@@ -19,13 +19,13 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 from pydantic import BaseModel, Field
 
+from agent.defaults import REPO_MOUNT
 from agent.env.errors import EnvError
 from agent.env.names import entry_point, is_version, project_name, specifier, version
 from agent.env.reqlines import parse_declared
 from agent.env.safe_read import MAX_LISTED, inside, read_bytes, read_text, string_list, table
 from agent.env.setup_py import SetupCall
 
-REPO_MOUNT = "/repo"
 FALLBACK_VERSION = "0.0.0"
 _VERSION_ASSIGN = re.compile(r"""^__version__\s*(?::\s*str\s*)?=\s*['"]([^'"]+)['"]""", re.MULTILINE)
 

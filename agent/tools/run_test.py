@@ -10,11 +10,20 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from agent.defaults import REPO_MOUNT
 from agent.protocol import TestRun
 from agent.sandboxes.result import ToolResult, failure
 from agent.tools.base import RunEffects, ToolArgs, ToolContext, ToolHandler
 from agent.tools.test_args import TestArgsError, check_test_args
 from agent.tools.test_names import failing_tests
+
+READ_ONLY_NOTE = (f"note: the tests tried to write into {REPO_MOUNT}, which is read-only in the sandbox; "
+                  "the user can run them in a throwaway copy (codebox run --test-in-copy, or test_in_copy in a task)")
+
+
+def _wrote_into_the_repo(output: str) -> bool:
+    """A test failed writing into the read-only repository (tomlkit's TOMLFile test writes its example)."""
+    return f"Read-only file system: '{REPO_MOUNT}/" in output or f"Read-only file system: '{REPO_MOUNT}'" in output
 
 
 class RunTestArgs(ToolArgs):
@@ -52,6 +61,8 @@ class RunTestTool(ToolHandler):
             request["copy_repo"] = True
         result = ctx.sandbox.call("run_test", request, timeout_s=timeout)
         result.data["argv"] = argv  # what ran, as sent: not whatever the sandbox's reply says
+        if not ctx.test_in_copy and not result.ok and _wrote_into_the_repo(result.output):
+            result.output += f"\n{READ_ONLY_NOTE}"
         return result
 
     def summary(self, arguments: dict[str, Any]) -> str:

@@ -423,6 +423,20 @@ def test_run_test_composes_argv_and_records_last_test() -> None:
     assert report.last_test.exit_code == 1
 
 
+def test_a_test_that_writes_into_the_read_only_repo_gets_a_note_on_test_in_copy() -> None:
+    """tomlkit's TOMLFile test writes its example file back: in the read-only /repo it fails."""
+    wrote = "E       OSError: [Errno 30] Read-only file system: '/repo/tests/examples/example.toml'\n"
+    for in_copy, noted in ((False, True), (True, False)):
+        sandbox = FakeSandbox({"run_test": lambda a: ToolResult(wrote, ok=False, outcome="failed",
+                                                                 data={"exit_code": 1})})
+        agent, _, model, _ = make_agent([{"tool_calls": [{"name": "run_test", "arguments": {}}]}, {"message": "k"}],
+                                        sandbox)
+        agent.ctx.test_in_copy = in_copy
+        agent.run(task())
+        content = first_result(model).content
+        assert ("--test-in-copy" in content) is noted and wrote.strip() in content
+
+
 def test_a_call_that_breaks_the_checks_is_an_error_result_not_a_crash() -> None:
     nested = "*** Begin Patch\n*** Add File: a.py\n+x\n*** End Patch\n"
     for _ in range(1200):  # deeper than Python's recursion limit
