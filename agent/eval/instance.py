@@ -235,6 +235,8 @@ class _Run:
             evidence.fail("timeout", f"the tests timed out after {self.job.timeout_s:g} s")
         elif outcome in ("oom", "container_died", "sandbox_error"):
             evidence.fail("sandbox", f"the test run did not finish ({outcome}): {error or ''}".rstrip(": "))
+        elif outcome == "error":  # codebox's own command could not run (the tool server's error): not the patch's
+            evidence.fail("sandbox", f"the test run could not start: {error or 'error'}")
         if bundle is not None and bundle.junit is not None:
             evidence.junit_xml = bundle.junit
         elif evidence.error is None:

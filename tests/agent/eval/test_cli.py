@@ -71,3 +71,20 @@ def test_no_docker_is_one_line_before_any_instance_starts(tmp_path: Path, monkey
     err = capsys.readouterr().err
     assert err.startswith("codebox: Docker is not answering") and err.count("\n") == 1
     assert not (tmp_path / "o").exists()
+
+
+def test_a_tool_server_error_in_the_test_run_is_the_harness_s_not_the_patch_s(tmp_path: Path) -> None:
+    """A crash inside codebox's own run_test (outcome 'error') was graded 'unresolved, no report';
+    it is an infrastructure error, which --retry-errors runs again."""
+    from agent.eval.instance import _Run
+    from agent.eval.job import INFRASTRUCTURE, EvalEvidence
+
+    job = EvalJob(prediction=Prediction(instance_id="t"), timeout_s=10)
+    run = _Run(TaskSpec(id="t", repo=str(tmp_path), goal="g"), job, EvalEvidence(), CancelToken())
+    crash = "internal error in run_test: AttributeError: 'Context' object has no attribute 'root_fd'"
+    run._read_run("", "error", crash, {})
+    assert run.evidence.error_kind in INFRASTRUCTURE and crash in (run.evidence.error or "")
+    assert run.evidence.no_report is None
+    failed = _Run(TaskSpec(id="t", repo=str(tmp_path), goal="g"), job, EvalEvidence(), CancelToken())
+    failed._read_run("E   ImportError: no module named x\n", "failed", None, {"exit_code": 2})
+    assert failed.evidence.error is None and "ImportError" in (failed.evidence.no_report or "")  # the patch's
