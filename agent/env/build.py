@@ -75,6 +75,12 @@ class EnvRequest(BaseModel):
     limits: BuildLimits = Field(default_factory=BuildLimits)
     # Resolve what a repository's own package sources would serve from the user's index (source_policy.py).
     allow_public_fallback: bool = False
+    # The repository as the task names it (a path, or owner/name), when ``repo`` is a workspace made
+    # from it: what the log lines, the image labels and `codebox env ls` show.
+    repo_name: str | None = None
+
+    def shown(self) -> str:
+        return self.repo_name or str(self.repo)
 
     def full_recipe(self) -> Recipe:
         """The flags' recipe, then the task's and the recipes file's (``recipe``)."""
@@ -233,7 +239,7 @@ class _Build:
         if compiles:
             image = ensure_tools(self.client, self.engine, request.base_image, self.base_id, self.target,
                                  self.installed, request.limits, self.deadline, self.cancel, self.log,
-                                 str(request.repo)).id
+                                 request.shown()).id
         needs_cython = compiles and plan.pyx_without_c(inputs.tree.files)
         build_requires = plan.build_requirements(inputs.build_requires, inputs.backend, declared, needs_cython)
         with ProjectBuild(self.client, image, request.repo, inputs.tree, inputs.backend, inputs.recipe,
@@ -297,7 +303,7 @@ class _Build:
                            else Lock(pins=[]))
             return ensure_deps(self.client, self.engine, self.request.base_image, self.base_id, self.target, lock,
                                sdist_build, list(self.inputs.recipe.apt), self.installed, self.request.limits,
-                               self.deadline, self.cancel, self.log, str(self.request.repo), on_top, early)
+                               self.deadline, self.cancel, self.log, self.request.shown(), on_top, early)
         finally:
             if early is not None:
                 early.close()
@@ -306,7 +312,7 @@ class _Build:
         """The environment image: its dependencies image plus the project layer."""
         from agent.env.layer import Stacked
 
-        labels = {images.LABEL_KIND: images.KIND, images.LABEL_REPO: str(self.request.repo)}
+        labels = {images.LABEL_KIND: images.KIND, images.LABEL_REPO: self.request.shown()}
         return Stacked([layer], f"{images.REPOSITORY}:{self.key[:16]}", labels)
 
     def _finish(self, deps: images.Entry, layer: Path, name: str, image_id: str | None = None) -> images.Entry:
@@ -319,7 +325,7 @@ class _Build:
             check(self.cancel)
             image_id = load_stack(self.client, deps.id, [stacked])[0]
         entry = images.Entry(
-            kind="env", key=self.key, id=image_id, tag=tag, repo=str(self.request.repo), base=self.request.base_image,
+            kind="env", key=self.key, id=image_id, tag=tag, repo=self.request.shown(), base=self.request.base_image,
             base_id=self.base_id, python=self.target.python, lock=deps.lock, packages=deps.packages, apt=deps.apt,
             as_of=self.request.as_of, deps=deps.id,
             notes=[*self.inputs.declared.notes, *([f"the project ({name}) was installed by its own build backend"]
@@ -331,7 +337,7 @@ class _Build:
 
 def _build(request: EnvRequest, inputs: _Inputs, engine: images.Engine, base_id: str, key: str, log: Log,
            cancel: Cancel) -> images.Entry:
-    log(f"building the environment for {request.repo} on {request.base_image} "
+    log(f"building the environment for {request.shown()} on {request.base_image} "
         f"({len(inputs.declared.requirements)} declared requirements"
         + ("; the project's own build runs" if inputs.build else "") + ")")
     from agent.containers.docker_client import connect

@@ -64,16 +64,19 @@ def choose_for_task(task: TaskSpec, repo: Path, sandbox: SandboxLimits, log: Log
     when = env.as_of if isinstance(env, EnvSpec) else None
     as_of = asof.choose(when, Path(task.repo).expanduser(), task.created_at, task.base_commit)
     return choose_env(env, repo, sandbox.image, log, cancel, as_of=as_of, memory=sandbox.memory,
-                      pids=sandbox.pids_limit, cpus=sandbox.cpus, allow_public_fallback=task.allow_public_fallback)
+                      pids=sandbox.pids_limit, cpus=sandbox.cpus, allow_public_fallback=task.allow_public_fallback,
+                      repo_name=task.repo)
 
 
 def choose_env(env: str | EnvSpec, repo: Path, base_image: str, log: Log = _quiet, cancel: Cancel = NEVER, *,
                as_of: str | None = None, memory: str = defaults.DEFAULT_MEMORY, pids: int = defaults.DEFAULT_PIDS,
-               cpus: float = defaults.DEFAULT_CPUS, allow_public_fallback: bool = False) -> EnvInfo | None:
+               cpus: float = defaults.DEFAULT_CPUS, allow_public_fallback: bool = False,
+               repo_name: str | None = None) -> EnvInfo | None:
     """None for ``none``; the built or reused environment for ``auto`` or an EnvSpec; the named image otherwise.
 
     ``as_of``: a normalized date (``asof.normalize``; default: HEAD's date in ``repo``).
-    ``cancel`` stops a build under way (EnvCancelled). ``allow_public_fallback``: see EnvRequest.
+    ``cancel`` stops a build under way (EnvCancelled). ``allow_public_fallback``, ``repo_name``: see
+    EnvRequest.
     """
     if isinstance(env, str) and env == NONE:
         return None
@@ -89,7 +92,7 @@ def choose_env(env: str | EnvSpec, repo: Path, base_image: str, log: Log = _quie
     request = EnvRequest(repo=repo, base_image=base_image, recipe=spec.recipe(),
                          as_of=as_of or asof.choose(spec.as_of, repo),
                          limits=BuildLimits(memory=memory, pids=pids, cpus=cpus),
-                         allow_public_fallback=allow_public_fallback)
+                         allow_public_fallback=allow_public_fallback, repo_name=repo_name)
     return ensure_env(request, log, cancel)
 
 
