@@ -6,7 +6,8 @@ Options that name another index or location (``-i``/``--index-url``, ``--extra-i
 ``source_policy`` decides whether those may come from the user's index. A ``name @ URL``
 requirement is such a source for its one package. ``--trusted-host`` and ``--no-index`` are noted
 and ignored. Refused, with the file and line: paths (``./pkg``, ``-e ../x``), bare URLs and
-unknown options. ``-e .`` / ``.[test]`` mean the project itself and are kept as a self-reference.
+unknown options. ``-e .`` / ``.[test]`` mean the project itself and are kept as a self-reference, as
+are pip-compile's ``file:.`` / ``-e file:.`` (with an ``#egg=name`` fragment or not).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ _IGNORED_OPTIONS = ("--pre", "--prefer-binary", "--only-binary", "--no-binary", 
                     "--trusted-host", "--no-index")
 # Short options pip also takes glued to their value (``-rrequirements.txt``, ``-e.``).
 _SHORT_WITH_VALUE = ("-r", "-c", "-e", "-i", "-f")
-_SELF = re.compile(r"^\.(?:\[([A-Za-z0-9_.,\s-]*)\])?$")
+_SELF = re.compile(r"^(?:file:)?\./?(?:\[([A-Za-z0-9_.,\s-]*)\])?(?:#egg=[A-Za-z0-9_.-]+)?$")
 _HASH = re.compile(r"\s--hash[=\s]\S+")
 
 

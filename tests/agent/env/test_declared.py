@@ -102,6 +102,15 @@ def test_requirements_files_about_tests_with_includes_and_continuations(tmp_path
     assert found == {"alpha": "requirements.txt:1", "gamma>=3": "requirements-test.txt:2"}
 
 
+def test_pip_compiles_file_dot_lines_are_the_project_itself(tmp_path: Path) -> None:
+    # referencing 80c9781's test-requirements.txt (pip-compile): 'file:.#egg=referencing' was refused
+    repo = write(tmp_path, {**projects.SRC, "test-requirements.txt": "file:.#egg=srcproj\n-e file:.\n"
+                                                                      "file:./[more]\npytest==8.2.0\n"})
+    declared = read_declared(repo, runner=None)
+    assert {r.text for r in declared.requirements} == {"pulls-project", "gamma", "pytest==8.2.0"}
+    assert not declared.sources
+
+
 def test_setup_py_literals_are_read_without_running_it(tmp_path: Path) -> None:
     repo = write(tmp_path, {**projects.SETUP_PY, "ran": ""})
     (repo / "ran").unlink()
