@@ -279,7 +279,12 @@ class _Build:
         when = f" as of {self.request.as_of[:10]}" if self.exclude_newer else ""
         self.log(f"resolving {len(requirements)} requirements{when} for Python {self.target.python} "
                  f"({self.target.platform})")
-        lock = resolve_with_sdists(requirements, self.target, self.request.index, self.cancel, self.exclude_newer)
+        notes: list[str] = []
+        lock = resolve_with_sdists(requirements, self.target, self.request.index, self.cancel, self.exclude_newer,
+                                   notes)
+        for note in notes:
+            self.log(note)
+        self.inputs.declared.notes += [n for n in notes if n not in self.inputs.declared.notes]
         if project:  # a dependency may pull the project from the index: /repo is the project
             own = canonicalize_name(project)
             lock = Lock(pins=[p for p in lock.pins if canonicalize_name(p.name) != own])

@@ -4,12 +4,16 @@ uv would build an sdist on the host to learn its dependencies. It never does her
 without a usable wheel are named to uv with ``--no-binary`` together with their metadata
 (``dependency-metadata`` in a uv.toml), which this module reads statically from the downloaded
 sdist (``pyproject.toml`` ``[project]``, or a PKG-INFO of Metadata-Version 2.2+ that declares
-nothing dynamic). An sdist whose dependencies are only known by running it is refused. The
-build itself happens in the network-none install container (``build.py``), from the wheelhouse.
+nothing dynamic). An sdist whose dependencies are only known by running it is refused, unless
+the project declares that package only for development (a ``dev`` table, group or file): such a
+tool is left out with a note (rich's poetry dev-dependencies name asv 0.5.1, an sdist with a
+setup.py), and the tests that need it fail where everyone can see why. The build itself happens
+in the network-none install container (``build.py``), from the wheelhouse.
 """
 
 from __future__ import annotations
 
+import re
 import tarfile
 import tomllib
 import zipfile
@@ -33,6 +37,9 @@ from agent.env.resolve import IndexConfig, Lock, NeedsSource, Pin, Target, resol
 
 MAX_ROUNDS = 8
 MAX_MEMBER_BYTES = 1 << 20
+# Where a requirement is declared for development only: poetry's dev-dependencies and dev group, a
+# [dependency-groups] or extra named dev, requirements-dev.txt.
+_DEV_ONLY = re.compile(r"\bdev\b")
 
 
 class SdistMeta(BaseModel):
@@ -42,9 +49,39 @@ class SdistMeta(BaseModel):
     build_requires: list[str]
 
 
+class DynamicSdist(EnvError):
+    """A package with no wheel for the sandbox whose sdist declares its dependencies dynamically."""
+
+    def __init__(self, pin: Pin) -> None:
+        super().__init__(f"{pin.name} {pin.version} has no wheel for the sandbox and its sdist declares its "
+                         "dependencies dynamically (only running it would tell them); codebox does not run "
+                         "package code on the host: use an --image that has it", usage=True)
+        self.pin = pin
+
+
 def resolve_with_sdists(requirements: list[Requirement], target: Target, index: IndexConfig,
-                        cancel: Cancel = NEVER, exclude_newer: str | None = None) -> Lock:
-    """The lock, wheels where there are wheels, sdists (read statically) only where there are none."""
+                        cancel: Cancel = NEVER, exclude_newer: str | None = None,
+                        notes: list[str] | None = None) -> Lock:
+    """The lock, wheels where there are wheels, sdists (read statically) only where there are none;
+    a development-only requirement whose sdist is dynamic left out, said in ``notes``."""
+    while True:
+        try:
+            return _resolve_rounds(requirements, target, index, cancel, exclude_newer)
+        except DynamicSdist as exc:
+            name = canonicalize_name(exc.pin.name)
+            declared = [r for r in requirements if r.name == name]
+            if not declared or not all(_DEV_ONLY.search(r.source) for r in declared):
+                raise
+            requirements = [r for r in requirements if r.name != name]
+            where = ", ".join(dict.fromkeys(r.source for r in declared))
+            (notes if notes is not None else []).append(
+                f"{exc.pin.name} {exc.pin.version} (declared for development only: {where}) left out: it has no "
+                "wheel for the sandbox and its sdist declares its dependencies dynamically (codebox does not run "
+                "package code on the host)")
+
+
+def _resolve_rounds(requirements: list[Requirement], target: Target, index: IndexConfig,
+                    cancel: Cancel, exclude_newer: str | None) -> Lock:
     known: dict[str, SdistMeta | None] = {}  # name -> its metadata, None while unread
     for _ in range(MAX_ROUNDS):
         try:
@@ -100,9 +137,7 @@ def read_sdist(path: Path, pin: Pin) -> SdistMeta:
     elif pkg_info and _static_pkg_info(pkg_info):
         requires = HeaderParser().parsestr(pkg_info).get_all("Requires-Dist") or []
     else:
-        raise EnvError(f"{pin.name} {pin.version} has no wheel for the sandbox and its sdist declares its "
-                       "dependencies dynamically (only running it would tell them); codebox does not run "
-                       "package code on the host: use an --image that has it", usage=True)
+        raise DynamicSdist(pin)
     for text in [*requires, *build_requires]:
         _check_requirement(text, pin)
     return SdistMeta(requires_dist=[str(r) for r in requires], build_requires=build_requires)

@@ -60,3 +60,29 @@ def test_an_sdist_requiring_a_url_is_refused(wheelhouse: Path, tmp_path: Path) -
     index = IndexConfig(find_links=[str(wheelhouse), str(sdists)], no_index=True)
     with pytest.raises(EnvError, match="by URL; refused"):
         resolve_with_sdists([parse_requirement("urly", "x")], TARGET, index)
+
+
+def test_a_development_only_sdist_with_dynamic_dependencies_is_left_out_with_a_note(
+    wheelhouse: Path, tmp_path: Path
+) -> None:
+    # rich 5ba9cb5: poetry's dev-dependencies name asv ^0.5.1, an sdist with a setup.py; the whole environment
+    # was refused for a benchmarking tool its tests never import
+    sdists = tmp_path / "sdists"
+    marker = tmp_path / "ran"
+    make_sdist(sdists, "dyn", "0.1", {
+        "setup.py": RAN.format(marker=str(marker)) + "from setuptools import setup\nsetup(name='dyn', version='0.1')\n",
+    })
+    index = IndexConfig(find_links=[str(wheelhouse), str(sdists)], no_index=True)
+    dev = [parse_requirement("gamma", "pyproject.toml [tool.poetry.dependencies]"),
+           parse_requirement("dyn>=0.1", "pyproject.toml [tool.poetry.dev-dependencies]"),
+           parse_requirement("dyn", "requirements-dev.txt:3")]
+    notes: list[str] = []
+    lock = resolve_with_sdists(dev, TARGET, index, notes=notes)
+    assert lock.installed() == ["gamma==3.0"] and not marker.exists()
+    assert notes == ["dyn 0.1 (declared for development only: pyproject.toml [tool.poetry.dev-dependencies], "
+                     "requirements-dev.txt:3) left out: it has no wheel for the sandbox and its sdist declares its "
+                     "dependencies dynamically (codebox does not run package code on the host)"]
+    # declared anywhere else too (a runtime dependency, a test extra): still refused
+    with pytest.raises(EnvError, match=r"dyn 0.1 has no wheel .* dynamically"):
+        resolve_with_sdists([*dev, parse_requirement("dyn", "pyproject.toml [project.optional-dependencies] test")],
+                            TARGET, index, notes=notes)
