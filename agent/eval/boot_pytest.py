@@ -5,7 +5,10 @@ It tees pytest's terminal output (sys.stdout and sys.stderr) into a log file and
 with one plugin, which marks an XPASS in the JUnit report (JUnit shows a non-strict xfail that
 passed as passed; SWE-bench's parser does not count it as passed) and, on pytest < 8.3 (no
 --no-fold-skipped), writes each skipped test's own summary line (``SKIPPED node - reason``) so
-SWE-bench's parser reads every skip by its node id. At the end, whatever happened, the exit
+SWE-bench's parser reads every skip by its node id. Where pytest's rootdir is not /repo (a
+tests/pytest.ini), the summary names a test from /repo (``tests/test_x.py::t``) and JUnit from the
+rootdir (``test_x``): the plugin then gives the testcase the summary's id (``codebox.nodeid``),
+which the host reads as its key. At the end, whatever happened, the exit
 status, the JUnit XML and the whole log go into one gzip-compressed, base64 bundle file that
 run_test's report_file brings back; a bundle over the limit keeps the log's head and its tail
 (where the summary is).
@@ -52,6 +55,14 @@ def make_plugin(pytest: Any, unfold: bool) -> Any:
         def __init__(self) -> None:
             self.xpassed: set[str] = set()
             self.skipped: list[tuple[str, str]] = []
+            self.config: Any = None
+
+        def pytest_configure(self, config: Any) -> None:
+            self.config = config
+
+        def shown(self, nodeid: str) -> str:
+            """The id as the short summary writes it: from the directory pytest was started in."""
+            return str(self.config.cwd_relative_nodeid(nodeid)) if self.config is not None else nodeid
 
         @pytest.hookimpl(tryfirst=True)
         def pytest_runtest_logreport(self, report: Any) -> None:
@@ -59,9 +70,11 @@ def make_plugin(pytest: Any, unfold: bool) -> Any:
                 self.xpassed.add(report.nodeid)
             if report.when == "teardown" and report.nodeid in self.xpassed:
                 report.user_properties.append(("codebox.outcome", "xpassed"))
+            if report.when == "teardown" and self.shown(report.nodeid) != report.nodeid:
+                report.user_properties.append(("codebox.nodeid", self.shown(report.nodeid)))
             if unfold and report.skipped and not hasattr(report, "wasxfail"):
                 reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
-                self.skipped.append((report.nodeid, reason))
+                self.skipped.append((self.shown(report.nodeid), reason))
 
         def pytest_terminal_summary(self, terminalreporter: Any) -> None:
             for nodeid, reason in self.skipped:

@@ -1,6 +1,7 @@
 """pytest's JUnit XML as the status map SWE-bench's parser would read from the same run's -rA summary.
 
-Keys are JUnit's (classname, name), which pytest derives from the node id (junit_key). Statuses
+Keys are JUnit's (classname, name), which pytest derives from the node id (junit_key); where the
+run's rootdir is not /repo, the key of the id the summary wrote (codebox's plugin gives it). Statuses
 are SWE-bench's: PASSED, FAILED, ERROR, SKIPPED, XFAIL; an XPASS (a non-strict xfail that
 passed: JUnit shows it as passed, codebox's pytest plugin marks it) is left out, as SWE-bench's
 parser has no such status. A test reported twice (a failure, then an error at teardown) ends as
@@ -16,6 +17,7 @@ from agent.eval.grading import ERROR, FAILED, PASSED, SKIPPED, XFAIL
 Key = tuple[str, str]
 XPASS = "XPASS"
 XPASS_PROPERTY = "codebox.outcome"  # the plugin's property on an xpassed testcase (value "xpassed")
+NODEID_PROPERTY = "codebox.nodeid"  # the plugin's: the id the summary wrote, when not JUnit's (another rootdir)
 SUMMARY_ORDER = (PASSED, SKIPPED, XFAIL, ERROR, FAILED)  # -rA's sections, XPASS left out
 
 
@@ -43,6 +45,9 @@ def junit_cases(xml_text: str) -> list[tuple[Key, str]]:
     cases = []
     for case in ET.fromstring(xml_text).iter("testcase"):
         key = (case.get("classname", ""), case.get("name", ""))
+        for prop in case.iter("property"):
+            if prop.get("name") == NODEID_PROPERTY and prop.get("value"):
+                key = junit_key(prop.get("value", ""))
         cases.append((key, _status(case)))
     return cases
 

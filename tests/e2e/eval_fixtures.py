@@ -103,6 +103,10 @@ def build(root: Path) -> tuple[str, str, dict[str, Case]]:
                            "unresolved", flagged=True),
         "spoof": Case(diff_of(root, {"tests/conftest.py": SPOOF_CONFTEST}), "resolved", flagged=True),
         "broken": Case("this is not a diff", "patch_failed"),
+        # pytest's rootdir is tests/ (rich's tests/pytest.ini): JUnit names test_add, the summary (and
+        # so SWE-bench's ids) tests/test_add.py::test_add; codebox found none of the named tests
+        "rootdir": Case(diff_of(root, {"calc.py": fixed, "tests/pytest.ini": "[pytest]\n"}), "resolved",
+                        p2p=[*P2P, misc + "test_skipped"], flagged=True),
     }
     return base, test_patch, cases
 

@@ -28,6 +28,15 @@ def verdict(f2p: list[str], p2p: list[str], junit: str = JUNIT, exit_code: int |
     return judge(result, f2p, p2p, None, junit)
 
 
+def test_the_id_the_summary_wrote_is_the_key_when_the_rootdir_is_not_the_repo() -> None:
+    # rich's tests/pytest.ini: JUnit says classname="test_table", the summary tests/test_table.py::test_x
+    xml = ('<testsuite><testcase classname="test_table" name="test_x[a]"><properties>'
+           '<property name="codebox.nodeid" value="tests/test_table.py::test_x[a]"/></properties></testcase>'
+           '<testcase classname="test_table" name="test_y"><failure message="no"/></testcase></testsuite>')
+    assert junit_cases(xml) == [(junit_key("tests/test_table.py::test_x[a]"), "PASSED"),
+                                (("test_table", "test_y"), "FAILED")]
+
+
 def test_junit_reads_as_the_summary_would() -> None:
     cases = junit_cases(JUNIT)
     sm = status_map(cases)
