@@ -214,6 +214,9 @@ def run_task_isolated(
         report = run_spec(local, model_spec, model_options, sink, **options)
         report, patch = with_patch(report, workspace, task.repo)
     finally:
+        warm: WarmPool | None = options.get("warm")
+        if warm is not None:
+            warm.discard(task.id)  # a task that ended before its claim: its container goes before its workspace
         if not keep_workspace:
             workspace.remove()
     return report, patch, workspace.path if keep_workspace else None

@@ -96,6 +96,20 @@ def no_leaked_containers() -> Iterator[None]:
     assert not left, f"codebox containers leaked: {left}"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def workspaces_under_the_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Task workspaces go under this session's temp folder, not the machine's /tmp: a test that
+    kills a run on purpose leaves its workspace where pytest cleans up, and a test that checks
+    for leftovers sees only its own run's (a test may still set its own root)."""
+    old = os.environ.get("CODEBOX_WORKSPACE_ROOT")
+    os.environ["CODEBOX_WORKSPACE_ROOT"] = str(tmp_path_factory.mktemp("workspaces"))
+    yield
+    if old is None:
+        os.environ.pop("CODEBOX_WORKSPACE_ROOT", None)
+    else:
+        os.environ["CODEBOX_WORKSPACE_ROOT"] = old
+
+
 @pytest.fixture(scope="session")
 def docker_client() -> Iterator[Any]:
     """One Docker client for the docker tests; no daemon: a skip, or in CI a failure."""

@@ -126,18 +126,26 @@ def _command(config: SandboxConfig, role: str) -> list[str]:
     return [*init, "--hup-grace-s", f"{HUP_GRACE_S:g}", "--", *server]
 
 
-def _binds(repo: Path, role: str) -> list[str]:
-    """HostConfig.Binds: the server package read-only, the repository (read-only for the tools;
-    read-write for the write container, with its .git re-mounted read-only on top)."""
-    binds = [f"{SANDBOX_PACKAGE_DIR}:{CODE_ROOT}/sandbox:ro"]
+def _bind(source: Path | str, target: str, read_only: bool) -> dict[str, Any]:
+    return {"Type": "bind", "Source": str(source), "Target": target, "ReadOnly": read_only}
+
+
+def _mounts(repo: Path, role: str) -> list[dict[str, Any]]:
+    """HostConfig.Mounts: the server package read-only, the repository (read-only for the tools;
+    read-write for the write container, with its .git re-mounted read-only on top).
+
+    Mounts, not Binds: for a source that is not there (a workspace removed while its warm
+    container was still starting), Binds makes the daemon create an empty root-owned folder on
+    the host; a bind mount is refused instead. A ':' in a path is not a separator here either."""
+    mounts = [_bind(SANDBOX_PACKAGE_DIR, f"{CODE_ROOT}/sandbox", True)]
     if role == ROLE_WRITE:
-        binds.append(f"{repo}:{REPO_MOUNT}:rw")
+        mounts.append(_bind(repo, REPO_MOUNT, False))
         git = repo / ".git"
         if git.exists():
-            binds.append(f"{git.resolve()}:{REPO_MOUNT}/.git:ro")
+            mounts.append(_bind(git.resolve(), f"{REPO_MOUNT}/.git", True))
     else:
-        binds.append(f"{repo}:{REPO_MOUNT}:ro")
-    return binds
+        mounts.append(_bind(repo, REPO_MOUNT, True))
+    return mounts
 
 
 def container_options(
@@ -158,7 +166,7 @@ def container_options(
     labels = {**(extra_labels or {}), **owner_labels(task_id, role, now + config.lifetime_s)}
     memory = size_bytes(config.memory, "memory limit")
     host_config: dict[str, Any] = {
-        "Binds": _binds(repo, role),
+        "Mounts": _mounts(repo, role),
         # Our own init is PID 1 (agent/containers/sandbox.py says why): not docker's --init.
         "Init": False,
         "AutoRemove": True,

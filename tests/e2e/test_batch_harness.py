@@ -57,7 +57,11 @@ def events(out: Path, task_id: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in (out / task_id / "events.jsonl").read_text().splitlines()]
 
 
-def test_two_tasks_on_one_repo_each_see_only_their_own_edit(tmp_path: Path, user_repo: Path) -> None:
+def test_two_tasks_on_one_repo_each_see_only_their_own_edit(
+    tmp_path: Path, user_repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    workspaces = tmp_path / "workspaces"
+    monkeypatch.setenv("CODEBOX_WORKSPACE_ROOT", str(workspaces))
     before = fingerprint(user_repo)
     listing = ["python3", "-c", "import os, time; time.sleep(2); print('FILES', sorted(os.listdir('.')))"]
     tasks = []
@@ -91,7 +95,7 @@ def test_two_tasks_on_one_repo_each_see_only_their_own_edit(tmp_path: Path, user
     assert (target / "a.txt").read_text() == "a\n" and (target / "b.txt").read_text() == "b\n"
     predictions = [json.loads(line) for line in (out / "predictions.jsonl").read_text().splitlines()]
     assert [p["instance_id"] for p in predictions] == ["a", "b"] and "+a" in predictions[0]["model_patch"]
-    assert not list(Path("/tmp").glob("codebox-ws-*/a.txt"))  # workspaces are gone
+    assert workspaces.is_dir() and not list(workspaces.iterdir())  # both workspaces are gone
 
 
 def test_cancel_during_a_patch_reports_it_landed_and_resume_starts_fresh(tmp_path: Path, user_repo: Path) -> None:

@@ -761,3 +761,29 @@ def test_a_limit_docker_refuses_is_a_sandbox_error(image: str, repo: Path) -> No
             sandbox.start()
     finally:
         sandbox.close()
+
+
+def test_a_workspace_removed_before_its_container_starts_is_an_error_not_a_new_folder(
+    image: str, tmp_path: Path
+) -> None:
+    # A warm container can start after its task ended and removed the workspace: the daemon must
+    # refuse the mount, not create an empty root-owned folder where the workspace was.
+    from agent.containers.engine_api import EngineClient
+    from agent.containers.launch import launch
+    from agent.containers.spec import ROLE_TOOLS
+
+    gone = tmp_path / "gone:ws"  # a ':' in the path is no separator for a bind mount
+    gone.mkdir()
+
+    def remove_it(box: Any) -> bool:  # right after the create, before the start
+        gone.rmdir()
+        return True
+
+    client = EngineClient.from_env()
+    with pytest.raises(SandboxError, match=r"did not start.*does not exist"):
+        launch(client, _config(image), gone, ROLE_TOOLS, f"{TASK}-gone", register=remove_it)
+    assert not gone.exists()
+    gone.mkdir()
+    (gone / "x.py").write_text("x = 1\n")
+    with Sandbox(gone, _config(image), task_id=f"{TASK}-colon") as sandbox:
+        assert sandbox.call("read_file", {"path": "x.py"}).ok

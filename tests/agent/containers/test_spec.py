@@ -69,9 +69,12 @@ def test_the_create_body_holds_every_hardening_option(tmp_path: Path) -> None:
     assert host["Memory"] == host["MemorySwap"] == int(1.5 * 2**30)
     assert host["NanoCpus"] == 500_000_000 and host["PidsLimit"] == 64
     assert host["Tmpfs"] == {"/tmp": "rw,exec,nosuid,size=64m"}
-    assert host["Binds"][1:] == [f"{tmp_path}:/repo:rw", f"{(tmp_path / '.git').resolve()}:/repo/.git:ro"]
-    assert host["Binds"][0].endswith(":/opt/codebox/sandbox:ro")
+    binds = [(m["Type"], m["Source"], m["Target"], m["ReadOnly"]) for m in host["Mounts"]]
+    assert binds[1:] == [("bind", str(tmp_path), "/repo", False),
+                         ("bind", str((tmp_path / ".git").resolve()), "/repo/.git", True)]
+    assert binds[0][2:] == ("/opt/codebox/sandbox", True) and "Binds" not in host
     assert body["User"] == "1000:1000" and body["WorkingDir"] == "/opt/codebox"
     assert body["Labels"]["codebox.expires"] == str(100 + 3600) and body["Labels"]["codebox.pool"] == "warm"
     _, tools = container_options(config, tmp_path, ROLE_TOOLS, "t", 0.0)
-    assert tools["HostConfig"]["Binds"][1:] == [f"{tmp_path}:/repo:ro"]
+    assert [(m["Source"], m["Target"], m["ReadOnly"]) for m in tools["HostConfig"]["Mounts"][1:]] == [
+        (str(tmp_path), "/repo", True)]

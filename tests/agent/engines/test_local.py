@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import pickle
+import shutil
 import threading
 from pathlib import Path
 from typing import Any
@@ -69,6 +70,7 @@ def test_execute_job_runs_in_a_workspace_and_returns_everything(
     assert "-a = 1\n+a = 2" in outcome.patch and "+n = 1" in outcome.patch
     assert [json.loads(e)["type"] for e in outcome.events] == live.types() == ["turn.start", "turn.end"]
     assert outcome.workspace and Path(outcome.workspace, "new.py").exists()  # kept on request
+    shutil.rmtree(outcome.workspace)
     assert (repo / "a.py").read_text() == "a = 1\n" and not (repo / "new.py").exists()
 
 
