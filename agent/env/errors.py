@@ -1,4 +1,4 @@
-"""The one error type of dependency environments: a one-line message a person can act on."""
+"""The error type of dependency environments: a one-line message a person can act on."""
 
 from __future__ import annotations
 
@@ -15,3 +15,13 @@ class EnvError(CodeboxError):
     def __init__(self, message: str, *, usage: bool = False) -> None:
         super().__init__(message)
         self.usage = usage
+
+
+class ProjectBuildFailed(EnvError):
+    """The project's own build (its PEP 517 hooks, setup.py) exited with ``status``: the tree does not build.
+
+    An eval tells it apart: after the model's patch, that is the patch's doing, graded, not an error."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status

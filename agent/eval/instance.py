@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from agent.cancel import CancelToken
 from agent.env.cancel import EnvCancelled
+from agent.env.errors import ProjectBuildFailed
 from agent.errors import CodeboxError
 from agent.eval import env as envs
 from agent.eval.apply import apply_patch, reset_to_base
@@ -157,6 +158,12 @@ class _Run:
             try:
                 again = envs.choose(self.task, repo, config, self.cancel)
             except EnvCancelled:
+                return False
+            except ProjectBuildFailed as exc:
+                if exc.status >= 128:  # killed (memory, a signal): not the tree's doing
+                    self.evidence.fail("environment", f"environment with the model patch ({changed[0]}): {exc}")
+                else:  # the patch broke the build: graded, as SWE-bench's run of the tests after a failed install
+                    self.evidence.no_report = f"the project does not build with the model patch ({changed[0]}): {exc}"
                 return False
             except CodeboxError as exc:
                 self.evidence.fail("environment", f"environment with the model patch ({changed[0]}): {exc}")

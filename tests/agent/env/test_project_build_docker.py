@@ -330,6 +330,7 @@ def test_eval_builds_the_project_again_when_the_model_patch_changes_what_its_bui
     patches = {
         "gold": diff_of(repo, {"cyproj/_fast.pyx": projects.CYTHON["cyproj/_fast.pyx"]}),
         "python-only": diff_of(repo, {"cyproj/__init__.py": "from cyproj._fast import triple  # looked at\n"}),
+        "breaks-the-build": diff_of(repo, {"cyproj/_fast.pyx": "def triple(x) oops\n"}),
     }
     line = {"repo": "acme/cyproj", "base_commit": base, "test_patch": test_patch,
             "FAIL_TO_PASS": ["tests/test_fast.py::test_compiled"], "PASS_TO_PASS": []}
@@ -339,9 +340,14 @@ def test_eval_builds_the_project_again_when_the_model_patch_changes_what_its_bui
     out = tmp_path / "out"
     main(["eval", "--jobs", "1", "--tasks", str(tmp_path / "d.jsonl"), "--predictions", str(tmp_path / "p.jsonl"),
           "--out", str(out), "--repos", str(tmp_path / "repos")])
-    gold, python_only = (json.loads((out / i / "eval.json").read_text()) for i in patches)
+    gold, python_only, broken = (json.loads((out / i / "eval.json").read_text()) for i in patches)
     assert gold["status"] == "resolved", gold["error"]
     assert "the project was built again with the model patch (it changes cyproj/_fast.pyx)" in gold["notes"]
     assert "env_again" in gold["timings"] and gold["image_id"] == gold["env"]["image_id"]
     assert python_only["status"] == "unresolved" and "env_again" not in python_only["timings"]
     assert gold["env"]["image_id"] != python_only["env"]["image_id"]  # the patched tree's own project layer
+    # a patch the project does not build with is the patch's doing: graded unresolved, not an error (an error
+    # was an infrastructure failure in report.json, and --retry-errors ran it again for the same result)
+    assert broken["status"] == "unresolved" and broken["error_kind"] is None
+    assert broken["error"].startswith("the project does not build with the model patch (cyproj/_fast.pyx): the "
+                                      "project's own build failed offline")
