@@ -94,7 +94,9 @@ class PodmanService:
             log = (socket_dir() / f"{self.runtime}.log").open("ab")
             with log:
                 # Its own session: a Ctrl-C of this run does not stop a service other runs use.
-                subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
+                # Its cwd is its own folder: conmon writes files there (an "oom" when a test runs out of memory).
+                subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
+                                 cwd=socket_dir())
             deadline = time.monotonic() + SERVICE_START_TIMEOUT_S
             while time.monotonic() < deadline:
                 if _answers(client):

@@ -18,6 +18,7 @@ import pytest
 
 from agent.sandboxes.base import Session
 from agent.sandboxes.config import SandboxConfig
+from agent.sandboxes.podman import PodmanService
 from agent.sandboxes.registry import backend_for
 
 pytestmark = pytest.mark.docker
@@ -198,3 +199,20 @@ def test_a_test_over_the_memory_limit_is_stopped_and_the_next_call_works(target:
         assert box.call("read_file", {"path": "README.md"}).ok
     finally:
         box.close()
+    if target.backend == "podman":  # (another codebox's service of this runtime may be running too)
+        folders = _service_folders(target.runtime)
+        assert folders and os.getcwd() not in folders
+
+
+def _service_folders(runtime: str) -> set[str]:
+    """The working folders of the Podman services of this runtime. Its conmon writes an `oom` file
+    into that folder when a test is killed for memory: never the user's (once, a repo's root)."""
+    socket = f"unix://{PodmanService(runtime).socket}"
+    folders = set()
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if socket in Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0"):
+                folders.add(os.readlink(f"/proc/{pid}/cwd"))
+        except OSError:
+            continue  # gone meanwhile
+    return folders
