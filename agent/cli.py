@@ -293,7 +293,8 @@ def build_parser(settings: CodeboxSettings | None = None, chosen: str | None = N
                      help="the repository (mounted read-only unless the policy allows writes)")
     _add_write_options(run, c)
     run.add_argument("--test-cmd", default=c.test_cmd, action=_SettingFlag,
-                     help='the test command run_test runs, e.g. "python3 -m pytest -q"')
+                     help='the test command run_test runs, e.g. "python3 -m pytest -q" '
+                          "(none given: that, where the repository shows pytest)")
     run.add_argument(
         "--test-in-copy",
         action="store_true",

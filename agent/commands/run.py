@@ -273,6 +273,8 @@ def _cmd_run(args: argparse.Namespace, task_id: str, warm: WarmPool | None) -> i
         for s in sinks:
             s.close()
         return prepared
+    if args.test_cmd is None:  # none given anywhere: pytest, where the repository shows it
+        task = _with_found_tests(task, prepared, quiet=args.quiet)
     sink = FanoutSink(*sinks)
     cancel = CancelToken()
     patch_text = ""
@@ -299,6 +301,24 @@ def _cmd_run(args: argparse.Namespace, task_id: str, warm: WarmPool | None) -> i
         _write_patch(patch_text, args.patch or str(Path(tempfile.gettempdir()) / f"codebox-{task.id}.diff"),
                      task.repo, console_stream)
     return exit_code(report, args.require_tests)
+
+
+def _with_found_tests(task: TaskSpec, env: Any, quiet: bool) -> TaskSpec:
+    """The task with pytest as its test command when the repository shows pytest (its settings,
+    a conftest.py, test modules) and the environment has it; one line on stderr says which."""
+    from agent.test_detect import PYTEST_COMMAND, lock_has_pytest, pytest_evidence
+
+    found = pytest_evidence(Path(task.repo))
+    if found is None:
+        return task
+    evidence = one_line(found, 120)  # names from the repository: escaped like all its text
+    say = (lambda _line: None) if quiet else (lambda line: print(f"codebox: tests: {line}", file=sys.stderr))
+    if env is not None and env.lock and not lock_has_pytest(env.lock):
+        say(f"none ({evidence} is pytest's, but the environment does not install pytest: --pip pytest, "
+            "or --test-cmd)")
+        return task
+    say(f"{shlex.join(PYTEST_COMMAND)} (found {evidence}; --test-cmd to change)")
+    return task.model_copy(update={"test_cmd": list(PYTEST_COMMAND)})
 
 
 def _live_console(stream: TextIO) -> RunConsole:

@@ -235,3 +235,26 @@ def test_a_sandbox_that_cannot_start_ends_the_run_once_with_its_own_message(tmp_
     assert report.stop_reason == "sandbox_error", summary_text(report)
     assert "could not start" in (report.error or "") and "CPU" in (report.error or "")
     assert len(model.requests) == 1 and time.monotonic() - started < 10
+
+
+def test_run_with_no_test_command_runs_pytest_where_the_repository_shows_it(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    (repo / "tests").mkdir(parents=True)
+    (repo / "calc.py").write_text("def add(a, b):\n    return a + b\n")
+    (repo / "tests" / "test_calc.py").write_text("from calc import add\n\ndef test_add():\n    assert add(1, 2) == 3\n")
+    script = tmp_path / "s.json"
+    script.write_text(json.dumps({"turns": [{"tool_calls": [{"name": "run_test", "arguments": {}}]},
+                                            {"message": "done"}]}))
+    report = tmp_path / "r.json"
+    proc = codebox("run", "--repo", str(repo), "--env", "none", "--model", f"scripted:{script}",
+                   "--report", str(report), "--require-tests", "run the tests")
+    out, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 0, out
+    assert "codebox: tests: python3 -m pytest -q (found tests/test_calc.py; --test-cmd to change)" in out
+    last = json.loads(report.read_text())["last_test"]
+    assert last["outcome"] == "ok" and last["command"] == ["python3", "-m", "pytest", "-q"]
+    proc = codebox("run", "--repo", str(repo), "--env", "none", "--model", f"scripted:{script}",
+                   "--test-cmd", "python3 -c pass", "--report", str(report), "run the tests")
+    out, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 0 and "codebox: tests:" not in out, out
+    assert json.loads(report.read_text())["last_test"]["command"] == ["python3", "-c", "pass"]

@@ -1,0 +1,88 @@
+"""The test command of a repository whose user gave none: pytest, where the repository shows it.
+
+Only files are read (a few, each capped); nothing of the repository runs. The command is the
+sandbox's ``python3 -m pytest -q``: the environment's Python, or the sandbox image's, with pytest.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+PYTEST_COMMAND = ["python3", "-m", "pytest", "-q"]
+_READ_CAP = 1 << 20  # a settings file larger than this is not read (a hostile repo's huge file)
+
+# (file, the section that makes it pytest's settings, as said; None: the file alone does)
+_SETTINGS: tuple[tuple[str, re.Pattern[str] | None, str], ...] = (
+    ("pytest.ini", None, ""),
+    (".pytest.ini", None, ""),
+    ("pytest.toml", None, ""),
+    (".pytest.toml", None, ""),
+    ("pyproject.toml", re.compile(r"^\[tool\.pytest(\.ini_options)?\]", re.M), "[tool.pytest]"),
+    ("setup.cfg", re.compile(r"^\[tool:pytest\]", re.M), "[tool:pytest]"),
+    ("tox.ini", re.compile(r"^\[pytest\]", re.M), "[pytest]"),
+)
+_TEST_FOLDERS = ("tests", "test", "testing")
+_TEST_FILE = re.compile(r"^(test_.*|.*_test)\.py$")
+
+
+def pytest_evidence(repo: Path) -> str | None:
+    """What shows that ``repo`` is tested with pytest (said to the user), or None."""
+    for name, section, said in _SETTINGS:
+        text = _small_text(repo / name)
+        if text is not None and (section is None or section.search(text)):
+            return f"{name} {said}" if said else name
+    for folder in ("", *_TEST_FOLDERS):
+        if _regular(repo / folder / "conftest.py"):
+            return f"{folder}/conftest.py" if folder else "conftest.py"
+    for folder in _TEST_FOLDERS:
+        found = _a_test_file(repo / folder)
+        if found:
+            return f"{folder}/{found}"
+    return _a_test_file(repo, depth=0)
+
+
+def lock_has_pytest(lock: str) -> bool:
+    """Whether an environment's lock (``name==version ...`` a line) installs pytest."""
+    return any(re.match(r"pytest\s*==", line.strip(), re.I) for line in lock.splitlines())
+
+
+def _regular(path: Path) -> bool:
+    try:
+        return path.is_file()
+    except OSError:
+        return False
+
+
+def _small_text(path: Path) -> str | None:
+    """The file's text when it is a regular file under the cap (no link, FIFO, device or huge file)."""
+    try:
+        if path.is_symlink() or not path.is_file() or path.stat().st_size > _READ_CAP:
+            return None
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+        with os.fdopen(fd, "rb") as f:
+            return f.read(_READ_CAP).decode("utf-8", "replace")
+    except OSError:
+        return None
+
+
+def _a_test_file(folder: Path, depth: int = 2) -> str | None:
+    """A test module's path under ``folder`` (searched ``depth`` levels down, in name order), or None.
+    A linked folder is not searched: it may lead out of the repository."""
+    if folder.is_symlink():
+        return None
+    try:
+        entries = sorted(os.scandir(folder), key=lambda e: e.name)
+    except OSError:
+        return None
+    for entry in entries:
+        if _TEST_FILE.match(entry.name) and entry.is_file(follow_symlinks=False):
+            return entry.name
+    if depth > 0:
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False) and not entry.name.startswith("."):
+                found = _a_test_file(Path(entry.path), depth - 1)
+                if found:
+                    return f"{entry.name}/{found}"
+    return None

@@ -1,0 +1,91 @@
+"""Which repositories show pytest (agent.test_detect): read, never run, and never hung by a hostile file."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from agent.test_detect import lock_has_pytest, pytest_evidence
+
+
+def write(repo: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        path = repo / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return repo
+
+
+@pytest.mark.parametrize(
+    ("files", "evidence"),
+    [
+        ({"pytest.ini": "[pytest]\n"}, "pytest.ini"),
+        ({"pyproject.toml": "[project]\nname = 'x'\n\n[tool.pytest.ini_options]\naddopts = '-q'\n"},
+         "pyproject.toml [tool.pytest]"),
+        ({"setup.cfg": "[metadata]\nname = x\n[tool:pytest]\ntestpaths = t\n"}, "setup.cfg [tool:pytest]"),
+        ({"tox.ini": "[tox]\nenvlist = py3\n[pytest]\n"}, "tox.ini [pytest]"),
+        ({"conftest.py": ""}, "conftest.py"),
+        ({"tests/conftest.py": "", "tests/test_a.py": ""}, "tests/conftest.py"),
+        ({"tests/unit/test_calc.py": ""}, "tests/unit/test_calc.py"),
+        ({"test/calc_test.py": ""}, "test/calc_test.py"),
+        ({"test_calc.py": "", "calc.py": ""}, "test_calc.py"),
+    ],
+)
+def test_pytest_shows_in_settings_conftests_and_test_modules(
+    tmp_path: Path, files: dict[str, str], evidence: str
+) -> None:
+    assert pytest_evidence(write(tmp_path, files)) == evidence
+
+
+@pytest.mark.parametrize(
+    "files",
+    [
+        {},
+        {"calc.py": "", "README.md": "run the tests with pytest"},
+        {"pyproject.toml": "[project]\nname = 'x'\n# [tool.pytest.ini_options] is not here\n"},
+        {"setup.cfg": "[flake8]\n", "tox.ini": "[tox]\n", "docs/test_conf.py": ""},
+        {"tests/helpers.py": "", "tests/a/b/c/test_deep.py": ""},  # deeper than two levels: not searched
+    ],
+)
+def test_a_repository_that_shows_no_pytest_gets_none(tmp_path: Path, files: dict[str, str]) -> None:
+    assert pytest_evidence(write(tmp_path, files)) is None
+
+
+def test_hostile_files_are_neither_read_whole_nor_waited_on(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "pytest.ini")  # reading a FIFO would block for ever
+    (tmp_path / "pyproject.toml").write_text("#" * (2 << 20) + "\n[tool.pytest.ini_options]\n")  # over the cap
+    (tmp_path / "setup.cfg").symlink_to("/dev/zero")
+    outside = tmp_path.parent / f"{tmp_path.name}-outside"
+    write(outside, {"test_elsewhere.py": "", "pytest.ini": "[pytest]\n"})
+    os.symlink(outside, tmp_path / "tests")  # a folder outside the repository is not searched
+    (tmp_path / "tox.ini").symlink_to(outside / "pytest.ini")
+    assert pytest_evidence(tmp_path) is None
+
+
+def test_a_lock_installs_pytest_or_not() -> None:
+    assert lock_has_pytest("iniconfig==2.0.0 --hash=sha256:aa\npytest==8.3.4 --hash=sha256:bb\n")
+    assert lock_has_pytest("PyTest == 7.4.0\n")
+    assert not lock_has_pytest("pytest-cov==5.0.0\npytest_mock==3.14.0\nhypothesis==6.0.0\n")
+
+
+def test_run_takes_pytest_only_where_the_environment_has_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from agent.commands.run import _with_found_tests
+    from agent.env.info import EnvInfo
+    from agent.protocol import TaskSpec
+
+    repo = write(tmp_path / "repo", {"tests/test_\x1b[31mred.py": ""})
+    task = TaskSpec(id="t", repo=str(repo), goal="g")
+    assert _with_found_tests(task, None, quiet=False).test_cmd == ["python3", "-m", "pytest", "-q"]
+    line = capsys.readouterr().err
+    assert line.startswith("codebox: tests: python3 -m pytest -q (found tests/test_") and "\x1b" not in line
+    with_pytest = EnvInfo(image="i", base_image="b", lock="pytest==8.3.4 --hash=sha256:aa\n")
+    assert _with_found_tests(task, with_pytest, quiet=True).test_cmd and capsys.readouterr().err == ""
+    without = EnvInfo(image="i", base_image="b", lock="attrs==24.2.0 --hash=sha256:aa\n")
+    assert _with_found_tests(task, without, quiet=False).test_cmd == []
+    assert "does not install pytest: --pip pytest, or --test-cmd" in capsys.readouterr().err
+    plain = TaskSpec(id="t", repo=str(write(tmp_path / "plain", {"calc.py": ""})), goal="g")
+    assert _with_found_tests(plain, None, quiet=False).test_cmd == [] and capsys.readouterr().err == ""
