@@ -140,7 +140,7 @@ def _grade(result: InstanceEval, junit_xml: str | None) -> None:
     if distrust and result.error is None:
         result.error = distrust
     elif result.missing_tests and result.error is None:
-        missing = _missing_message(result.missing_tests, junit_xml)
+        missing = _missing_message(result.missing_tests, junit_xml, status)
         if result.status == "resolved":  # fail_only: an absent test is no failure
             result.verdict_notes.append(missing)
         else:
@@ -163,9 +163,23 @@ def _resolved(name: str, status: dict[Key, str]) -> Key | None:
     return grading.resolve_case(name, key, status, prefixed)
 
 
-def _missing_message(missing: list[str], junit_xml: str | None) -> str:
+def _missing_message(missing: list[str], junit_xml: str | None, status: dict[Key, str]) -> str:
     """The cause first (a module that could not be collected), then which tests did not run."""
     shown = ", ".join(missing[:3]) + (" ..." if len(missing) > 3 else "")
     broken = collection_errors(junit_xml) if junit_xml else []
     cause = f"collection failed: {'; '.join(broken[:2])}; " if broken else ""
-    return f"{cause}{len(missing)} named test(s) did not run{'' if broken else ' (no such test?)'}: {shown}"
+    hint = "" if broken else _deeper_hint(missing, status)
+    return f"{cause}{len(missing)} named test(s) did not run{hint}: {shown}"
+
+
+def _deeper_hint(missing: list[str], status: dict[Key, str]) -> str:
+    """Why a named test was not found: the same test ran under a longer path (the dataset's ids are
+    relative to a subfolder, e.g. where a tests/pytest.ini is; SWE-bench's ids, as pytest's summary
+    writes them, are from the repository root), or no such test ran at all."""
+    for name in missing:
+        module, test = junit_key(name)
+        for ran_module, ran_test in status:
+            if ran_test == test and ran_module.endswith("." + module):
+                return (f" (no such id, but {ran_module}::{ran_test} ran: the dataset's test ids look relative "
+                        "to a subfolder; they must be from the repository root, as pytest's summary writes them)")
+    return " (no such test?)"

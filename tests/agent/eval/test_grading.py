@@ -74,6 +74,17 @@ def test_xpass_failure_error_and_absent_tests_fail() -> None:
     assert "collection failed: tests.test_b" in (missing.error or "")
 
 
+def test_ids_relative_to_a_subfolder_are_not_found_and_the_error_says_why() -> None:
+    cut = JUNIT.index('<testcase classname="" name="tests.test_b">')
+    no_collection_error = JUNIT[:cut] + "</testsuite></testsuites>"
+    relative = verdict(["test_a.py::test_ok"], [], junit=no_collection_error)  # as if named from tests/
+    assert relative.status == "unresolved" and relative.missing_tests == ["test_a.py::test_ok"]
+    assert "but tests.test_a::test_ok ran" in (relative.error or "") and "from the repository root" in (
+        relative.error or "")
+    absent = verdict(["tests/test_a.py::test_nope"], [], junit=no_collection_error)
+    assert "(no such test?)" in (absent.error or "")
+
+
 def test_ids_cut_inside_their_parameters_match_when_the_tests_agree() -> None:
     mixed = verdict(["tests/test_a.py::test_ok"], ["tests/test_a.py::test_p[a"])
     assert mixed.status == "unresolved"  # PASSED (passing) and SKIPPED (not passing) disagree: no match, failed
