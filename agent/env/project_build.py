@@ -130,7 +130,8 @@ class ProjectBuild:
             "PATH": f"{BUILDENV}/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
             "UV_CACHE_DIR": "/tmp/codebox-uv-cache", "UV_NO_PROGRESS": "1", "NO_COLOR": "1",
             "PIP_NO_INDEX": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1",
-            # The .git mount belongs to the host's user: git would call it "dubious" and stop.
+            # The .git mount belongs to the host's user: git would call it "dubious" and stop. Version
+            # tools that run git without the GIT_* variables (setuptools-scm) read /etc/gitconfig (_root_script).
             "GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "safe.directory", "GIT_CONFIG_VALUE_0": "*",
             "GIT_OPTIONAL_LOCKS": "0",
             "PEP517_BACKEND": self.backend.name or "",
@@ -147,6 +148,7 @@ tar -C {BUILD}/repo --sparse --null --verbatim-files-from --no-recursion -T {BUI
   | tar -C /repo -xf - --no-same-owner
 find /repo -xdev -path /repo/.git -prune -o -exec chown -h {user} {{}} +
 chown {user} {PROJECT} {OUT}
+printf '[safe]\\n\\tdirectory = *\\n' >> /etc/gitconfig
 {dpkg}echo "codebox: the project's files copied ({len(self.tree.files)})"
 """
 

@@ -108,6 +108,27 @@ SCM = {
                          "    assert alpha.VALUE == 'alpha'\n",
 }
 
+# An in-tree backend that runs git as setuptools-scm's file finder does: without the GIT_* variables,
+# stopping on git's "dubious ownership" (it never checks the answer otherwise: a workspace's objects are elsewhere).
+GIT_NO_ENV = {
+    "pyproject.toml": '[build-system]\nrequires = ["setuptools>=64"]\nbuild-backend = "gitbackend"\n'
+                      'backend-path = ["_build"]\n[project]\nname = "gitnoenv"\nversion = "1.0"\n'
+                      'dynamic = ["dependencies"]\n',
+    "setup.py": "from setuptools import setup\n\nsetup(install_requires=[])\n",
+    "_build/gitbackend.py": "import os\nimport subprocess\n\nfrom setuptools import build_meta\n"
+                            "from setuptools.build_meta import *  # noqa: F403\n\n\n"
+                            "def _git():\n"
+                            "    env = {k: v for k, v in os.environ.items() if not k.startswith('GIT_')}\n"
+                            "    res = subprocess.run(['git', 'rev-parse', 'HEAD'], capture_output=True, text=True,\n"
+                            "                         env=env)\n"
+                            "    if 'safe.directory' in res.stderr:\n"
+                            "        raise SystemExit('git introspection failed: ' + res.stderr.splitlines()[0])\n\n\n"
+                            "def get_requires_for_build_editable(config_settings=None):\n"
+                            "    _git()\n"
+                            "    return build_meta.get_requires_for_build_editable(config_settings)\n",
+    "gitnoenv/__init__.py": "",
+}
+
 # hatch-vcs's build hook writes src/hvproj/_version.py from the git tag.
 HATCH_VCS = {
     "pyproject.toml": '[build-system]\nrequires = ["hatchling", "hatch-vcs"]\nbuild-backend = "hatchling.build"\n'

@@ -118,6 +118,23 @@ def test_setuptools_scm_version_file_and_computed_dependencies_come_from_the_bac
     assert "version 9.9.9 /repo/src/scmproj/__init__.py" in run_in(info, repo, ["python3", "-c", code])
 
 
+def test_a_version_tool_that_drops_the_git_variables_still_reads_a_workspaces_git(
+    tmp_path: Path, index: IndexConfig, made: list[str]
+) -> None:
+    # A batch workspace is a `git clone --shared` whose /repo/.git mount the build user does not own.
+    # setuptools-scm runs git without the GIT_* variables, and its file finder stops the build on git's
+    # "dubious ownership" (pluggy in a batch, with setuptools-scm 10.2.1: "git introspection failed").
+    from agent.workspace import create_workspace
+
+    repo = git_tagged(write(tmp_path / "repo", projects.GIT_NO_ENV), "v1.0")
+    workspace = create_workspace(repo, root=tmp_path)
+    try:
+        info = build(workspace.path, index, made)
+        assert "ok" in run_in(info, workspace.path, ["python3", "-c", "import gitnoenv; print('ok')"])
+    finally:
+        workspace.remove()
+
+
 def test_hatch_vcs_version_file_and_the_test_extra(tmp_path: Path, index: IndexConfig, made: list[str]) -> None:
     repo = git_tagged(write(tmp_path / "repo", projects.HATCH_VCS), "v3.4.5")
     info = build(repo, index, made)
