@@ -45,13 +45,14 @@ def git(
     stdin: bytes | None = None,
     check: bool = True,
     on_unencodable: Callable[[Path, list[str]], None] | None = None,
+    env: dict[str, str] | None = None,
 ) -> subprocess.CompletedProcess[bytes]:
     """Run git with codebox's fixed settings; a failure is a WorkspaceError with git's own message.
 
     With ``on_unencodable``, files git names as impossible to convert are handed to it once,
-    and the command runs again.
+    and the command runs again. ``env``: more variables (a commit's dates).
     """
-    env = {**os.environ, **_GIT_ENV}
+    env = {**os.environ, **_GIT_ENV, **(env or {})}
     proc = subprocess.run(["git", *_GIT_CONFIG, *args], cwd=cwd, input=stdin, capture_output=True, env=env)
     names = _UNENCODABLE.findall(proc.stderr.decode(errors="replace")) if on_unencodable else []
     if names and on_unencodable is not None:
@@ -65,6 +66,14 @@ def git(
 
 def _out(proc: subprocess.CompletedProcess[bytes]) -> str:
     return proc.stdout.decode().strip()
+
+
+def dated_as(commit: str, cwd: Path) -> dict[str, str]:
+    """The variables that give a commit codebox makes ``commit``'s committer date: a task's as-of date
+    is its base's date (agent.env.asof), and a base commit made now would move it to now (a new
+    environment, resolved with newer packages)."""
+    when = _out(git("show", "-s", "--format=%cd", "--date=raw", commit, cwd=cwd))
+    return {"GIT_AUTHOR_DATE": when, "GIT_COMMITTER_DATE": when}
 
 
 @dataclass
@@ -199,7 +208,8 @@ def _from_git(source: Path, path: Path, base_commit: str | None, *, bare: bool) 
         dirty = False
     base = commit
     if dirty:
-        git("commit", "--quiet", "--no-verify", "-m", "codebox base: HEAD plus uncommitted changes", cwd=path)
+        git("commit", "--quiet", "--no-verify", "-m", "codebox base: HEAD plus uncommitted changes", cwd=path,
+            env=dated_as(commit, path))
         base = _out(git("rev-parse", "HEAD", cwd=path))
     return Workspace(path=path, source=source, base_commit=base, source_commit=commit, dirty=dirty)
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Literal
 
-from agent.workspace import create_workspace, git
+from agent.workspace import create_workspace, dated_as, git
 
 SNAPSHOT_REF = "codebox-snapshot"
 
@@ -63,7 +63,8 @@ def make_snapshot(source: Path, base_commit: str | None = None) -> Snapshot:
 
 def _bundle(workspace: Path, base: str) -> bytes:
     tree = git("rev-parse", f"{base}^{{tree}}", cwd=workspace).stdout.decode().strip()
-    commit = git("commit-tree", tree, "-m", "codebox snapshot", cwd=workspace).stdout.decode().strip()
+    commit = git("commit-tree", tree, "-m", "codebox snapshot", cwd=workspace,
+                 env=dated_as(base, workspace)).stdout.decode().strip()
     git("update-ref", f"refs/heads/{SNAPSHOT_REF}", commit, cwd=workspace)
     return git("bundle", "create", "--quiet", "-", SNAPSHOT_REF, cwd=workspace).stdout
 

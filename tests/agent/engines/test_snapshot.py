@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from agent.engines.snapshot import make_snapshot, shared_source, sweep_sources, unpack_snapshot
+from agent.env.asof import choose, commit_date
 from agent.workspace import WorkspaceError, create_workspace
 from tests.repos import fingerprint, sh
 
@@ -62,6 +64,28 @@ def test_a_base_commit_travels_as_that_commit_s_tree(tmp_path: Path, user_repo: 
     assert sweep_sources(root, keep_scope="batch2") == 1 and not source.exists()  # an ended batch's: gone
     with pytest.raises(WorkspaceError, match="not a commit"):
         make_snapshot(user_repo, "0" * 40)
+
+
+def test_a_workspace_on_a_node_has_the_as_of_date_of_the_user_s_base(tmp_path: Path, user_repo: Path) -> None:
+    # The snapshot's parentless commit and a dirty tree's base commit are made now; a workspace's as-of
+    # date was then now on a Ray node (and for uncommitted changes), where the local engine on a clean
+    # tree used HEAD's: every structlog, markupsafe... task of a Ray batch got a new environment
+    # resolved with newer packages (pytest's PytestRemovedIn10Warning in structlog's run).
+    when = {"GIT_AUTHOR_DATE": "2020-01-02T03:04:05Z", "GIT_COMMITTER_DATE": "2020-01-02T03:04:05Z"}
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "three"], cwd=user_repo,
+                   check=True, env={**os.environ, **when})
+    (user_repo / "a.py").write_text("a = 3  # wip\n")
+    first = sh("git", "rev-list", "--max-parents=0", "HEAD", cwd=user_repo)
+    local = create_workspace(user_repo)
+    assert local.dirty and commit_date(local.path) == commit_date(user_repo) == "2020-01-02T03:04:05Z"
+    (tmp_path / "node").mkdir()
+    for base in (None, first):
+        snap = make_snapshot(user_repo, base)
+        node = tmp_path / "node" / (base or "head")
+        node.mkdir()
+        workspace = create_workspace(unpack_snapshot(snap.kind, snap.data, node))
+        assert choose(None, workspace.path) == choose(None, user_repo, base_commit=base)
+        assert make_snapshot(user_repo, base).digest == snap.digest  # and the same bytes every time
 
 
 def test_a_plain_folder_travels_byte_for_byte_as_a_tar(tmp_path: Path) -> None:
