@@ -200,7 +200,10 @@ def container_options(
         "Tty": False,
         "User": container_user(config, repo, role),
         # container=: the systemd convention that says "in a container" (the server's --wipe-tmp checks it).
-        "Env": ["HOME=/tmp", f"PYTHONPATH={CODE_ROOT}", "PYTHONDONTWRITEBYTECODE=1", "container=codebox"],
+        # safe.directory: a root-owned repository is used as UNPRIVILEGED_USER, and git calls a repository
+        # another user owns "dubious" and stops: a test running git on /repo failed where it passes on the host.
+        "Env": ["HOME=/tmp", f"PYTHONPATH={CODE_ROOT}", "PYTHONDONTWRITEBYTECODE=1", "container=codebox",
+                "GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=safe.directory", "GIT_CONFIG_VALUE_0=*"],
         # NOT the repo: `python3 -m` puts the working directory first on sys.path, and a
         # repository with its own `sandbox/` package would replace the server (and the init).
         "WorkingDir": CODE_ROOT,

@@ -4,8 +4,8 @@ Runs a command with NO shell (``argv``; ``shell`` only when the server runs
 with --allow-shell), in its own session and process group, stdin /dev/null,
 stdout and stderr on their own pipes read concurrently into bounded head+tail
 captures. Every run starts clean: HOME and TMPDIR are two fresh, empty
-directories made for this run (XDG_CACHE_HOME and HYPOTHESIS_STORAGE_DIRECTORY
-under that HOME) and removed after it, PYTHONNOUSERSITE=1 (no user site, no usercustomize), and with
+directories made for this run (XDG_CACHE_HOME, HYPOTHESIS_STORAGE_DIRECTORY and
+RUFF_CACHE_DIR under that HOME) and removed after it, PYTHONNOUSERSITE=1 (no user site, no usercustomize), and with
 ``--wipe-tmp`` (given only in a container, and honoured only when /tmp is a
 tmpfs mount of its own) everything in /tmp and /dev/shm is removed before and
 after each run, so nothing one run writes can change the next. Also
@@ -177,6 +177,9 @@ def _child_env(extra: Optional[dict[str, str]], scratch: str) -> dict[str, str]:
         # Hypothesis keeps its examples in .hypothesis/ under the working directory: in the
         # read-only /repo it warns, and a suite that turns warnings into errors (dateutil) fails.
         HYPOTHESIS_STORAGE_DIRECTORY=os.path.join(home, ".hypothesis"),
+        # ruff keeps .ruff_cache/ there too, and stops when it cannot write it: pytest-ruff (in every
+        # jaraco project's tests) failed each file's check in the read-only /repo.
+        RUFF_CACHE_DIR=os.path.join(home, ".cache", "ruff"),
     )
     if extra:
         env.update(extra)
@@ -253,6 +256,12 @@ def _copy_repo(root: str) -> tuple[str, str, int]:
     except OSError as e:
         _remove_tree(tmp)
         raise ToolError(f"run_test: copying the repository failed: {e.strerror or e}") from None
+    git = os.path.join(root, ".git")
+    if os.path.isdir(git) and not os.access(git, os.W_OK):
+        # The container's read-only .git mount, not copied: a git file points the copy's git commands
+        # at it (jaraco.vcs's doctest reads its own checkout's version), and none can write it.
+        with open(os.path.join(dest, ".git"), "w", encoding="utf-8") as f:
+            f.write(f"gitdir: {git}\n")
     return tmp, dest, errors
 
 

@@ -12,6 +12,7 @@ import contextlib
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -225,6 +226,26 @@ def test_run_test_pass_and_fail(sb: Sandbox) -> None:
     failed = _py(sb, "import sys; print('bad'); sys.exit(3)")
     assert not failed.ok and failed.outcome == "failed"
     assert failed.data.get("exit_code") == 3 and "bad" in failed.output
+
+
+def test_git_reads_a_repository_another_user_owns(image: str, tmp_path: Path) -> None:
+    # A root-owned repository's tools run as the unprivileged user: git called /repo "dubious" and
+    # stopped, and jaraco.vcs's doctest (git on its own checkout) failed where it passes on the host.
+    repo = _make_repo(tmp_path / "repo")
+    shutil.rmtree(repo / ".git")
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@t"}
+    for command in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "init"]):
+        subprocess.run(["git", "-c", "safe.directory=*", *command], cwd=repo, check=True, capture_output=True, env=env)
+    for p in [repo, *repo.rglob("*")]:
+        os.lchown(p, OWNER_UID, OWNER_GID)
+    with Sandbox(repo, _config(image, user="65534:65534"), task_id=f"{TASK}-git") as sandbox:
+        reply = sandbox.call("run_test", {"argv": ["git", "-C", "/repo", "rev-parse", "HEAD"], "timeout_s": 30})
+        assert reply.ok, reply.output
+        # In a throwaway copy too: its .git names the read-only mount, and the copy is the clean work tree.
+        argv = ["sh", "-c", 'test -z "$(git status --porcelain)" && git rev-parse HEAD']
+        copied = sandbox.call("run_test", {"argv": argv, "timeout_s": 30, "copy_repo": True})
+        assert copied.ok and reply.output.split()[-1] in copied.output, copied.output
 
 
 def test_network_is_absent(sb: Sandbox) -> None:
