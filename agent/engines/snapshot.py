@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Literal
 
+from agent.env.project import highest_tag
 from agent.workspace import create_workspace, dated_as, git
 
 SNAPSHOT_REF = "codebox-snapshot"
@@ -66,7 +67,14 @@ def _bundle(workspace: Path, base: str) -> bytes:
     commit = git("commit-tree", tree, "-m", "codebox snapshot", cwd=workspace,
                  env=dated_as(base, workspace)).stdout.decode().strip()
     git("update-ref", f"refs/heads/{SNAPSHOT_REF}", commit, cwd=workspace)
-    return git("bundle", "create", "--quiet", "-", SNAPSHOT_REF, cwd=workspace).stdout
+    refs = [SNAPSHOT_REF]
+    # The project's version, where nothing states it, is its highest tag (agent.env.project): the
+    # tag travels too, on the snapshot's commit, or a node would build the project as 0.0.0.
+    version = highest_tag(workspace)
+    if version is not None:
+        git("update-ref", f"refs/tags/{version}", commit, cwd=workspace)
+        refs.append(f"refs/tags/{version}")
+    return git("bundle", "create", "--quiet", "-", *refs, cwd=workspace).stdout
 
 
 def _tar(folder: Path) -> bytes:

@@ -171,7 +171,7 @@ def _version(repo: Path, meta: dict[str, Any], cfg: configparser.ConfigParser | 
         found = _version_in_sources(repo, project) or _version_in_pkg_info(repo)
         if found:
             return found
-    return _highest_tag(repo) or FALLBACK_VERSION
+    return highest_tag(repo) or FALLBACK_VERSION
 
 
 def _static_version(value: str, where: str, notes: list[str]) -> str | None:
@@ -206,7 +206,7 @@ def _version_in_sources(repo: Path, project: Project) -> str | None:
     return None
 
 
-def _highest_tag(repo: Path) -> str | None:
+def highest_tag(repo: Path) -> str | None:
     """The highest version-like tag, read from .git's refs and packed-refs (git itself is not run).
 
     Only inside the repository: a .git file (a worktree) or a symlink out of it gives no tags.

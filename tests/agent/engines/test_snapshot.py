@@ -10,6 +10,7 @@ import pytest
 
 from agent.engines.snapshot import make_snapshot, shared_source, sweep_sources, unpack_snapshot
 from agent.env.asof import choose, commit_date
+from agent.env.project import highest_tag
 from agent.workspace import WorkspaceError, create_workspace
 from tests.repos import fingerprint, sh
 
@@ -66,7 +67,7 @@ def test_a_base_commit_travels_as_that_commit_s_tree(tmp_path: Path, user_repo: 
         make_snapshot(user_repo, "0" * 40)
 
 
-def test_a_workspace_on_a_node_has_the_as_of_date_of_the_user_s_base(tmp_path: Path, user_repo: Path) -> None:
+def test_a_node_workspace_has_the_as_of_date_and_version_tag_of_the_users_base(tmp_path: Path, user_repo: Path) -> None:
     # The snapshot's parentless commit and a dirty tree's base commit are made now; a workspace's as-of
     # date was then now on a Ray node (and for uncommitted changes), where the local engine on a clean
     # tree used HEAD's: every structlog, markupsafe... task of a Ray batch got a new environment
@@ -75,6 +76,8 @@ def test_a_workspace_on_a_node_has_the_as_of_date_of_the_user_s_base(tmp_path: P
     subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "three"], cwd=user_repo,
                    check=True, env={**os.environ, **when})
     (user_repo / "a.py").write_text("a = 3  # wip\n")
+    sh("git", "tag", "v1.2", "HEAD~1", cwd=user_repo)
+    sh("git", "tag", "v1.3rc1", cwd=user_repo)  # a pre-release is no version for it
     first = sh("git", "rev-list", "--max-parents=0", "HEAD", cwd=user_repo)
     local = create_workspace(user_repo)
     assert local.dirty and commit_date(local.path) == commit_date(user_repo) == "2020-01-02T03:04:05Z"
@@ -85,6 +88,7 @@ def test_a_workspace_on_a_node_has_the_as_of_date_of_the_user_s_base(tmp_path: P
         node.mkdir()
         workspace = create_workspace(unpack_snapshot(snap.kind, snap.data, node))
         assert choose(None, workspace.path) == choose(None, user_repo, base_commit=base)
+        assert highest_tag(workspace.path) == "1.2"  # the version the project builds as, where nothing states it
         assert make_snapshot(user_repo, base).digest == snap.digest  # and the same bytes every time
 
 
