@@ -31,7 +31,7 @@ from agent.env import apt, images
 from agent.env.box import BUILD_USER, Box, BuildLimits, Deadline, StepFailed
 from agent.env.cancel import NEVER, Cancel, check
 from agent.env.deps_box import BUILD, PREFIX, EarlyBox, box_plan, fits_in_memory, mounts, tmpfs
-from agent.env.errors import EnvError
+from agent.env.errors import EnvError, why_it_failed
 from agent.env.fetch import make_wheelhouse
 from agent.env.layer import PROJECT, VENV, BackgroundLoad, Stacked, check_layer, load_stack
 from agent.env.resolve import Lock, Target
@@ -116,8 +116,9 @@ def _install_and_load(box: Box, base_image: str, target: Target, folder: Path, d
         box.run(_install_script(target), "dependencies install", stdout_to=layers[-1])
     except StepFailed as exc:
         if exc.status == SDIST_FAILED:
-            raise EnvError(f"building a dependency from its sdist failed offline; the end of the build "
-                           f"log:\n{exc.tail}", usage=True) from None
+            why = why_it_failed(exc.tail)
+            raise EnvError(f"building a dependency from its sdist failed offline{f': {why}' if why else ''}; the end "
+                           f"of the build log:\n{exc.tail}", usage=True) from None
         raise EnvError(f"installing the environment failed offline (exit {exc.status}); the end of "
                        f"the build log:\n{exc.tail}") from None
     # The daemon unpacks the venv (~1 ms a file on fuse-overlayfs) while the box compiles its bytecode,

@@ -25,3 +25,19 @@ class ProjectBuildFailed(EnvError):
     def __init__(self, message: str, status: int) -> None:
         super().__init__(message)
         self.status = status
+
+
+_NO_RUST = ("cargo, the rust package manager, is not installed", "can't find rust compiler", "cargo: not found",
+            "rustc: not found", "no such file or directory: 'cargo'", "no such file or directory: 'rustc'")
+
+
+def why_it_failed(log: str) -> str:
+    """What a failed offline build's log says that codebox can name, with what to do: ``""`` when nothing.
+
+    Rust: maturin and setuptools-rust need cargo, which no build box has, and cargo would fetch the
+    crates from the network, which no build box has either (found with pendulum 3.0.0, maturin)."""
+    low = log.lower()
+    if any(sign in low for sign in _NO_RUST):
+        return ("it compiles Rust, and the build box has neither a Rust toolchain nor the network to fetch crates: "
+                "run on an image that has it built and installed (--env IMAGE)")
+    return ""

@@ -31,7 +31,7 @@ from packaging.version import InvalidVersion, Version
 from agent.env import apt
 from agent.env.box import BUILD_USER, DPKG_CAPS, SETUP_CAPS, Box, BuildLimits, Deadline, Mount, StepFailed
 from agent.env.cancel import NEVER, Cancel, check
-from agent.env.errors import EnvError, ProjectBuildFailed
+from agent.env.errors import EnvError, ProjectBuildFailed, why_it_failed
 from agent.env.fetch import make_wheelhouse
 from agent.env.layer import PROJECT, VENV, check_layer
 from agent.env.metadata import BackendMetadata, parse_metadata
@@ -218,7 +218,7 @@ echo "codebox: the backend has no editable builds: setup.py build_ext --inplace"
 """, "in-place build")
                 except StepFailed as exc:
                     raise ProjectBuildFailed(f"the project's own build failed offline (setup.py build_ext --inplace, "
-                                             f"exit {exc.status}); the end of its log:\n{exc.tail}",
+                                             f"exit {exc.status}){_why(exc.tail)}; the end of its log:\n{exc.tail}",
                                              exc.status) from None
         self._run(f"""exec 3>&1 1>&2
 python3 {BUILD}/stage/_codebox_collect.py {BUILD}/stage/collect.json
@@ -235,8 +235,8 @@ tar --owner=0 --group=0 --numeric-owner -cf - -C / {PROJECT.lstrip("/")} >&3
                       f"PEP 517 {hook}")
         except StepFailed as exc:
             step = _HOOK_NAMES[hook]
-            raise ProjectBuildFailed(f"the project's own build failed offline ({step}, exit {exc.status}); the end "
-                                     f"of its log:\n{exc.tail}", exc.status) from None
+            raise ProjectBuildFailed(f"the project's own build failed offline ({step}, exit {exc.status})"
+                                     f"{_why(exc.tail)}; the end of its log:\n{exc.tail}", exc.status) from None
         answer = json.loads(self._read(f"{OUT}/{hook}.json"))
         if not isinstance(answer, dict):
             raise EnvError(f"the PEP 517 {hook} step answered with something that is not a JSON object")
@@ -252,6 +252,12 @@ tar --owner=0 --group=0 --numeric-owner -cf - -C / {PROJECT.lstrip("/")} >&3
             "python": f"{VENV}/bin/python", "finder": f"{BUILD}/stage/_codebox_project_finder.py",
             "editable_answer": f"{OUT}/editable.json", "metadata_answer": f"{OUT}/metadata.json",
         }
+
+
+def _why(log: str) -> str:
+    """``: <why, and what to do>`` when the log says something codebox can name, else ``""``."""
+    why = why_it_failed(log)
+    return f": {why}" if why else ""
 
 
 def _pretend(version: str) -> str:

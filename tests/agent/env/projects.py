@@ -129,6 +129,16 @@ GIT_NO_ENV = {
     "gitnoenv/__init__.py": "",
 }
 
+# An in-tree backend that fails as maturin does with no Rust toolchain (pendulum 3.0.0).
+NO_RUST = {
+    "pyproject.toml": '[build-system]\nrequires = []\nbuild-backend = "rustbackend"\nbackend-path = ["_build"]\n'
+                      '[project]\nname = "rustproj"\nversion = "1.0"\ndynamic = ["dependencies"]\n',
+    "_build/rustbackend.py": "import sys\n\n\n"
+                             "def prepare_metadata_for_build_wheel(directory, config_settings=None):\n"
+                             "    print('Checking for Rust toolchain....')\n"
+                             "    sys.exit('Cargo, the Rust package manager, is not installed or is not on PATH.')\n",
+}
+
 # hatch-vcs's build hook writes src/hvproj/_version.py from the git tag.
 HATCH_VCS = {
     "pyproject.toml": '[build-system]\nrequires = ["hatchling", "hatch-vcs"]\nbuild-backend = "hatchling.build"\n'

@@ -18,6 +18,7 @@ from agent.containers.sandbox import Sandbox, SandboxConfig
 from agent.env import box, images
 from agent.env.box import BuildLimits
 from agent.env.build import EnvRequest, ensure_env
+from agent.env.errors import ProjectBuildFailed
 from agent.env.recipe import Recipe
 from agent.env.resolve import IndexConfig
 from agent.protocol import EnvInfo
@@ -133,6 +134,16 @@ def test_a_version_tool_that_drops_the_git_variables_still_reads_a_workspaces_gi
         assert "ok" in run_in(info, workspace.path, ["python3", "-c", "import gitnoenv; print('ok')"])
     finally:
         workspace.remove()
+
+
+def test_a_build_that_needs_rust_says_so_and_what_to_do(tmp_path: Path, index: IndexConfig) -> None:
+    repo = write(tmp_path / "repo", projects.NO_RUST)
+    with pytest.raises(ProjectBuildFailed) as info:
+        ensure_env(EnvRequest(repo=repo, base_image=BASE, index=index))
+    message = str(info.value)
+    assert message.startswith("the project's own build failed offline (prepare_metadata_for_build_*, exit 1): it "
+                              "compiles Rust, and the build box has neither a Rust toolchain nor the network")
+    assert "(--env IMAGE); the end of its log:" in message and "Cargo, the Rust package manager" in message
 
 
 def test_hatch_vcs_version_file_and_the_test_extra(tmp_path: Path, index: IndexConfig, made: list[str]) -> None:
