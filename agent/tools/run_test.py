@@ -6,6 +6,7 @@ before the sandbox sees it, and a refused call leaves last_test as it was."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -17,13 +18,20 @@ from agent.tools.base import RunEffects, ToolArgs, ToolContext, ToolHandler
 from agent.tools.test_args import TestArgsError, check_test_args
 from agent.tools.test_names import failing_tests
 
-READ_ONLY_NOTE = (f"note: the tests tried to write into {REPO_MOUNT}, which is read-only in the sandbox; "
-                  "the user can run them in a throwaway copy (codebox run --test-in-copy, or test_in_copy in a task)")
+_IN_A_COPY = "the user can run them in a throwaway copy (codebox run --test-in-copy, or test_in_copy in a task)"
+READ_ONLY_NOTE = f"note: the tests tried to write into {REPO_MOUNT}, which is read-only in the sandbox; {_IN_A_COPY}"
+MAYBE_READ_ONLY_NOTE = (f"note: a test hit a read-only file system (the error names no path); {REPO_MOUNT} is "
+                        f"read-only in the sandbox: if the tests write into it, {_IN_A_COPY}")
+# os.utime and os.chmod name no path: jinja's mtime test touches its template under /repo/tests.
+_NAMELESS = re.compile(r"\[Errno 30\] Read-only file system$", re.M)
 
 
-def _wrote_into_the_repo(output: str) -> bool:
-    """A test failed writing into the read-only repository (tomlkit's TOMLFile test writes its example)."""
-    return f"Read-only file system: '{REPO_MOUNT}/" in output or f"Read-only file system: '{REPO_MOUNT}'" in output
+def _read_only_note(output: str) -> str | None:
+    """The note for a test that failed writing into the read-only repository (tomlkit's TOMLFile test
+    writes its example), or None."""
+    if f"Read-only file system: '{REPO_MOUNT}/" in output or f"Read-only file system: '{REPO_MOUNT}'" in output:
+        return READ_ONLY_NOTE
+    return MAYBE_READ_ONLY_NOTE if _NAMELESS.search(output) else None
 
 
 class RunTestArgs(ToolArgs):
@@ -61,8 +69,9 @@ class RunTestTool(ToolHandler):
             request["copy_repo"] = True
         result = ctx.sandbox.call("run_test", request, timeout_s=timeout)
         result.data["argv"] = argv  # what ran, as sent: not whatever the sandbox's reply says
-        if not ctx.test_in_copy and not result.ok and _wrote_into_the_repo(result.output):
-            result.output += f"\n{READ_ONLY_NOTE}"
+        note = None if ctx.test_in_copy or result.ok else _read_only_note(result.output)
+        if note:
+            result.output += f"\n{note}"
         return result
 
     def summary(self, arguments: dict[str, Any]) -> str:

@@ -437,6 +437,20 @@ def test_a_test_that_writes_into_the_read_only_repo_gets_a_note_on_test_in_copy(
         assert ("--test-in-copy" in content) is noted and wrote.strip() in content
 
 
+def test_a_read_only_error_that_names_no_path_gets_a_hedged_note() -> None:
+    """jinja's mtime test calls os.utime on its template under /repo: the OSError names no path."""
+    for output, note in (("E       OSError: [Errno 30] Read-only file system\n", "a test hit a read-only file "
+                          "system (the error names no path)"),
+                         ("E       OSError: [Errno 30] Read-only file system: '/usr/x'\n", None)):
+        sandbox = FakeSandbox({"run_test": lambda a, o=output: ToolResult(o, ok=False, outcome="failed",
+                                                                          data={"exit_code": 1})})
+        agent, _, model, _ = make_agent([{"tool_calls": [{"name": "run_test", "arguments": {}}]}, {"message": "k"}],
+                                        sandbox)
+        agent.run(task())
+        content = first_result(model).content
+        assert (note in content if note else "--test-in-copy" not in content), content
+
+
 def test_a_call_that_breaks_the_checks_is_an_error_result_not_a_crash() -> None:
     nested = "*** Begin Patch\n*** Add File: a.py\n+x\n*** End Patch\n"
     for _ in range(1200):  # deeper than Python's recursion limit
