@@ -106,11 +106,13 @@ def run_task(
     env_log: Callable[[str], None] | None = None,
     prepared_env: EnvInfo | ChooseEnv | None = CHOOSE_ENV,
     warm: WarmPool | None = None,
+    repo_name: str | None = None,
 ) -> Report:
     """Run one task and always return a report; the sandbox is removed whatever happens.
 
     ``prepared_env``: the environment the caller already chose, None included (by default ``task.env``
-    is chosen here).
+    is chosen here). ``repo_name``: the repository as the user named it, when ``task.repo`` is a
+    workspace made from it (what an environment built here is logged and labelled with).
     ``warm``: a pool (batch, or `codebox run`'s early start) that may hold this task's sandbox.
     """
     cancel = cancel or CancelToken()
@@ -130,7 +132,7 @@ def run_task(
     except SandboxError as exc:
         return _with_sandbox(failed_report(task, model.name, "sandbox_error", str(exc), sink), config)
     try:  # the dependency environment, built or reused before the first tool call
-        env = (choose_task_env(task, repo, config, env_log or env_progress, cancel)
+        env = (choose_task_env(task, repo, config, env_log or env_progress, cancel, repo_name)
                if isinstance(prepared_env, ChooseEnv) else prepared_env)
     except EnvCancelled as exc:  # nothing of the build is left; the task runs again next time
         return failed_report(task, model.name, "cancelled", cancel.reason or str(exc), sink)
@@ -164,10 +166,11 @@ def task_sandbox_config(task: TaskSpec, sandbox_config: SandboxConfig | None) ->
 
 
 def choose_task_env(
-    task: TaskSpec, repo: Path, config: SandboxConfig, log: Callable[[str], None], cancel: CancelToken
+    task: TaskSpec, repo: Path, config: SandboxConfig, log: Callable[[str], None], cancel: CancelToken,
+    repo_name: str | None = None,
 ) -> EnvInfo | None:
     """The task's environment (choose_for_task: Docker's image store, or the image as it is on another backend)."""
-    return choose_for_task(task, repo, config, log, cancel)
+    return choose_for_task(task, repo, config, log, cancel, repo_name)
 
 
 def env_progress(line: str) -> None:
@@ -211,7 +214,7 @@ def run_task_isolated(
             return failed_report(task, model_spec or "?", "invalid_task", f"no workspace: {exc}", sink), "", None
     try:
         local = task.model_copy(update={"repo": str(workspace.path)})
-        report = run_spec(local, model_spec, model_options, sink, **options)
+        report = run_spec(local, model_spec, model_options, sink, repo_name=task.repo, **options)
         report, patch = with_patch(report, workspace, task.repo)
     finally:
         warm: WarmPool | None = options.get("warm")

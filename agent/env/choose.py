@@ -46,8 +46,9 @@ class SandboxLimits(Protocol):
 
 
 def choose_for_task(task: TaskSpec, repo: Path, sandbox: SandboxLimits, log: Log = _quiet,
-                    cancel: Cancel = NEVER) -> EnvInfo | None:
-    """The environment of ``task``, built on ``repo`` (the task's repository or its workspace).
+                    cancel: Cancel = NEVER, repo_name: str | None = None) -> EnvInfo | None:
+    """The environment of ``task``, built on ``repo`` (the task's repository or its workspace), shown
+    as ``repo_name`` (default ``task.repo``).
 
     As of: the task's own ``env.as_of``, else its ``created_at``, else the committer date of
     its base commit (or HEAD) in ``task.repo``, else now. Limits: the sandbox's. Environments
@@ -65,7 +66,7 @@ def choose_for_task(task: TaskSpec, repo: Path, sandbox: SandboxLimits, log: Log
     as_of = asof.choose(when, Path(task.repo).expanduser(), task.created_at, task.base_commit)
     return choose_env(env, repo, sandbox.image, log, cancel, as_of=as_of, memory=sandbox.memory,
                       pids=sandbox.pids_limit, cpus=sandbox.cpus, allow_public_fallback=task.allow_public_fallback,
-                      repo_name=task.repo)
+                      repo_name=repo_name or task.repo)
 
 
 def choose_env(env: str | EnvSpec, repo: Path, base_image: str, log: Log = _quiet, cancel: Cancel = NEVER, *,

@@ -74,6 +74,31 @@ def test_execute_job_runs_in_a_workspace_and_returns_everything(
     assert (repo / "a.py").read_text() == "a = 1\n" and not (repo / "new.py").exists()
 
 
+def test_an_environment_chosen_by_the_task_is_shown_under_the_users_repo(
+    repo: Path, model: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The task builds its own environment (the first --jobs tasks of a batch, a Ray node) on its workspace:
+    # 'building the environment for /tmp/codebox-ws-...' and `codebox env ls` showed that throwaway path.
+    from agent.env.errors import EnvError
+
+    class Backend:
+        def preflight(self, config: Any) -> None:
+            pass
+
+    seen: list[tuple[str, str | None]] = []
+
+    def choose(task: TaskSpec, workspace: Path, config: Any, log: Any, cancel: Any, repo_name: str | None) -> None:
+        seen.append((str(workspace), repo_name))
+        raise EnvError("no index here")
+
+    monkeypatch.setattr(runner, "backend_for", lambda config: Backend())
+    monkeypatch.setattr(runner, "choose_for_task", choose)
+    outcome = execute_job(TaskJob(task=TaskSpec(id="t", repo=str(repo), goal="g"), model=model), repo, CancelToken())
+    assert outcome.report.stop_reason == "sandbox_error" and "no index here" in (outcome.report.error or "")
+    [(workspace, name)] = seen
+    assert name == str(repo) and workspace != str(repo)
+
+
 @pytest.mark.parametrize(
     ("source", "model_spec", "reason", "needle"),
     [("missing", None, "invalid_task", "no workspace"), ("repo", "scripted:/nonexistent.json", "model_error", "")],
