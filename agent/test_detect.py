@@ -43,6 +43,28 @@ def pytest_evidence(repo: Path) -> str | None:
     return _a_test_file(repo, depth=0)
 
 
+def pytest_command(repo: Path) -> list[str]:
+    """PYTEST_COMMAND, without its ``-q`` when the repository's pytest settings already give one in
+    ``addopts``: cleo's ``addopts = "-q"`` plus ours is ``-qq``, and pytest then prints no counts."""
+    for name, section, _ in _SETTINGS:
+        text = _small_text(repo / name)
+        found = None if text is None or section is None else section.search(text)
+        if text is None or (section is not None and found is None):
+            continue
+        body = text[found.end():] if found else text
+        body = body[:m.start()] if (m := _NEXT_SECTION.search(body, 1)) else body  # pytest.ini: after [pytest]
+        addopts = _ADDOPTS.search(body)
+        quiet = addopts is not None and any(_QUIET.fullmatch(w) for w in re.findall(r"[-\w]+", addopts.group(1)))
+        return [a for a in PYTEST_COMMAND if a != "-q"] if quiet else list(PYTEST_COMMAND)
+    return list(PYTEST_COMMAND)
+
+
+_NEXT_SECTION = re.compile(r"^\[", re.M)
+# addopts and its continuation lines (ini), or its TOML string or list
+_ADDOPTS = re.compile(r"^addopts\s*=\s*((?:.*)(?:\n[ \t]+.*)*)", re.M)
+_QUIET = re.compile(r"-q+|--quiet")
+
+
 def lock_has_pytest(lock: str) -> bool:
     """Whether an environment's lock (``name==version ...`` a line) installs pytest."""
     return any(re.match(r"pytest\s*==", line.strip(), re.I) for line in lock.splitlines())

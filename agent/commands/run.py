@@ -306,7 +306,7 @@ def _cmd_run(args: argparse.Namespace, task_id: str, warm: WarmPool | None) -> i
 def _with_found_tests(task: TaskSpec, env: Any, quiet: bool) -> TaskSpec:
     """The task with pytest as its test command when the repository shows pytest (its settings,
     a conftest.py, test modules) and the environment has it; one line on stderr says which."""
-    from agent.test_detect import PYTEST_COMMAND, lock_has_pytest, pytest_evidence
+    from agent.test_detect import lock_has_pytest, pytest_command, pytest_evidence
 
     found = pytest_evidence(Path(task.repo))
     if found is None:
@@ -317,8 +317,9 @@ def _with_found_tests(task: TaskSpec, env: Any, quiet: bool) -> TaskSpec:
         say(f"none ({evidence} is pytest's, but the environment does not install pytest: --pip pytest, "
             "or --test-cmd)")
         return task
-    say(f"{shlex.join(PYTEST_COMMAND)} (found {evidence}; --test-cmd to change)")
-    return task.model_copy(update={"test_cmd": list(PYTEST_COMMAND)})
+    command = pytest_command(Path(task.repo))
+    say(f"{shlex.join(command)} (found {evidence}; --test-cmd to change)")
+    return task.model_copy(update={"test_cmd": command})
 
 
 def _live_console(stream: TextIO) -> RunConsole:

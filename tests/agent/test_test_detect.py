@@ -89,3 +89,23 @@ def test_run_takes_pytest_only_where_the_environment_has_it(
     assert "does not install pytest: --pip pytest, or --test-cmd" in capsys.readouterr().err
     plain = TaskSpec(id="t", repo=str(write(tmp_path / "plain", {"calc.py": ""})), goal="g")
     assert _with_found_tests(plain, None, quiet=False).test_cmd == [] and capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize(
+    ("files", "command"),
+    [
+        ({"pyproject.toml": "[tool.pytest.ini_options]\naddopts = \"-q\"\ntestpaths = [\"tests\"]\n"},
+         ["python3", "-m", "pytest"]),  # cleo: ours too would be -qq, and pytest prints no counts
+        ({"pyproject.toml": "[tool.pytest.ini_options]\naddopts = [\"--strict-markers\", \"--quiet\"]\n"},
+         ["python3", "-m", "pytest"]),
+        ({"pytest.ini": "[pytest]\naddopts=\n\t--doctest-modules\n\t-q\nfilterwarnings=\n\tdefault\n"},
+         ["python3", "-m", "pytest"]),
+        ({"pytest.ini": "[pytest]\naddopts = --doctest-modules --quiet-ish\n"}, ["python3", "-m", "pytest", "-q"]),
+        ({"setup.cfg": "[tool:pytest]\ntestpaths = t\n[other]\naddopts = -q\n"}, ["python3", "-m", "pytest", "-q"]),
+        ({"tests/test_a.py": ""}, ["python3", "-m", "pytest", "-q"]),
+    ],
+)
+def test_the_command_gives_no_second_quiet(tmp_path: Path, files: dict[str, str], command: list[str]) -> None:
+    from agent.test_detect import pytest_command
+
+    assert pytest_command(write(tmp_path / "repo", files)) == command
