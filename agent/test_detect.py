@@ -40,7 +40,28 @@ def pytest_evidence(repo: Path) -> str | None:
         found = _a_test_file(repo / folder)
         if found:
             return f"{folder}/{found}"
+    for package in _packages(repo):  # tests inside the package: simplejson/tests/, src/pkg/tests/
+        for folder in _TEST_FOLDERS:
+            found = _a_test_file(repo / package / folder, depth=1)
+            if found:
+                return f"{package}/{folder}/{found}"
     return _a_test_file(repo, depth=0)
+
+
+def _packages(repo: Path, limit: int = 100) -> list[str]:
+    """The repository's top-level folders and those under src/ (the first ``limit``, in name order)."""
+    found: list[str] = []
+    for parent in ("", "src"):
+        if (repo / parent).is_symlink():
+            continue
+        try:
+            entries = sorted(os.scandir(repo / parent), key=lambda e: e.name)
+        except OSError:
+            continue
+        found += [os.path.join(parent, e.name) for e in entries
+                  if e.is_dir(follow_symlinks=False) and not e.name.startswith(".")
+                  and e.name not in (*_TEST_FOLDERS, "src")]
+    return found[:limit]
 
 
 def pytest_command(repo: Path) -> list[str]:

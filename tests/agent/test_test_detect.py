@@ -31,6 +31,8 @@ def write(repo: Path, files: dict[str, str]) -> Path:
         ({"tests/unit/test_calc.py": ""}, "tests/unit/test_calc.py"),
         ({"test/calc_test.py": ""}, "test/calc_test.py"),
         ({"test_calc.py": "", "calc.py": ""}, "test_calc.py"),
+        ({"simplejson/__init__.py": "", "simplejson/tests/test_dump.py": ""}, "simplejson/tests/test_dump.py"),
+        ({"src/pkg/__init__.py": "", "src/pkg/tests/unit/test_x.py": ""}, "src/pkg/tests/unit/test_x.py"),
     ],
 )
 def test_pytest_shows_in_settings_conftests_and_test_modules(
