@@ -221,11 +221,17 @@ def print_table(reports: list[Report], stream: TextIO, styled: bool | None = Non
     if writer.console is None:
         stream.write(table_text(reports) + "\n")
         return
-    table = Table(header_style="bold", box=box.SIMPLE_HEAD)
-    for name in HEADER:  # every column keeps its width; the error folds into what is left
+    # One space between columns, none at the edges: on a 100-column terminal the numbers keep their
+    # width and the error has room to fold into; no error column when no task has an error.
+    table = Table(header_style="bold", box=box.SIMPLE_HEAD, padding=(0, 1), collapse_padding=True, pad_edge=False)
+    errors = any(r.error for r in reports)
+    names = HEADER if errors else HEADER[:-1]
+    for name in names:  # every column keeps its width; the error folds into what is left
         table.add_column(name, no_wrap=name != "error", overflow="fold" if name == "error" else "ellipsis",
                          min_width=20 if name == "error" else None)
+    error_column = HEADER.index("error")
     for report, row in zip(reports, table_rows(reports), strict=True):
         style = STATUS_STYLE.get(report.status, "")
-        table.add_row(*(Text(cell, style=style if i == 1 else ("red" if i == 8 else "")) for i, cell in enumerate(row)))
+        table.add_row(*(Text(cell, style=style if i == 1 else ("red" if i == error_column else ""))
+                        for i, cell in enumerate(row[:len(names)])))
     writer.console.print(table)

@@ -10,11 +10,11 @@ import time
 
 import pytest
 
-from agent.console.batch_view import BatchView
+from agent.console.batch_view import BatchView, print_table
 from agent.console.live import RunConsole, clock
 from agent.console.progress import StepProgress
 from agent.console.render import ChangeLog, print_summary
-from agent.protocol import AgentEvent, Report, TestRun
+from agent.protocol import AgentEvent, Report, TestRun, Usage
 from tests.pty_screen import final_screen, terminal
 
 NET = "--- a/backoff.py\n+++ b/backoff.py\n@@ -6,3 +6,3 @@\n     out = []\n-    for n in range(1, attempts):\n" \
@@ -147,3 +147,25 @@ def test_a_cancelled_batch_leaves_no_board_behind() -> None:
     assert screen[0] == "codebox: SIGINT received: stopping (the sandbox is being removed)"
     assert [line.split()[:3] for line in screen[1:]] == [["✗", "alpha", "cancelled"], ["✗", "beta", "cancelled"]]
     assert not any("elapsed" in line or "done ·" in line for line in screen)  # no header, no counts left
+
+
+def test_the_batch_table_fits_a_100_column_terminal_and_shows_the_error_in_red(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Found on a 6-task batch on a 100-column terminal: 13.6s showed as '13.…', the cost header as 'co…',
+    # an error not at all (its column had no room left), and the tokens were the red column.
+    monkeypatch.setenv("COLUMNS", "100")
+    error = "environment: the project's own build failed offline (get_requires_for_build_*, exit 1)"
+    done = report("more-itertools", usage=Usage(total_tokens=6710)).model_copy(update={"duration_s": 13.6})
+    failed = report("pluggy", status="stopped", error=error, usage=Usage(total_tokens=4031))
+    screens = {}
+    for rows in ([done], [done, failed]):
+        with terminal(columns=100) as (stream, written):
+            print_table(rows, stream)
+            raw = written()
+        screens[len(rows)] = [line for line in final_screen(raw) if line.strip()]
+        assert screens[len(rows)][2].split() == ["more-itertools", "completed", "final_message", "0", "0", "0", "-",
+                                                 "13.6s", "6710", "-"]
+    header = ["task", "status", "reason", "steps", "calls", "files", "test", "time", "tokens", "cost"]
+    assert screens[1][0].split() == header and screens[2][0].split() == [*header, "error"]
+    assert "environment: the project's own build failed offline" in " ".join(" ".join(line.split()[-3:]) for line in
+                                                                          screens[2][3:])
+    assert b"\x1b[31m6710" not in raw and b"\x1b[31menvironment:" in raw
