@@ -132,7 +132,7 @@ def run_batch(
         to_run.append(_job(task, model, model_options or {}, sandbox_config, limits, keep_workspaces, out_dir))
     driver = _Driver(out_dir, reports, progress, budget)
     if engine is None:
-        engine = LocalEngine(jobs, live_sink=driver.live_sink, warm=warm)
+        engine = LocalEngine(jobs, live_sink=driver.live_sink, warm=warm, env_log=progress.env_line)
     admit = (lambda _job: budget.should_start()) if budget is not None else None
     try:
         engine.run(to_run, driver.on_outcome, cancel, on_start=driver.on_start, admit=admit)

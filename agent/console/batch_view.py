@@ -21,7 +21,7 @@ from rich.text import Text
 
 from agent.console.escape import one_line
 from agent.console.render import STATUS_STYLE, tests_passed_or_none
-from agent.console.terminal import Writer
+from agent.console.terminal import Writer, safe_styled
 from agent.protocol import AgentEvent, Report
 
 MAX_ROWS = 20  # running tasks shown at once; the rest are counted
@@ -135,6 +135,11 @@ class BatchView:
             if part.strip():
                 self.writer.line(Text(part, style="yellow"))
         return len(text)
+
+    def env_line(self, line: str) -> None:
+        """A progress line of an environment build (agent.runner.env_progress's, for a batch): above the
+        board, where a line written to stderr by a preparing thread would be drawn over by it."""
+        self.writer.line(safe_styled(f"codebox: env: {line}"))
 
     def _note(self, report: Report, resumed: bool = False) -> Text:
         """The line of a finished task (made under the lock: it reads the counts)."""

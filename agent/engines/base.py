@@ -159,6 +159,7 @@ def execute_job(
     cancel: CancelToken,
     sink: EventSink | None = None,
     prepared: PreparedJob | None = None,
+    env_log: Callable[[str], None] | None = None,
 ) -> TaskOutcome:
     """Run one job in a fresh workspace made from ``source`` and always return an outcome.
 
@@ -167,7 +168,8 @@ def execute_job(
     task.base_commit, or at the source's HEAD plus its uncommitted changes; it is removed at
     the end unless job.keep_workspace. Events go to ``sink`` as they happen, and all of them
     into the outcome. ``prepared``: the workspace (and maybe the environment and a started
-    sandbox) made ahead for this job, used instead of making them now.
+    sandbox) made ahead for this job, used instead of making them now. ``env_log``: where an
+    environment build says what it does (default: stderr).
     """
     if job.evaluation is not None:
         return _execute_eval(job, job.evaluation, source, cancel, prepared)
@@ -180,6 +182,8 @@ def execute_job(
         ahead = {"workspace": prepared.workspace, "warm": prepared.warm}
         if prepared.env_chosen:  # chosen ahead (None included): not again
             ahead["prepared_env"] = prepared.env
+    if env_log is not None:
+        ahead["env_log"] = env_log
     try:
         report, patch, kept = run_task_isolated(
             task, job.model, job.model_options, lines, source=source, sandbox_config=job.sandbox, cancel=cancel,

@@ -30,10 +30,12 @@ class LocalEngine:
     finds them ready, and its first tool call does not wait for a container start.
     """
 
-    def __init__(self, jobs: int = 2, live_sink: SinkFactory | None = None, warm: bool = True) -> None:
+    def __init__(self, jobs: int = 2, live_sink: SinkFactory | None = None, warm: bool = True,
+                 env_log: Callable[[str], None] | None = None) -> None:
         self.jobs = max(1, jobs)
         self.live_sink = live_sink
         self.warm = warm
+        self.env_log = env_log  # where environment builds say what they do (default: stderr)
 
     def run(
         self,
@@ -44,7 +46,7 @@ class LocalEngine:
         admit: AdmitFn | None = None,
     ) -> None:
         lock = threading.Lock()  # on_outcome is called by one thread at a time
-        ahead = _Ahead(jobs, self.jobs, cancel) if self.warm else None
+        ahead = _Ahead(jobs, self.jobs, cancel, self.env_log) if self.warm else None
 
         def one(index: int, job: TaskJob) -> None:
             if cancel.cancelled or (admit is not None and not admit(job)):
@@ -78,7 +80,7 @@ class LocalEngine:
         sink: EventSink | None = None
         try:
             sink = self.live_sink(job) if self.live_sink else None
-            return execute_job(job, Path(job.task.repo), cancel, sink, prepared)
+            return execute_job(job, Path(job.task.repo), cancel, sink, prepared, env_log=self.env_log)
         except Exception as exc:  # execute_job returns outcomes; this is a sink that failed
             from agent.runner import failed_report
 
@@ -101,9 +103,11 @@ class _Ahead:
     no sandbox. ``close()`` removes whatever no job took: workspaces and warm containers.
     """
 
-    def __init__(self, jobs: Sequence[TaskJob], depth: int, cancel: CancelToken) -> None:
+    def __init__(self, jobs: Sequence[TaskJob], depth: int, cancel: CancelToken,
+                 env_log: Callable[[str], None] | None = None) -> None:
         self.jobs = jobs
         self.cancel = cancel
+        self.env_log = env_log
         # Room for `depth` prepared jobs plus `depth` started ones that have not claimed yet.
         self.pool = WarmPool(2 * depth)
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="codebox-prepare")
@@ -151,7 +155,7 @@ class _Ahead:
         try:  # as run_task does it: the task's image, then its environment on the workspace
             repo = workspace.path.resolve()
             config = task_sandbox_config(task, job.sandbox)
-            env = choose_task_env(task, repo, config, env_progress, self.cancel)
+            env = choose_task_env(task, repo, config, self.env_log or env_progress, self.cancel)
             if env is not None:
                 config = config.replace(image=env.run_image)
             self.pool.prestart(PlannedTask(task.id, repo, config))

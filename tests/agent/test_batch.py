@@ -123,6 +123,31 @@ def test_one_crash_never_stops_the_others_and_resume_skips_finished(
     assert sorted(calls) == ["a", "b"]
 
 
+def test_environment_lines_go_through_the_board(
+    tmp_path: Path, repo: Path, script: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Found on a 6-task batch on a terminal: 'codebox: env: reusing ...' lines, printed to stderr by the
+    # threads that prepare the next tasks and by the tasks, were drawn into the live board, which then
+    # left stale counts and headers on the screen. They now go through the view, as its other lines do.
+    def choose(task: TaskSpec, repo: Path, config: Any, log: Any, cancel: Any, repo_name: str | None = None) -> None:
+        log(f"reusing the environment of {task.id}")
+
+    def fake_run_task(task: TaskSpec, model: Any, sink: Any, **kw: Any) -> Report:
+        if "prepared_env" not in kw:  # not prepared ahead: the task chooses, as run_task does
+            choose(task, Path(task.repo), None, kw["env_log"], None)
+        return fake_report(task)
+
+    monkeypatch.setattr(runner, "run_task", fake_run_task)
+    monkeypatch.setattr(runner, "choose_task_env", choose)
+    tasks = [TaskSpec(id=f"t{i}", repo=str(repo), goal="g") for i in range(4)]
+    progress = io.StringIO()
+    batch.run_batch(tasks, tmp_path / "out", model=script, jobs=2, progress_stream=progress)
+    lines = progress.getvalue().splitlines()
+    assert sorted(line for line in lines if "env:" in line) == [
+        f"codebox: env: reusing the environment of t{i}" for i in range(4)]  # ahead (t2, t3) or by the task
+    assert "env:" not in capsys.readouterr().err
+
+
 def test_cancelled_batch_starts_nothing_new(
     tmp_path: Path, repo: Path, script: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
