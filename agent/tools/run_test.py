@@ -57,7 +57,8 @@ class RunTestTool(ToolHandler):
     def execute(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
         assert isinstance(args, RunTestArgs)
         if not ctx.test_cmd:
-            return failure("No test command is configured for this task (codebox run --test-cmd ...).", "error")
+            return failure("No test command is configured for this task (codebox run --test-cmd ..., or test_cmd "
+                           "in a batch task's line).", "error")
         try:
             check_test_args(ctx.test_cmd, args.args, ctx.repo)
         except TestArgsError as exc:
