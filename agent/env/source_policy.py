@@ -60,10 +60,18 @@ def check_sources(declared: Declared, index: IndexConfig, allow_public_fallback:
         more = f" (and {len(refused) - 1} more sources)" if len(refused) > 1 else ""
         raise EnvError(
             f"{found.describe()} for {_listed(served)}{more}: codebox never takes packages from a repository's "
-            f"sources, and will not resolve these by name from another index; configure that index yourself "
-            f"(UV_EXTRA_INDEX_URL={found.location}, or CODEBOX_FIND_LINKS=DIR holding their wheels) or pass {FLAG}",
+            f"sources, and will not resolve these by name from another index; {_configure_it(found)}, or pass {FLAG}",
             usage=True)
     return notes
+
+
+def _configure_it(found: PackageSource) -> str:
+    """What the user can do to take a refused source's packages from it, themselves."""
+    if found.kind == "index":
+        return f"configure that index yourself (UV_EXTRA_INDEX_URL={found.location}, or CODEBOX_FIND_LINKS=DIR " \
+               "holding their wheels)"
+    # a page of links, a git checkout, a path or a file's URL: no index of yours serves it
+    return "put their wheels in a folder yourself and pass CODEBOX_FIND_LINKS=DIR"
 
 
 def _listed(names: list[str]) -> str:

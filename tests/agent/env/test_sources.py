@@ -94,6 +94,16 @@ def test_a_private_source_is_refused_in_one_line_naming_file_source_and_packages
     assert "--allow-public-fallback" in message and f"UV_EXTRA_INDEX_URL={PRIVATE}" in message
 
 
+def test_a_refused_url_or_git_source_is_not_offered_as_an_index(tmp_path: Path) -> None:
+    wheel = "https://example.invalid/acme-1.0-py3-none-any.whl"
+    declared = declared_of(tmp_path, {"requirements.txt": f"acme @ {wheel}\nattrs\n"})
+    with pytest.raises(EnvError) as info:
+        check_sources(declared, IndexConfig())
+    message = str(info.value)
+    assert f"names the url source 'acme' ({wheel})" in message and "UV_EXTRA_INDEX_URL" not in message
+    assert "put their wheels in a folder yourself and pass CODEBOX_FIND_LINKS=DIR" in message
+
+
 def test_the_fallback_names_the_source_and_lets_the_package_resolve(tmp_path: Path) -> None:
     [note] = check_sources(_repo_with_private_source(tmp_path), IndexConfig(), allow_public_fallback=True)
     assert "'corp'" in note and "acme resolve from your index instead (--allow-public-fallback)" in note
