@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from agent.cancel import CancelToken
+from agent.defaults import REPO_MOUNT
 from agent.env.cancel import EnvCancelled
 from agent.env.errors import ProjectBuildFailed
 from agent.errors import CodeboxError
@@ -39,6 +40,7 @@ from agent.eval.pytest_run import (
 from agent.protocol import EnvInfo, TaskSpec
 from agent.sandboxes.base import Session
 from agent.sandboxes.config import SandboxConfig
+from agent.sandboxes.result import ToolResult
 from agent.workspace import Workspace, WorkspaceError, create_workspace, git
 
 if TYPE_CHECKING:
@@ -216,18 +218,31 @@ class _Run:
         }
         if task.test_in_copy:
             request["copy_repo"] = True
+        reply = self._run_test(sandbox, request)
+        rerun = reply is not None and reply.outcome != "timeout" and not task.test_in_copy
+        if reply is not None and rerun and _wrote_into_repo(reply.output, reply.data):
+            # SWE-bench's /testbed is writable: a run that wrote into /repo (pytest-cov's .coverage under
+            # addopts, a test's own file) runs again in a copy of it, so it is graded as there.
+            evidence.notes.append(f"the tests wrote into {REPO_MOUNT} (read-only in the sandbox): "
+                                  "they ran again in a copy of it, as in SWE-bench's writable /testbed")
+            request["copy_repo"] = True
+            reply = self._run_test(sandbox, request)
+        if reply is not None:
+            self._read_run(reply.output, reply.outcome, reply.error, reply.data)
+
+    def _run_test(self, sandbox: Session, request: dict[str, object]) -> ToolResult | None:
+        """run_test in the sandbox (a cancel closes it); None, the evidence's error set, when no container ran."""
         done = threading.Event()
         watch = threading.Thread(target=_close_on_cancel, args=(self.cancel, done, sandbox), daemon=True,
-                                 name=f"codebox-eval-cancel-{task.id}")
+                                 name=f"codebox-eval-cancel-{self.task.id}")
         watch.start()
         try:
-            reply = sandbox.call("run_test", request, timeout_s=self.job.timeout_s)
+            return sandbox.call("run_test", request, timeout_s=self.job.timeout_s)
         except CodeboxError as exc:  # SandboxError: no container could start
-            evidence.fail("sandbox", f"the sandbox failed: {exc}")
-            return
+            self.evidence.fail("sandbox", f"the sandbox failed: {exc}")
+            return None
         finally:
             done.set()
-        self._read_run(reply.output, reply.outcome, reply.error, reply.data)
 
     def _read_run(self, output: str, outcome: str, error: str | None, data: dict[str, object]) -> None:
         """The bundle when the run wrote one (the whole log); else what run_test kept of its output."""
@@ -249,6 +264,14 @@ class _Run:
         elif evidence.error is None:
             why = f"exit {evidence.exit_code}" if bundle else (data.get("report_file_error") or error or "no report")
             evidence.no_report = f"pytest wrote no report ({why}): {failure_cause(evidence.log)}"
+
+
+def _wrote_into_repo(output: str, data: dict[str, object]) -> bool:
+    """Whether the run failed to write into the read-only /repo (its log, or its output when it wrote no bundle)."""
+    text = data.get("report_file_text")
+    bundle = read_bundle(text) if isinstance(text, str) else None
+    log = bundle.log if bundle is not None else output
+    return f"Read-only file system: '{REPO_MOUNT}/" in log or f"Read-only file system: '{REPO_MOUNT}'" in log
 
 
 def _close_on_cancel(cancel: CancelToken, done: threading.Event, sandbox: Session) -> None:

@@ -121,6 +121,37 @@ def test_the_repository_under_test_is_never_shadowed_by_the_image_s_own_copy(tmp
     assert result["status"] == "resolved", result["error"]
 
 
+def test_tests_that_write_into_the_repository_run_again_in_a_copy_of_it(tmp_path: Path) -> None:
+    """SWE-bench's /testbed is writable; /repo is not. inflect's addopts start pytest-cov, whose .coverage in the
+    repository stopped pytest before any test (unresolved, gold patch and all); a test that writes its own file
+    failed. Both run again in a copy of the repository, and the verdict says so."""
+    files = {"calc.py": CALC,
+             "tests/test_add.py": "from calc import add\n\n\ndef test_add():\n    assert add(1, 2) == 3\n",
+             "tests/test_file.py": "from pathlib import Path\n\n\ndef test_writes():\n"
+                                   "    Path(__file__).with_name('out.txt').write_text('x')\n"}
+    starts = {**files, "conftest.py": "from pathlib import Path\n\n\ndef pytest_configure(config):\n"
+                                      "    (Path(__file__).parent / '.coverage').write_text('data')\n"}
+    lines, preds = [], []
+    for iid, tree in (("starts", starts), ("writes", files)):
+        repo = tmp_path / "repos" / "acme" / iid
+        base = make_repo(repo, tree)
+        fix = diff_of(repo, {"calc.py": CALC.replace("a - b", "a + b")})
+        lines.append({"repo": f"acme/{iid}", "instance_id": iid, "base_commit": base, "test_patch": "",
+                      "FAIL_TO_PASS": ["tests/test_add.py::test_add"],
+                      "PASS_TO_PASS": ["tests/test_file.py::test_writes"]})
+        preds.append({"instance_id": iid, "model_patch": fix})
+    (tmp_path / "d.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    (tmp_path / "p.jsonl").write_text("".join(json.dumps(p) + "\n" for p in preds))
+    out = tmp_path / "out"
+    assert evaluate("--tasks", str(tmp_path / "d.jsonl"), "--predictions", str(tmp_path / "p.jsonl"),
+                    "--out", str(out), "--repos", str(tmp_path / "repos")) == 0
+    for iid in ("starts", "writes"):
+        result = verdict(out, iid)
+        assert result["status"] == "resolved", result["error"]
+        assert any("ran again in a copy" in note for note in result["notes"]), result["notes"]
+        assert not (tmp_path / "repos" / "acme" / iid / "tests" / "out.txt").exists()
+
+
 def test_the_environment_is_batch_s_and_recorded_with_its_image_id_and_lock(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """env auto builds the project's environment (here from a local wheelhouse holding the pytest this suite runs
