@@ -11,7 +11,7 @@ import gzip
 import json
 from pathlib import Path
 
-from agent.eval.job import EvalEvidence
+from agent.eval.job import INFRASTRUCTURE, EvalEvidence
 from agent.eval.verdict import InstanceEval
 
 EVAL_JSON, JUNIT, LOG, PATCH, REPORT = "eval.json", "junit.xml", "test_output.txt.gz", "patch.diff", "report.json"
@@ -49,15 +49,17 @@ def write_verdict(folder: Path, result: InstanceEval) -> None:
 
 
 def swebench_instance_report(result: InstanceEval) -> dict[str, object]:
-    """SWE-bench's run_instance report.json for this instance."""
+    """SWE-bench's run_instance report.json for this instance (its get_eval_report): tests_status only for a run
+    it would grade (a log it cannot trust has none there); infra_failure advisory, codebox's own knowledge."""
     patch_exists = not result.empty_patch
     entry: dict[str, object] = {
         "patch_is_None": False,
         "patch_exists": patch_exists,
         "patch_successfully_applied": patch_exists and result.trusted,
         "resolved": result.status == "resolved",
+        "infra_failure": result.error_kind in INFRASTRUCTURE,
     }
-    if result.tests_status:
+    if result.tests_status and result.trusted:
         entry["tests_status"] = result.tests_status
     return {result.instance_id: entry}
 

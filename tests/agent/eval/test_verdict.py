@@ -61,8 +61,24 @@ def test_the_kept_files_and_swebench_shapes(tmp_path: Path) -> None:
     assert store.read_junit(tmp_path / "i", kept) == PASSING and store.finished(tmp_path / "i", "other") is None
     report = (tmp_path / "i" / "report.json").read_text()
     assert '"patch_successfully_applied": true' in report and '"resolved": true' in report
+    assert '"infra_failure": false' in report and '"tests_status"' in report
     store.clear(tmp_path / "i")
     assert store.read_instance(tmp_path / "i") is None and not (tmp_path / "i" / store.LOG).exists()
+
+
+def test_swebench_s_instance_report_has_no_tests_status_for_a_log_it_would_not_grade() -> None:
+    """diskcache's --cov-fail-under=98: every test passed, pytest exited 1. SWE-bench's get_eval_report writes no
+    tests_status for such a log (nor for an environment that failed, then infra_failure); codebox wrote one."""
+    applied = ApplyRecord(command="git apply --verbose")
+    untrusted = judged(EvalEvidence(model_patch=applied, junit_xml=PASSING, exit_code=1))
+    assert untrusted.status == "unresolved" and untrusted.tests_status  # eval.json keeps codebox's reading
+    assert store.swebench_instance_report(untrusted) == {"i": {
+        "patch_is_None": False, "patch_exists": True, "patch_successfully_applied": False, "resolved": False,
+        "infra_failure": False}}
+    broken = EvalEvidence(model_patch=applied)
+    broken.fail("environment", "environment: no wheel for x")
+    report = store.swebench_instance_report(judged(broken))["i"]
+    assert isinstance(report, dict) and report["infra_failure"] is True and "tests_status" not in report
 
 
 def test_run_summaries_count_as_swebench_counts() -> None:
