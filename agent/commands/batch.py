@@ -127,9 +127,12 @@ def cmd_batch(args: argparse.Namespace) -> int:
     cancel = CancelToken()
     engine = None
     if args.engine == "ray":
-        from agent.engines.ray import RayEngine
+        from agent.engines.ray import RayEngine, driver_only_variables
 
         engine = RayEngine(address=args.address, max_retries=args.max_retries)
+        note = driver_only_variables()
+        if note:
+            print(f"codebox: {note}", file=sys.stderr)
     view = BatchView(len(selected), sys.stderr)
     try:
         with cancel_on_signals(cancel, view):

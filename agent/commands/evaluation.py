@@ -122,9 +122,12 @@ def _run(args: argparse.Namespace, instances: list[Any], predictions: dict[str, 
 
     engine = None
     if args.engine == "ray":
-        from agent.engines.ray import RayEngine
+        from agent.engines.ray import RayEngine, driver_only_variables
 
         engine = RayEngine(address=args.address, max_retries=args.max_retries)
+        note = driver_only_variables()
+        if note:
+            print(f"codebox: {note}", file=sys.stderr)
     options = EvalOptions(jobs=args.jobs, engine=engine, sandbox=config, timeout_s=args.timeout,
                           strict=bool(args.strict), warm=not args.no_warm, retry_errors=args.retry_errors)
     cancel = CancelToken()

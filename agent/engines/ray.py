@@ -40,6 +40,10 @@ SLOT_RESOURCE = "codebox_slots"
 # Windows and macOS, where Ray keeps loopback) keeps 127.0.0.1 as given. Only ever set for a
 # loopback address: a driver on a real cluster must see its own node's address.
 _KEEP_LOOPBACK = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
+# What an environment build reads from the process's variables (agent.env.resolve, agent.env.fetch): on a Ray
+# node, the variables of the node's `ray start`, never the driver's.
+NODE_VARIABLES = ("CODEBOX_FIND_LINKS", "CODEBOX_NO_INDEX", "UV_INDEX_URL", "UV_DEFAULT_INDEX", "UV_EXTRA_INDEX_URL",
+                  "UV_INDEX")
 _CANCEL_POLL_S = 0.5
 
 
@@ -135,6 +139,15 @@ class RayEngine:
             raise RayEngineError(f"cannot join the Ray cluster at {address}: {exc}") from None
         self._connected_here = True
         return ray
+
+
+def driver_only_variables(environ: dict[str, str] | None = None) -> str | None:
+    """A note when this process sets what an environment build reads: the nodes build with their own variables."""
+    names = [name for name in NODE_VARIABLES if (environ if environ is not None else os.environ).get(name)]
+    if not names:
+        return None
+    return (f"{', '.join(names)} {'is' if len(names) == 1 else 'are'} set here, but with --engine ray every node "
+            "builds the environments with its own variables: set them where each node's `ray start` runs")
 
 
 def _source_key(job: TaskJob) -> tuple[str, str | None]:

@@ -165,6 +165,23 @@ def test_a_cancel_ends_running_tasks_as_cancelled_and_starts_no_more(
     assert {o.report.status for o in outcomes} == {"cancelled"}
 
 
+def test_a_driver_s_environment_build_variables_are_said_to_be_the_nodes(
+        tmp_path: Path, repo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """A one-machine cluster started without CODEBOX_FIND_LINKS built every environment without the driver's
+    wheels (zipp's big-O, an sdist only: 'use an --image that has it'), and nothing said the variable stays here."""
+    from agent.engines.ray import driver_only_variables
+
+    assert driver_only_variables({"CODEBOX_FIND_LINKS": "", "HOME": "/root"}) is None
+    monkeypatch.setenv("CODEBOX_FIND_LINKS", str(tmp_path))
+    monkeypatch.setenv("UV_INDEX_URL", "http://127.0.0.1:9/simple")
+    tasks_file = tmp_path / "tasks.jsonl"
+    tasks_file.write_text(sleepy_tasks(tmp_path, repo, 1, 0)[0].model_dump_json() + "\n")
+    code = main(["batch", str(tasks_file), "--engine", "ray", "--address", "127.0.0.1:9", "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err
+    assert code == 2 and "codebox: CODEBOX_FIND_LINKS, UV_INDEX_URL are set here, but with --engine ray" in err
+    assert "where each node's `ray start` runs" in err
+
+
 def test_an_unreachable_cluster_is_a_clear_error(tmp_path: Path, repo: Path) -> None:
     tasks_file = tmp_path / "tasks.jsonl"
     tasks_file.write_text(sleepy_tasks(tmp_path, repo, 1, 0)[0].model_dump_json() + "\n")
