@@ -262,7 +262,9 @@ class _Run:
         if bundle is not None and bundle.junit is not None:
             evidence.junit_xml = bundle.junit
         elif evidence.error is None:
-            why = f"exit {evidence.exit_code}" if bundle else (data.get("report_file_error") or error or "no report")
+            signal = data.get("signal")  # a crash (a C extension's SIGSEGV) before pytest could bundle its report
+            why = (f"exit {evidence.exit_code}" if bundle else f"killed by {signal}" if isinstance(signal, str)
+                   else (data.get("report_file_error") or error or "no report"))
             evidence.no_report = f"pytest wrote no report ({why}): {failure_cause(evidence.log)}"
 
 

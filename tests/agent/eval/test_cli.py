@@ -88,3 +88,11 @@ def test_a_tool_server_error_in_the_test_run_is_the_harness_s_not_the_patch_s(tm
     failed = _Run(TaskSpec(id="t", repo=str(tmp_path), goal="g"), job, EvalEvidence(), CancelToken())
     failed._read_run("E   ImportError: no module named x\n", "failed", None, {"exit_code": 2})
     assert failed.evidence.error is None and "ImportError" in (failed.evidence.no_report or "")  # the patch's
+    # multidict fea968f9 at base: the C extension's SIGSEGV killed pytest before it wrote the bundle
+    crashed = _Run(TaskSpec(id="t", repo=str(tmp_path), goal="g"), job, EvalEvidence(), CancelToken())
+    output = "killed by SIGSEGV after 1.05 s\n--- stderr (38 bytes) ---\nFatal Python error: Segmentation fault"
+    crashed._read_run(output, "failed", "command killed by SIGSEGV",
+                      {"exit_code": None, "signal": "SIGSEGV",
+                       "report_file_error": "/tmp/codebox-eval-bundle.txt: No such file or directory"})
+    assert crashed.evidence.no_report == ("pytest wrote no report (killed by SIGSEGV): "
+                                          "Fatal Python error: Segmentation fault")
