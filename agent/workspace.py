@@ -33,6 +33,9 @@ _GIT_ENV = {
 _GIT_CONFIG = ["-c", "core.hooksPath=/dev/null", "-c", "core.autocrlf=false", "-c", "core.fsmonitor=false",
                "-c", "commit.gpgSign=false", "-c", "gc.auto=0", "-c", "maintenance.auto=false"]
 _DIFF = ["--binary", "--no-ext-diff", "--no-textconv", "--no-renames"]
+# Deadlines of git calls in the user's repository (a hostile one may block git: a FIFO for a file of its .git)
+_SOURCE_ASK_S = 60.0  # a question (rev-parse)
+_SOURCE_WALK_S = 600.0  # a walk of its tree (ls-files), a clone
 
 
 class WorkspaceError(CodeboxError):
@@ -46,18 +49,28 @@ def git(
     check: bool = True,
     on_unencodable: Callable[[Path, list[str]], None] | None = None,
     env: dict[str, str] | None = None,
+    timeout: float | None = None,
 ) -> subprocess.CompletedProcess[bytes]:
     """Run git with codebox's fixed settings; a failure is a WorkspaceError with git's own message.
 
     With ``on_unencodable``, files git names as impossible to convert are handed to it once,
-    and the command runs again. ``env``: more variables (a commit's dates).
+    and the command runs again. ``env``: more variables (a commit's dates). ``timeout``: seconds,
+    for a call in a repository codebox did not make (a FIFO for its .git/config blocks git forever).
+    stdin is empty unless given (a config may include /dev/stdin: git would read the terminal).
     """
     env = {**os.environ, **_GIT_ENV, **(env or {})}
-    proc = subprocess.run(["git", *_GIT_CONFIG, *args], cwd=cwd, input=stdin, capture_output=True, env=env)
-    names = _UNENCODABLE.findall(proc.stderr.decode(errors="replace")) if on_unencodable else []
-    if names and on_unencodable is not None:
-        on_unencodable(cwd, names)
-        proc = subprocess.run(["git", *_GIT_CONFIG, *args], cwd=cwd, input=stdin, capture_output=True, env=env)
+    feed = stdin if stdin is not None else b""
+    try:
+        proc = subprocess.run(["git", *_GIT_CONFIG, *args], cwd=cwd, input=feed, capture_output=True, env=env,
+                              timeout=timeout)
+        names = _UNENCODABLE.findall(proc.stderr.decode(errors="replace")) if on_unencodable else []
+        if names and on_unencodable is not None:
+            on_unencodable(cwd, names)
+            proc = subprocess.run(["git", *_GIT_CONFIG, *args], cwd=cwd, input=feed, capture_output=True, env=env,
+                                  timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise WorkspaceError(f"git {args[0]} did not finish in {timeout:.0f} s in {cwd} "
+                             "(is a file of its .git a FIFO or a device?)") from None
     if check and proc.returncode != 0:
         message = proc.stderr.decode(errors="replace").strip().splitlines()
         raise WorkspaceError(f"git {args[0]} failed in {cwd}: {message[-1] if message else f'exit {proc.returncode}'}")
@@ -179,27 +192,30 @@ def _git_kind(source: Path) -> str:
     """'work' for the top of a git working tree, 'bare' for a bare repository (a mirror), else 'plain'."""
     if not (source / ".git").exists() and not (source / "HEAD").is_file():
         return "plain"
-    bare = git("rev-parse", "--is-bare-repository", cwd=source, check=False)
+    bare = git("rev-parse", "--is-bare-repository", cwd=source, check=False, timeout=_SOURCE_ASK_S)
     if bare.returncode != 0:
         return "plain"
     if _out(bare) == "true":
         return "bare"
-    top = git("rev-parse", "--show-toplevel", cwd=source, check=False)
+    top = git("rev-parse", "--show-toplevel", cwd=source, check=False, timeout=_SOURCE_ASK_S)
     return "work" if top.returncode == 0 and Path(_out(top)).resolve() == source else "plain"
 
 
 def _resolve_commit(source: Path, rev: str) -> str:
-    proc = git("rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}", cwd=source, check=False)
+    proc = git("rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}", cwd=source, check=False,
+               timeout=_SOURCE_ASK_S)
     if proc.returncode != 0:
         raise WorkspaceError(f"base_commit {rev!r} is not a commit in {source}")
     return _out(proc)
 
 
 def _from_git(source: Path, path: Path, base_commit: str | None, *, bare: bool) -> Workspace:
-    if base_commit is None and git("rev-parse", "--verify", "--quiet", "HEAD", cwd=source, check=False).returncode:
+    if base_commit is None and git("rev-parse", "--verify", "--quiet", "HEAD", cwd=source, check=False,
+                                   timeout=_SOURCE_ASK_S).returncode:
         raise WorkspaceError(f"{source} has no commit yet: commit something, or give base_commit")
     commit = _resolve_commit(source, base_commit or "HEAD")
-    git("clone", "--quiet", "--shared", "--no-checkout", "--", str(source), str(path), cwd=path.parent)
+    git("clone", "--quiet", "--shared", "--no-checkout", "--", str(source), str(path), cwd=path.parent,
+        timeout=_SOURCE_WALK_S)
     git("update-ref", "--no-deref", "HEAD", commit, cwd=path)  # detached at the commit
     if base_commit is None and not bare:
         dirty = _take_worktree(source, path, commit)
@@ -222,10 +238,14 @@ def _take_worktree(source: Path, path: Path, commit: str) -> bool:
     `ls-files` (no clean filter, no textconv, no fsmonitor of a config the repo may have brought),
     and the workspace holds the bytes the user sees.
     """
-    listed = git("ls-files", "-z", "--cached", "--others", "--exclude-standard", cwd=source).stdout
+    listed = git("ls-files", "-z", "--cached", "--others", "--exclude-standard", cwd=source,
+                 timeout=_SOURCE_WALK_S).stdout
     files: list[str] = []
+    linked = _LinkedFolders(source)
     for name in dict.fromkeys(n for n in listed.decode(errors="surrogateescape").split("\0") if n):
         origin = source / name
+        if linked.lead_to(name):
+            continue  # beyond a symbolic link (an index that names d/f where d is a link): deleted, as git sees it
         if origin.is_dir() and not origin.is_symlink():
             (path / name).mkdir(parents=True, exist_ok=True)  # a submodule: unpopulated, as a checkout leaves it
         elif os.path.lexists(origin):  # a file deleted in the user's tree is deleted in the base too
@@ -237,6 +257,26 @@ def _take_worktree(source: Path, path: Path, commit: str) -> bool:
     git("update-index", "-q", "--refresh", cwd=path, check=False, on_unencodable=_keep_raw)
     stage_all(path)
     return git("diff", "--cached", "--quiet", commit, "--", cwd=path, check=False).returncode == 1
+
+
+class _LinkedFolders:
+    """Whether a path's folders in ``source`` include a symbolic link (each folder looked at once).
+
+    A repository that arrives with its .git (a tarball, a shared folder) may list ``d/id_rsa`` in
+    its index while ``d`` is a link to ``../../.ssh``: the copy would follow it and bring a file
+    from outside the repository into the workspace, where the sandbox and the model read it."""
+
+    def __init__(self, source: Path) -> None:
+        self.source = source
+        self.seen: dict[str, bool] = {}
+
+    def lead_to(self, name: str) -> bool:
+        folder = os.path.dirname(name)
+        if not folder:
+            return False
+        if folder not in self.seen:
+            self.seen[folder] = self.lead_to(folder) or (self.source / folder).is_symlink()
+        return self.seen[folder]
 
 
 def _copy_files(source: Path, names: list[str], dest: Path) -> None:
@@ -280,7 +320,13 @@ def _write_info_attributes(path: Path, lines: list[str]) -> None:
 
 
 def _from_folder(source: Path, path: Path) -> Workspace:
-    proc = subprocess.run(["cp", "--reflink=auto", "-a", "--", f"{source}/.", str(path)], capture_output=True)
+    # Everything but a .git of its own: git found no work tree here, and a .git that came with the
+    # folder (a tarball, a shared folder) would be the workspace's, its config and links honoured by
+    # every git call on the host (a FIFO config hung it; a linked info/attributes was appended to).
+    names = sorted(name for name in os.listdir(source) if name != ".git")
+    listing = "\0".join(names).encode(errors="surrogateescape")
+    command = ["xargs", "-0", "-r", "cp", "--reflink=auto", "-a", "-t", str(path), "--"]
+    proc = subprocess.run(command, cwd=source, input=listing, capture_output=True)
     if proc.returncode != 0:
         raise WorkspaceError(f"copying {source} failed: {proc.stderr.decode(errors='replace').strip()}")
     # A git of its own, in the copy only, so the patch out is computed the same way as for a clone.

@@ -245,3 +245,97 @@ def test_a_read_only_source_gives_a_workspace_its_owner_may_write(tmp_path: Path
     finally:
         for p in made:
             p.chmod(0o755 if p.is_dir() else 0o644)
+
+
+def test_a_folder_s_own_dot_git_does_not_come_into_the_workspace(tmp_path: Path) -> None:
+    """A folder git finds no work tree in (here: a .git with no HEAD) may still carry a .git: copied,
+    it was the workspace's repository, its config honoured by every git call on the host and its
+    links followed (a linked info/attributes had codebox append to any file of the user's)."""
+    src = tmp_path / "plain"
+    (src / ".git" / "info").mkdir(parents=True)
+    (src / "a.py").write_text("print(1)\n")
+    victim = tmp_path / "victim.txt"
+    victim.write_text("mine\n")
+    os.symlink(victim, src / ".git" / "info" / "attributes")
+    (src / ".git" / "config").write_text("[color]\n\tui = always\n[diff]\n\tnoprefix = true\n")
+    ws = create_workspace(src, root=tmp_path)
+    try:
+        (ws.path / "a.py").write_text("print(2)\n")
+        patch = ws.patch()
+        assert not (ws.path / ".git" / "info" / "attributes").is_symlink()
+    finally:
+        ws.remove()
+    assert victim.read_text() == "mine\n"
+    assert patch.startswith("diff --git a/a.py b/a.py\n") and "\x1b" not in patch
+
+
+def test_a_fifo_for_a_folder_s_git_config_does_not_hang_the_workspace(tmp_path: Path) -> None:
+    src = tmp_path / "plain"
+    (src / ".git").mkdir(parents=True)
+    (src / "a.py").write_text("print(1)\n")
+    os.mkfifo(src / ".git" / "config")
+    code = ("import sys; from pathlib import Path; from agent.workspace import create_workspace; "
+            "create_workspace(Path(sys.argv[1]), root=Path(sys.argv[2])).remove()")
+    proc = subprocess.run([sys.executable, "-c", code, str(src), str(tmp_path)], timeout=60, capture_output=True,
+                          cwd=Path(__file__).resolve().parents[2])
+    assert proc.returncode == 0, proc.stderr.decode()
+
+
+def test_files_an_index_lists_beyond_a_linked_folder_stay_out_of_the_workspace(tmp_path: Path) -> None:
+    """A repo that arrives with its .git (a tarball) lists d/id_rsa in its index while d is a link
+    out of the repository: the copy of the user's tree followed it, and the model read the file."""
+    outside = tmp_path / "home" / ".ssh"
+    outside.mkdir(parents=True)
+    (outside / "id_rsa").write_text("TOPSECRET\n")
+    repo = tmp_path / "repo"
+    (repo / "d" / "e").mkdir(parents=True)
+    sh("git", "init", "-q", cwd=repo)
+    (repo / "d" / "id_rsa").write_text("placeholder\n")
+    (repo / "d" / "e" / "deep").write_text("placeholder\n")
+    (repo / "a.py").write_text("x = 1\n")
+    sh("git", "add", ".", cwd=repo)
+    sh("git", "commit", "-qm", "init", cwd=repo)
+    for name in ("id_rsa", "e/deep"):
+        (repo / "d" / name).unlink()
+    (repo / "d" / "e").rmdir()
+    (repo / "d").rmdir()
+    os.symlink("../home/.ssh", repo / "d")
+    (outside / "e").mkdir()
+    (outside / "e" / "deep").write_text("TOPSECRET\n")
+    (repo / ".git" / "info" / "exclude").write_text("d\n")  # the link itself is not listed as untracked
+    ws = create_workspace(repo, root=tmp_path / "ws")
+    try:
+        found = [p for p in ws.path.rglob("*") if p.is_file() and ".git" not in p.parts]
+        assert all("TOPSECRET" not in p.read_text() for p in found)
+        assert sorted(p.relative_to(ws.path).as_posix() for p in found) == ["a.py"]
+    finally:
+        ws.remove()
+
+
+def test_a_fifo_for_a_repo_s_git_config_is_an_error_after_a_deadline_not_a_hang(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import agent.workspace
+
+    repo = make_repo(tmp_path / "repo")
+    (repo / ".git" / "config").unlink()
+    os.mkfifo(repo / ".git" / "config")
+    monkeypatch.setattr(agent.workspace, "_SOURCE_ASK_S", 1.0)
+    with pytest.raises(WorkspaceError, match=r"did not finish in 1 s .*FIFO"):
+        create_workspace(repo, root=tmp_path / "ws")
+
+
+def test_git_reads_no_terminal_a_config_includes(tmp_path: Path) -> None:
+    """`[include] path = /dev/stdin` had git wait for the user's typing (stdin was codebox's).
+    (The clone's upload-pack still reads its own stdin, the clone's pipe: that one ends at its deadline.)"""
+    repo = make_repo(tmp_path / "repo")
+    sh("git", "config", "include.path", "/dev/stdin", cwd=repo)
+    code = ("import sys; from pathlib import Path; from agent.workspace import _git_kind; "
+            "print(_git_kind(Path(sys.argv[1])))")
+    read, write = os.pipe()  # a stdin that never ends, as a terminal nobody types in
+    try:
+        proc = subprocess.run([sys.executable, "-c", code, str(repo)], timeout=30,
+                              capture_output=True, stdin=read, cwd=Path(__file__).resolve().parents[2])
+    finally:
+        os.close(read)
+        os.close(write)
+    assert proc.stdout.decode().strip() == "work", proc.stderr.decode()
