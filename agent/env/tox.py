@@ -36,6 +36,9 @@ _INDEX_VARIABLES = ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_FIND_LINKS", "U
                     "UV_EXTRA_INDEX_URL", "UV_INDEX", "UV_FIND_LINKS")
 MAX_REFERENCE_DEPTH = 5
 MAX_LINES = 2000
+# Lines read in one file, references followed included: each {[a]x} read again where it is named, so
+# a 500-byte tox.ini whose x names {[a]x} twenty times was 20**6 lines (100 s, 8.6 GB of notes)
+MAX_READ = 20_000
 
 
 class ToxEnv(BaseModel):
@@ -74,6 +77,7 @@ def read_tox(repo: Path, pyproject: dict[str, Any] | None) -> ToxEnv | None:
 
 def _from_ini(cfg: configparser.ConfigParser, file: str) -> ToxEnv:
     env = ToxEnv(file=file)
+    budget = _Reading()
     base_deps = bool(cfg.has_section("testenv") and cfg.get("testenv", "deps", fallback="").strip())
     for section in [s for s in cfg.sections() if s == "testenv" or (_test_env(s.partition(":")[2])
                     and s.startswith("testenv:"))]:
@@ -81,12 +85,14 @@ def _from_ini(cfg: configparser.ConfigParser, file: str) -> ToxEnv:
         marker = _python_marker(section.partition(":")[2]) if base_deps else None
         if marker:
             env.markers[where] = marker
-        for line in _expand(cfg, cfg.get(section, "deps", fallback=""), where, env.notes, 0):
+        for line in _expand(cfg, cfg.get(section, "deps", fallback=""), where, env.notes, 0, budget):
             _dep(env, where, line)
-        extras = _expand(cfg, cfg.get(section, "extras", fallback=""), f"{file} [{section}] extras", env.notes, 0)
+        extras = _expand(cfg, cfg.get(section, "extras", fallback=""), f"{file} [{section}] extras", env.notes, 0,
+                         budget)
         env.extras += [e for line in extras for e in line.replace(",", " ").split() if not _FACTOR.match(line)]
     if cfg.has_section("testenv"):
         env.sources = _ini_sources(cfg, file)
+    env.notes = list(dict.fromkeys(env.notes))  # a reference named in many places: one note
     return env
 
 
@@ -121,13 +127,32 @@ def _test_env(name: str) -> bool:
     return bool(_RUN_ENV.match(name.strip()))
 
 
-def _expand(cfg: configparser.ConfigParser, value: str, where: str, notes: list[str], depth: int) -> list[str]:
+class _Reading:
+    """What one file's values may still read (shared by all of them), and each value's lines, split once."""
+
+    def __init__(self) -> None:
+        self.left = MAX_READ
+        self.split: dict[str, list[str]] = {}
+
+    def lines(self, value: str) -> list[str]:
+        if value not in self.split:
+            self.split[value] = _requirement_lines(value)
+        return self.split[value]
+
+
+def _expand(cfg: configparser.ConfigParser, value: str, where: str, notes: list[str], depth: int,
+            budget: _Reading) -> list[str]:
     """The value's logical lines, with ``{[section]key}`` references replaced by their lines."""
     lines: list[str] = []
-    for line in _requirement_lines(value):
+    for line in budget.lines(value):
+        budget.left -= 1
+        if budget.left < 0:
+            if budget.left == -1:
+                notes.append(f"{where}: more than {MAX_READ} lines read through its references; the rest not read")
+            return lines
         match = _REFERENCE.fullmatch(line.strip())
         if match and depth < MAX_REFERENCE_DEPTH and cfg.has_option(match.group(1), match.group(2)):
-            lines += _expand(cfg, cfg.get(match.group(1), match.group(2)), where, notes, depth + 1)
+            lines += _expand(cfg, cfg.get(match.group(1), match.group(2)), where, notes, depth + 1, budget)
         elif match:
             notes.append(f"{where}: {line.strip()!r} refers to nothing readable; not read")
         else:
