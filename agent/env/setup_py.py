@@ -10,6 +10,7 @@ Compiled extensions are decided from the tree too: ``ext_modules=[]`` is none, `
 from __future__ import annotations
 
 import ast
+import reprlib
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,8 @@ WANTED = ("name", "version", "install_requires", "extras_require", "tests_requir
 EXTENSION_KEYS = ("ext_modules", "cffi_modules", "rust_extensions")
 # Keywords whose computed value leaves the project's dependency metadata unknown.
 METADATA_KEYS = ("install_requires", "extras_require")
+_SHORT = reprlib.Repr()  # a value shown in a note: bounded however much it nests or repeats
+_SHORT.maxstring = _SHORT.maxother = 80
 
 
 class SetupCall:
@@ -145,7 +148,7 @@ def _decide_extensions(evaluator: Evaluator, result: SetupCall) -> None:
             value = result.values.pop(key)
             count = len(value) if type(value) in (list, tuple, dict, set) else 1 if value else 0
             if count:
-                shown = ", ".join(repr(v) for v in list(value)[:3]) if type(value) in (list, tuple) else key
+                shown = ", ".join(_SHORT.repr(v) for v in list(value)[:3]) if type(value) in (list, tuple) else key
                 result.extensions.append(f"{where} {key}= lists {count} ({shown})")
         elif key in result.computed:
             computed.append((key, result.computed.pop(key)))

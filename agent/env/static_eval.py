@@ -315,7 +315,7 @@ class Evaluator:
         return found
 
     def _fstring(self, node: ast.JoinedStr, depth: int) -> str:
-        parts = []
+        parts, total = [], 0
         for part in node.values:
             if isinstance(part, ast.Constant) and isinstance(part.value, str):
                 parts.append(part.value)
@@ -326,6 +326,9 @@ class Evaluator:
                 parts.append(str(inner))
             else:
                 raise NotStatic(f"line {node.lineno}: a formatted f-string")
+            total += len(parts[-1])
+            if total > MAX_ITEMS:  # before the string is made: f"{s}{s}..." of one 65536-character s
+                raise NotStatic(f"line {node.lineno}: more than {MAX_ITEMS} items")
         return "".join(parts)
 
     def _subscript(self, node: ast.Subscript, depth: int) -> Any:
@@ -410,8 +413,12 @@ class Evaluator:
                                          set: {"copy"}, str: {"split", "splitlines", "strip", "join", "lower"}}
         if node.keywords or len(args) != len(node.args) or method not in allowed.get(type(target), set()):
             raise NotStatic(f"line {node.lineno}: .{method}() of a {type(target).__name__}")
-        if method == "join" and not (len(args) == 1 and all(type(s) is str for s in _iterable(args[0], node))):
-            raise NotStatic(f"line {node.lineno}: .join() of something that is not strings")
+        if method == "join":
+            parts = _iterable(args[0], node) if len(args) == 1 else [None]
+            if not all(type(s) is str for s in parts):
+                raise NotStatic(f"line {node.lineno}: .join() of something that is not strings")
+            if sum(map(len, parts)) + len(target) * len(parts) > MAX_ITEMS:  # before it is made: 65536 x
+                raise NotStatic(f"line {node.lineno}: more than {MAX_ITEMS} items")  # 65536 characters was 4 GB
         result = getattr(target, method)(*args)
         return list(result) if method in ("keys", "values", "items") else result
 
@@ -501,9 +508,25 @@ def _binary(op: ast.operator, left: Any, right: Any, node: ast.AST) -> Any:
                     f"and {kinds[1].__name__}")
 
 
+def _sorted(items: Any) -> list[Any]:
+    """``items`` in a fixed order: by kind, then by value (a tuple by its items' keys). Not by repr:
+    the repr of each of 65536 references to one 65536-character string is 4 GB of keys."""
+    keys: dict[int, tuple[str, Any]] = {}  # a tuple's key, made once however often it is shared
+
+    def key(value: Any) -> tuple[str, Any]:
+        kind = type(value)
+        if kind is tuple:
+            if id(value) not in keys:
+                keys[id(value)] = ("tuple", tuple(key(v) for v in value))
+            return keys[id(value)]
+        return (kind.__name__, value if kind in (str, int, float, bool) else 0)
+
+    return sorted(items, key=key)
+
+
 def _iterable(value: Any, node: ast.AST) -> list[Any]:
     if type(value) in (list, tuple, set, str):
-        return sorted(value, key=repr) if type(value) is set else list(value)
+        return _sorted(value) if type(value) is set else list(value)
     if type(value) is dict:
         return list(value)
     raise NotStatic(f"line {getattr(node, 'lineno', 0)}: iterating over a {type(value).__name__}")
@@ -551,7 +574,7 @@ _BUILTINS: dict[str, Any] = {
     "list": lambda a, k, n: list(_iterable(_one(a, k, n), n)),
     "tuple": lambda a, k, n: tuple(_iterable(_one(a, k, n), n)),
     "set": lambda a, k, n: set(_hashable(_iterable(_one(a, k, n), n), n)),
-    "sorted": lambda a, k, n: sorted(_hashable(_iterable(_one(a, k, n), n), n), key=repr),
+    "sorted": lambda a, k, n: _sorted(_hashable(_iterable(_one(a, k, n), n), n)),
     "sum": _sum,
 }
 

@@ -173,3 +173,27 @@ def test_tox_references_that_name_themselves_are_read_within_a_budget(tmp_path: 
     assert {r.text for r in declared.requirements} == {"beta"}
     assert any("lines read through its references; the rest not read" in n for n in declared.notes)
     assert len(declared.notes) < 100
+
+
+@pytest.mark.parametrize("made", ['"".join(l)', "f'" + "{s}" * 2048 + "'", "sorted(l)[0][:4]",
+                                  "sorted(set(l + ['b']))[0][:4]", "sorted([tuple(l), ('b',)])[0][0][:4]"])
+def test_a_setup_py_cannot_make_the_reader_build_a_huge_value_before_refusing_it(tmp_path: Path, made: str) -> None:
+    """Every value is capped at 100000 items, but some were made whole before the cap was checked:
+    a join of 65536 references to one 65536-character string was 4 GB (here 2048 of them, 134 MB),
+    as were sorted()'s repr keys and an f-string of many {s}."""
+    import tracemalloc
+
+    doubled = "s = s + s\n" * 16 + "l = [s]\n" + "l = l + l\n" * 11  # s: 65536 characters, l: 2048 of it
+    repo = write(tmp_path, {"setup.py": f"from setuptools import setup\ns = 'a'\n{doubled}x = {made}\n"
+                                        "setup(name='big', version='1.0', install_requires=[x])\n"})
+    tracemalloc.start()
+    try:
+        declared = read_declared(repo, runner=None)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 32 * 2**20
+    if "sorted" in made:  # within the caps: read, in order
+        assert [r.text for r in declared.requirements] == ["aaaa"]
+    else:
+        assert any("install_requires" in n and "computed" in n for n in declared.notes), declared.notes
