@@ -3,7 +3,8 @@
 - passed: PASSED or XFAIL; a FAIL_TO_PASS test that is SKIPPED, FAILED, ERROR or absent failed;
 - a PASS_TO_PASS test is maintained when it passed or was SKIPPED (a skip is not a regression);
 - an id cut short inside its parameters (``test_x[a``: more "[" than "]", as 676 ids of
-  SWE-bench Verified are) matches the tests it prefixes when they agree on pass or fail;
+  SWE-bench Verified are; or cut at a space after a "]", ``test_f[HH]-2018-01-03``) matches the
+  tests it prefixes when they agree on pass or fail;
 - eval_type fail_only: a test fails only when it is there and FAILED;
 - resolved (RESOLVED_FULL): every FAIL_TO_PASS passed and every PASS_TO_PASS was maintained
   (an empty list counts as all); a run whose status map is empty, or whose pytest exited
@@ -28,11 +29,12 @@ def resolve_case(case: str, key: K, status: dict[K, str], prefixes: Callable[[st
     """The status map's key for the named test ``case`` (its own key ``key``), or None.
 
     ``prefixes(case)`` lists the keys that ``case`` prefixes, in the map's order: used only for an
-    id cut inside its parameters.
+    id that may be cut inside its parameters (more "[" than "]", or balanced ones where the rest of
+    the id began with a space: loguru's ``test_formatting[HHmmss]-2018-01-03 11:03:04...]``).
     """
     if key in status:
         return key
-    if case.count("[") > case.count("]"):
+    if "[" in case:  # SWE-bench's parser cuts an id at its first whitespace, inside its parameters
         matches = prefixes(case)
         if matches and len({status[k] in PASSING for k in matches}) == 1:
             return matches[0]

@@ -157,8 +157,11 @@ def _grade(result: InstanceEval, junit_xml: str | None) -> None:
 def _resolved(name: str, status: dict[Key, str]) -> Key | None:
     key = junit_key(name)
 
-    def prefixed(_case: str) -> list[Key]:
-        return [k for k in status if k[0] == key[0] and k[1].startswith(key[1])]
+    def prefixed(case: str) -> list[Key]:
+        # With its brackets balanced, an id is cut only where the full one went on with a space.
+        balanced = case.count("[") <= case.count("]")
+        return [k for k in status if k[0] == key[0] and k[1].startswith(key[1])
+                and (not balanced or k[1][len(key[1]):][:1].isspace())]
 
     return grading.resolve_case(name, key, status, prefixed)
 

@@ -94,6 +94,21 @@ def test_ids_cut_inside_their_parameters_match_when_the_tests_agree() -> None:
     assert cut.status == "resolved" and cut.fail_to_pass == {"tests/test_a.py::test_p[a": "passed"}
 
 
+def test_an_id_cut_at_a_space_after_its_brackets_close_matches_too() -> None:
+    """loguru 258326b: test_formatting[HHmmss]-2018-01-03 11:03:04.000002-timezone20-110304]] is, cut at the space as
+    SWE-bench's parser cuts it, test_formatting[HHmmss]-2018-01-03: its brackets balance, so it was not taken for a
+    cut id, and a gold patch was unresolved ('no such test?') where SWE-bench resolves it."""
+    xml = ('<testsuite><testcase classname="tests.test_d" name="test_f[HH]-2018-01-03 11:03-tz20-1103]]"/>'
+           '<testcase classname="tests.test_d" name="test_f[HH]-2018-01-03x"><failure message="no"/></testcase>'
+           '<testcase classname="tests.test_d" name="test_g[a]"/></testsuite>')
+    cut = verdict(["tests/test_d.py::test_f[HH]-2018-01-03"], [], junit=xml, exit_code=1)
+    assert cut.status == "resolved" and cut.fail_to_pass == {"tests/test_d.py::test_f[HH]-2018-01-03": "passed"}
+    # balanced and not followed by a space: another test, never this one
+    assert verdict(["tests/test_d.py::test_f[HH]-2018"], [], junit=xml).fail_to_pass == {
+        "tests/test_d.py::test_f[HH]-2018": "missing"}
+    assert verdict(["tests/test_d.py::test_g[a"], [], junit=xml).status == "resolved"  # the old rule still holds
+
+
 def test_fail_only_counts_only_failed_tests_against() -> None:
     result = verdict(["tests/test_a.py::test_nope", "tests/test_a.py::test_skip"],
                      ["tests/test_a.py::test_teardown"], eval_type="fail_only")
