@@ -146,7 +146,7 @@ def _spending_job(replies: int, each: Usage) -> Any:
     """An execute_job that spends like a run: one `message` event with usage a reply, then its report."""
 
     def execute(
-        job: TaskJob, source: Path, cancel: Any, sink: EventSink | None = None, prepared: Any = None
+        job: TaskJob, source: Path, cancel: Any, sink: EventSink | None = None, prepared: Any = None, **_: Any
     ) -> TaskOutcome:
         for seq in range(replies):
             if sink is not None:
@@ -167,7 +167,7 @@ def test_a_spent_batch_budget_starts_no_more_tasks(tmp_path: Path, monkeypatch: 
     spend = _spending_job(3, usage(150, 50))
 
     def execute(
-        job: TaskJob, source: Path, cancel: Any, sink: EventSink | None = None, prepared: Any = None
+        job: TaskJob, source: Path, cancel: Any, sink: EventSink | None = None, prepared: Any = None, **_: Any
     ) -> TaskOutcome:
         started.append(job.task.id)
         return spend(job, source, cancel, sink, prepared)
