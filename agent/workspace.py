@@ -217,6 +217,7 @@ def _from_git(source: Path, path: Path, base_commit: str | None, *, bare: bool) 
     git("clone", "--quiet", "--shared", "--no-checkout", "--", str(source), str(path), cwd=path.parent,
         timeout=_SOURCE_WALK_S)
     git("update-ref", "--no-deref", "HEAD", commit, cwd=path)  # detached at the commit
+    _drop_later_tags(path)
     if base_commit is None and not bare:
         dirty = _take_worktree(source, path, commit)
     else:
@@ -228,6 +229,16 @@ def _from_git(source: Path, path: Path, base_commit: str | None, *, bare: bool) 
             env=dated_as(commit, path))
         base = _out(git("rev-parse", "HEAD", cwd=path))
     return Workspace(path=path, source=source, base_commit=base, source_commit=commit, dirty=dirty)
+
+
+def _drop_later_tags(path: Path) -> None:
+    """Remove the workspace's tags its commit cannot reach: later releases. A version read from the
+    highest tag (agent.env.project.highest_tag) is then the base's own, as `git describe` says, not
+    a later one (cattrs at a 2025-06 base was built as 26.1.0)."""
+    later = _out(git("for-each-ref", "--no-merged=HEAD", "--format=%(refname)", "refs/tags", cwd=path))
+    if later:
+        deletes = "".join(f"delete {ref}\n" for ref in later.splitlines())
+        git("update-ref", "--stdin", cwd=path, stdin=deletes.encode(errors="surrogateescape"))
 
 
 def _take_worktree(source: Path, path: Path, commit: str) -> bool:

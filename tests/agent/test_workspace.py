@@ -339,3 +339,31 @@ def test_git_reads_no_terminal_a_config_includes(tmp_path: Path) -> None:
         os.close(read)
         os.close(write)
     assert proc.stdout.decode().strip() == "work", proc.stderr.decode()
+
+
+def test_a_workspace_keeps_only_the_tags_its_base_reaches(tmp_path: Path) -> None:
+    # A project whose version comes from its tags is built at the base's release, not a later one.
+    from agent.env.project import highest_tag
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    sh("git", "init", "-q", cwd=repo)
+    for version in ("1.0", "2.0"):
+        (repo / "v.txt").write_text(version)
+        sh("git", "add", ".", cwd=repo)
+        sh("git", "commit", "-qm", version, cwd=repo)
+        sh("git", "tag", "-a", f"v{version}", "-m", version, cwd=repo)
+    sh("git", "tag", "v3.0", "HEAD~1", cwd=repo)  # a lightweight tag on the first commit
+    old = create_workspace(repo, "HEAD~1", root=tmp_path)
+    new = create_workspace(repo, root=tmp_path)
+    try:
+        assert sh("git", "tag", cwd=old.path).split() == ["v1.0", "v3.0"]
+        assert highest_tag(old.path) == "3.0" and highest_tag(new.path) == "3.0"
+        sh("git", "tag", "-d", "v3.0", cwd=repo)
+        again = create_workspace(repo, "HEAD~1", root=tmp_path)
+        assert highest_tag(again.path) == "1.0"
+        again.remove()
+        assert sh("git", "tag", cwd=repo).split() == ["v1.0", "v2.0"]  # the user's repository keeps its own
+    finally:
+        old.remove()
+        new.remove()

@@ -88,7 +88,11 @@ def test_a_node_workspace_has_the_as_of_date_and_version_tag_of_the_users_base(t
         node.mkdir()
         workspace = create_workspace(unpack_snapshot(snap.kind, snap.data, node))
         assert choose(None, workspace.path) == choose(None, user_repo, base_commit=base)
-        assert highest_tag(workspace.path) == "1.2"  # the version the project builds as, where nothing states it
+        # the version the project builds as, where nothing states it: the base's own release, as locally
+        # (1.2 at HEAD; none at the first commit, which no version tag reaches)
+        here = create_workspace(user_repo, base)
+        assert highest_tag(workspace.path) == highest_tag(here.path) == ("1.2" if base is None else None)
+        here.remove()
         assert make_snapshot(user_repo, base).digest == snap.digest  # and the same bytes every time
 
 
