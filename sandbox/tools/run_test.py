@@ -4,8 +4,9 @@ Runs a command with NO shell (``argv``; ``shell`` only when the server runs
 with --allow-shell), in its own session and process group, stdin /dev/null,
 stdout and stderr on their own pipes read concurrently into bounded head+tail
 captures. Every run starts clean: HOME and TMPDIR are two fresh, empty
-directories made for this run (XDG_CACHE_HOME, HYPOTHESIS_STORAGE_DIRECTORY and
-RUFF_CACHE_DIR under that HOME) and removed after it, PYTHONNOUSERSITE=1 (no user site, no usercustomize), and with
+directories made for this run (XDG_CACHE_HOME, HYPOTHESIS_STORAGE_DIRECTORY,
+RUFF_CACHE_DIR and COVERAGE_FILE under that HOME) and removed after it,
+PYTHONNOUSERSITE=1 (no user site, no usercustomize), and with
 ``--wipe-tmp`` (given only in a container, and honoured only when /tmp is a
 tmpfs mount of its own) everything in /tmp and /dev/shm is removed before and
 after each run, so nothing one run writes can change the next. Also
@@ -180,6 +181,9 @@ def _child_env(extra: Optional[dict[str, str]], scratch: str) -> dict[str, str]:
         # ruff keeps .ruff_cache/ there too, and stops when it cannot write it: pytest-ruff (in every
         # jaraco project's tests) failed each file's check in the read-only /repo.
         RUFF_CACHE_DIR=os.path.join(home, ".cache", "ruff"),
+        # coverage.py's data file (pytest-cov under a project's addopts, or pytest-enabler): in the
+        # read-only /repo, writing .coverage stopped pytest before any test ran (jaraco.vcs, inflect).
+        COVERAGE_FILE=os.path.join(home, ".coverage"),
     )
     if extra:
         env.update(extra)

@@ -118,6 +118,7 @@ def test_environment_stdin_session_and_no_shell(server: ServerProc, tree: Path) 
                     ("PYTHONDONTWRITEBYTECODE", "PYTEST_ADDOPTS", "PYTHONNOUSERSITE", "FOO", "PYTHONPATH")},
             "home": os.environ["HOME"], "tmpdir": os.environ["TMPDIR"], "cache": os.environ["XDG_CACHE_HOME"],
             "hypothesis": os.environ["HYPOTHESIS_STORAGE_DIRECTORY"], "ruff": os.environ["RUFF_CACHE_DIR"],
+            "coverage": os.environ["COVERAGE_FILE"],
             "home_empty": os.listdir(os.environ["HOME"]) == [] and os.listdir(os.environ["TMPDIR"]) == [],
             "stdin": os.readlink("/proc/self/fd/0"),
             "stdin_data": sys.stdin.read(),
@@ -141,6 +142,7 @@ def test_environment_stdin_session_and_no_shell(server: ServerProc, tree: Path) 
     assert info["home_empty"] and info["cache"] == info["home"] + "/.cache"
     assert info["hypothesis"] == info["home"] + "/.hypothesis"  # not .hypothesis/ in the (read-only) repo
     assert info["ruff"] == info["home"] + "/.cache/ruff"  # nor .ruff_cache/
+    assert info["coverage"] == info["home"] + "/.coverage"  # pytest-cov's data: not in /repo
     assert os.path.dirname(info["home"]) == os.path.dirname(info["tmpdir"])
     assert info["stdin"] == "/dev/null" and info["stdin_data"] == ""
     assert info["session_leader"] and info["pgrp_leader"]
