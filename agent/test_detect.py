@@ -9,6 +9,10 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
+from typing import NamedTuple
+
+from agent.env.errors import EnvError
+from agent.env.safe_read import read_bytes
 
 PYTEST_COMMAND = ["python3", "-m", "pytest", "-q"]
 _READ_CAP = 1 << 20  # a settings file larger than this is not read (a hostile repo's huge file)
@@ -29,10 +33,9 @@ _TEST_FILE = re.compile(r"^(test_.*|.*_test)\.py$")
 
 def pytest_evidence(repo: Path) -> str | None:
     """What shows that ``repo`` is tested with pytest (said to the user), or None."""
-    for name, section, said in _SETTINGS:
-        text = _small_text(repo / name)
-        if text is not None and (section is None or section.search(text)):
-            return f"{name} {said}" if said else name
+    settings = _pytest_settings(repo)
+    if settings is not None:
+        return settings.shown
     for folder in ("", *_TEST_FOLDERS):
         if _regular(repo / folder / "conftest.py"):
             return f"{folder}/conftest.py" if folder else "conftest.py"
@@ -67,17 +70,28 @@ def _packages(repo: Path, limit: int = 100) -> list[str]:
 def pytest_command(repo: Path) -> list[str]:
     """PYTEST_COMMAND, without its ``-q`` when the repository's pytest settings already give one in
     ``addopts``: cleo's ``addopts = "-q"`` plus ours is ``-qq``, and pytest then prints no counts."""
-    for name, section, _ in _SETTINGS:
-        text = _small_text(repo / name)
+    settings = _pytest_settings(repo)
+    addopts = _ADDOPTS.search(settings.body) if settings is not None else None
+    quiet = addopts is not None and any(_QUIET.fullmatch(w) for w in re.findall(r"[-\w]+", addopts.group(1)))
+    return [a for a in PYTEST_COMMAND if a != "-q"] if quiet else list(PYTEST_COMMAND)
+
+
+class _Settings(NamedTuple):
+    shown: str  # the file, and its section where the file is not pytest's alone
+    body: str  # pytest's settings: the file's text from its section to the next
+
+
+def _pytest_settings(repo: Path) -> _Settings | None:
+    """The first of the repository's files that holds pytest's settings (_SETTINGS' order), or None."""
+    for name, section, said in _SETTINGS:
+        text = _small_text(repo, name)
         found = None if text is None or section is None else section.search(text)
         if text is None or (section is not None and found is None):
             continue
         body = text[found.end():] if found else text
         body = body[:m.start()] if (m := _NEXT_SECTION.search(body, 1)) else body  # pytest.ini: after [pytest]
-        addopts = _ADDOPTS.search(body)
-        quiet = addopts is not None and any(_QUIET.fullmatch(w) for w in re.findall(r"[-\w]+", addopts.group(1)))
-        return [a for a in PYTEST_COMMAND if a != "-q"] if quiet else list(PYTEST_COMMAND)
-    return list(PYTEST_COMMAND)
+        return _Settings(f"{name} {said}" if said else name, body)
+    return None
 
 
 _NEXT_SECTION = re.compile(r"^\[", re.M)
@@ -98,16 +112,16 @@ def _regular(path: Path) -> bool:
         return False
 
 
-def _small_text(path: Path) -> str | None:
-    """The file's text when it is a regular file under the cap (no link, FIFO, device or huge file)."""
-    try:
-        if path.is_symlink() or not path.is_file() or path.stat().st_size > _READ_CAP:
-            return None
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
-        with os.fdopen(fd, "rb") as f:
-            return f.read(_READ_CAP).decode("utf-8", "replace")
-    except OSError:
+def _small_text(repo: Path, name: str) -> str | None:
+    """The file's text when it is a regular file under the cap (agent.env.safe_read: no FIFO, device or
+    huge file; nothing outside the repository), and not a link."""
+    if (repo / name).is_symlink():
         return None
+    try:
+        data = read_bytes(repo, name, limit=_READ_CAP, what="pytest's settings")
+    except EnvError:  # too large, unreadable, or leaving the repository: not pytest's settings
+        return None
+    return None if data is None else data.decode("utf-8", "replace")
 
 
 def _a_test_file(folder: Path, depth: int = 2) -> str | None:
