@@ -40,7 +40,7 @@ from agent.eval.pytest_run import (
 from agent.protocol import EnvInfo, TaskSpec
 from agent.sandboxes.base import Session
 from agent.sandboxes.config import SandboxConfig
-from agent.sandboxes.result import ToolResult
+from agent.sandboxes.result import ToolResult, wrote_into_repo
 from agent.workspace import Workspace, WorkspaceError, create_workspace, git
 
 if TYPE_CHECKING:
@@ -272,8 +272,7 @@ def _wrote_into_repo(output: str, data: dict[str, object]) -> bool:
     """Whether the run failed to write into the read-only /repo (its log, or its output when it wrote no bundle)."""
     text = data.get("report_file_text")
     bundle = read_bundle(text) if isinstance(text, str) else None
-    log = bundle.log if bundle is not None else output
-    return f"Read-only file system: '{REPO_MOUNT}/" in log or f"Read-only file system: '{REPO_MOUNT}'" in log
+    return wrote_into_repo(bundle.log if bundle is not None else output)
 
 
 def _close_on_cancel(cancel: CancelToken, done: threading.Event, sandbox: Session) -> None:

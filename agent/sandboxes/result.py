@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
+from agent.defaults import REPO_MOUNT
+
 Outcome = Literal[
     # The in-container server's (sandbox.wire.OUTCOMES):
     "ok",  # the tool did its job (run_test: the command exited 0)
@@ -51,3 +53,9 @@ def failure(output: str, outcome: Outcome, **data: Any) -> ToolResult:
     """A result the host makes itself for a call that did not (or could not) do its job."""
     return ToolResult(output=output, ok=False, outcome=outcome, error=output.splitlines()[0] if output else None,
                       data=dict(data))
+
+
+def wrote_into_repo(output: str) -> bool:
+    """Whether a test run's output shows a write into the read-only repository failing (the tool's
+    note names --test-in-copy; eval runs the tests again in a copy)."""
+    return f"Read-only file system: '{REPO_MOUNT}/" in output or f"Read-only file system: '{REPO_MOUNT}'" in output

@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field
 
 from agent.defaults import REPO_MOUNT
 from agent.protocol import TestRun
-from agent.sandboxes.result import ToolResult, failure
+from agent.sandboxes.result import ToolResult, failure, wrote_into_repo
 from agent.tools.base import RunEffects, ToolArgs, ToolContext, ToolHandler
 from agent.tools.test_args import TestArgsError, check_test_args
 from agent.tools.test_names import failing_tests
@@ -29,7 +29,7 @@ _NAMELESS = re.compile(r"\[Errno 30\] Read-only file system$", re.M)
 def _read_only_note(output: str) -> str | None:
     """The note for a test that failed writing into the read-only repository (tomlkit's TOMLFile test
     writes its example), or None."""
-    if f"Read-only file system: '{REPO_MOUNT}/" in output or f"Read-only file system: '{REPO_MOUNT}'" in output:
+    if wrote_into_repo(output):
         return READ_ONLY_NOTE
     return MAYBE_READ_ONLY_NOTE if _NAMELESS.search(output) else None
 
