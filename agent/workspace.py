@@ -60,14 +60,17 @@ def git(
     """
     env = {**os.environ, **_GIT_ENV, **(env or {})}
     feed = stdin if stdin is not None else b""
-    try:
-        proc = subprocess.run(["git", *_GIT_CONFIG, *args], cwd=cwd, input=feed, capture_output=True, env=env,
+
+    def run() -> subprocess.CompletedProcess[bytes]:
+        return subprocess.run(["git", *_GIT_CONFIG, *args], cwd=cwd, input=feed, capture_output=True, env=env,
                               timeout=timeout)
+
+    try:
+        proc = run()
         names = _UNENCODABLE.findall(proc.stderr.decode(errors="replace")) if on_unencodable else []
         if names and on_unencodable is not None:
             on_unencodable(cwd, names)
-            proc = subprocess.run(["git", *_GIT_CONFIG, *args], cwd=cwd, input=feed, capture_output=True, env=env,
-                                  timeout=timeout)
+            proc = run()
     except subprocess.TimeoutExpired:
         raise WorkspaceError(f"git {args[0]} did not finish in {timeout:.0f} s in {cwd} "
                              "(is a file of its .git a FIFO or a device?)") from None
