@@ -12,14 +12,14 @@ from typing import Any, TextIO
 
 from pydantic import ValidationError
 
-from agent.budget import BatchBudget
 from agent.cancel import CancelToken
-from agent.checks import error_message
 from agent.console.batch_view import BatchView, table_text
 from agent.engines import Engine, JobLimits, LocalEngine, TaskJob, TaskOutcome
-from agent.events import EventSink, FanoutSink, JsonlSink
 from agent.protocol import AgentEvent, Report, TaskSpec, Usage
 from agent.sandboxes.config import SandboxConfig
+from agent.settings.checks import error_message
+from agent.task.budget import BatchBudget
+from agent.task.events import EventSink, FanoutSink, JsonlSink
 
 _TASK_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 

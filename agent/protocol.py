@@ -65,6 +65,16 @@ Message = Annotated[UserMessage | AssistantMessage | ToolResultMessage, Field(di
 MessageList: TypeAdapter[list[Message]] = TypeAdapter(list[Message])
 
 
+def message_size(msg: Message) -> int:
+    """A message's size in characters: what the history's budget and the token estimate count."""
+    if isinstance(msg, AssistantMessage):
+        size = len(msg.content or "")
+        for call in msg.tool_calls:
+            size += len(call.name) + len(call.raw_arguments or "") + len(str(call.arguments))
+        return size
+    return len(msg.content)
+
+
 # --- model ---------------------------------------------------------------------------------------
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from agent.env.errors import EnvError
-from agent.env.safe_read import read_bytes
+from agent.env.read.safe_read import read_bytes
 
 PYTEST_COMMAND = ["python3", "-m", "pytest", "-q"]
 _READ_CAP = 1 << 20  # a settings file larger than this is not read (a hostile repo's huge file)
@@ -113,7 +113,7 @@ def _regular(path: Path) -> bool:
 
 
 def _small_text(repo: Path, name: str) -> str | None:
-    """The file's text when it is a regular file under the cap (agent.env.safe_read: no FIFO, device or
+    """The file's text when it is a regular file under the cap (agent.env.read.safe_read: no FIFO, device or
     huge file; nothing outside the repository), and not a link."""
     if (repo / name).is_symlink():
         return None

@@ -3,7 +3,7 @@
     python bench/backends.py [--targets docker:runc,docker:runsc,podman:runc,podman:runsc] [--reps 5]
                              [--calls 100] [--runs 3]
 
-Per target, through the seam (agent.sandboxes.registry), as a task makes its sandbox:
+Per target, through the seam (agent.backends.registry), as a task makes its sandbox:
 - per call: the median of ``--calls`` round trips of ping (the attach stream and the server, no
   file), read_file (plus the file system under /repo), a literal search and a regex search (under
   runsc a literal search runs in the server's own Python, a regex one starts ripgrep);
@@ -30,10 +30,10 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from agent.backends.registry import backend_for  # noqa: E402
 from agent.errors import SandboxError  # noqa: E402
 from agent.sandboxes.base import Session  # noqa: E402
 from agent.sandboxes.config import SandboxConfig  # noqa: E402
-from agent.sandboxes.registry import backend_for  # noqa: E402
 
 CALLS = {"ping": ("ping", {}), "read_file": ("read_file", {"path": "pkg/mod_0.py"}),
          "search": ("search", {"query": "needle_7"}), "regex": ("search", {"query": "needle_7\\b", "regex": True})}

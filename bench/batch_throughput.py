@@ -27,7 +27,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-import agent.runner  # noqa: E402
+import agent.task.runner  # noqa: E402
 from agent.batch import run_batch  # noqa: E402
 from agent.containers.image import ensure_sandbox_image  # noqa: E402
 from agent.protocol import Report, TaskSpec  # noqa: E402
@@ -93,7 +93,7 @@ def median(values: list[float]) -> float:
 
 def timed_run_task(durations: dict[str, float]) -> Callable[..., Report]:
     """run_task, timed whole: sandbox start, the loop, the tools, sandbox removal."""
-    original = agent.runner.run_task
+    original = agent.task.runner.run_task
 
     def run(task: TaskSpec, *args: Any, **kwargs: Any) -> Report:
         started = time.monotonic()
@@ -108,8 +108,8 @@ def timed_run_task(durations: dict[str, float]) -> Callable[..., Report]:
 def run_one(jobs: int, count: int, image: str) -> dict[str, float]:
     workdir = Path(tempfile.mkdtemp(prefix=f"codebox-bench-j{jobs}-"))
     durations: dict[str, float] = {}
-    original = agent.runner.run_task
-    agent.runner.run_task = timed_run_task(durations)  # type: ignore[assignment]
+    original = agent.task.runner.run_task
+    agent.task.runner.run_task = timed_run_task(durations)  # type: ignore[assignment]
     try:
         tasks = make_tasks(workdir, count)
         with MemorySampler() as sampler:
@@ -143,7 +143,7 @@ def run_one(jobs: int, count: int, image: str) -> dict[str, float]:
             "max_running": sampler.max_running,
         }
     finally:
-        agent.runner.run_task = original  # type: ignore[assignment]
+        agent.task.runner.run_task = original  # type: ignore[assignment]
         shutil.rmtree(workdir, ignore_errors=True)
 
 

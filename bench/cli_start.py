@@ -4,7 +4,7 @@ the run's container reaches the Docker daemon.
     python bench/cli_start.py [--reps 7] [--codebox PATH [--codebox PATH]] [--image codebox-sandbox:latest]
 
 ``--codebox`` is the command to measure (an installed ``codebox`` script, e.g. another
-checkout's .venv/bin/codebox); by default this checkout's ``python -m agent.cli``. Given twice,
+checkout's .venv/bin/codebox); by default this checkout's ``python -m agent.cli.parser``. Given twice,
 both are measured in the same reps, interleaved (load on the machine hits them alike). Each rep
 runs, for each command in turn: ``codebox --help``, ``codebox run --help``, a scripted run (2 tool calls: read_file,
 search) and ``docker run --rm --network none <image> true``; the wall time and the peak RSS of

@@ -19,8 +19,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from agent.console.live import RunConsole  # noqa: E402
-from agent.events import JsonlSink  # noqa: E402
 from agent.protocol import AgentEvent  # noqa: E402
+from agent.task.events import JsonlSink  # noqa: E402
 
 
 def events(n: int) -> list[AgentEvent]:

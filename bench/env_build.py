@@ -22,7 +22,7 @@ Goals: hit <= 0.2 s; cold <= 1.5x the host's install; the second commit adds onl
 
 `--hit-only`: the tiny project built once, then only its hits, `--hit-reps` of each per rep
 (a hit is cheap and the machine noisy). `--codebox CMD` (repeatable): the command whose new
-process is measured (default: this checkout's `python -m agent.cli`); given twice, e.g. another
+process is measured (default: this checkout's `python -m agent.cli.parser`); given twice, e.g. another
 checkout's, both run in the same reps, interleaved, against the same recorded environment.
 
 `--cold-only`: the cold builds and the host's installs alone (no hits, no two commits).
@@ -57,12 +57,12 @@ sys.path[:0] = [str(ROOT)]
 import docker  # noqa: E402
 
 from agent.containers.image import ensure_sandbox_image  # noqa: E402
-from agent.env import images  # noqa: E402
-from agent.env.box import BuildLimits  # noqa: E402
-from agent.env.build import EnvRequest, ensure_env  # noqa: E402
-from agent.env.fetch import cache_dir  # noqa: E402
+from agent.env.build import images  # noqa: E402
+from agent.env.build.box import BuildLimits  # noqa: E402
+from agent.env.build.ensure import EnvRequest, ensure_env  # noqa: E402
 from agent.env.recipe import Recipe  # noqa: E402
-from agent.env.resolve import IndexConfig, uv_binary  # noqa: E402
+from agent.env.resolve.fetch import cache_dir  # noqa: E402
+from agent.env.resolve.resolve import IndexConfig, uv_binary  # noqa: E402
 from agent.protocol import EnvInfo  # noqa: E402
 from tests.agent.env.projects import FLAT, git_tagged, write  # noqa: E402
 from tests.agent.env.wheels import make_wheelhouse  # noqa: E402
@@ -102,18 +102,18 @@ def _host_install(lock_text: str, wheels: Path, work: Path) -> None:
 
 def _offline_hit(request: EnvRequest) -> EnvInfo:
     """ensure_env with every way to the network replaced by a failure: a hit must not need one."""
-    import agent.env.fetch
-    import agent.env.resolve
+    import agent.env.resolve.fetch
+    import agent.env.resolve.resolve
 
     def refuse(*args: object, **kwargs: object) -> Any:
         raise RuntimeError("the cache hit tried to reach the index")
 
-    saved = agent.env.resolve.run_process, agent.env.fetch.fetch_pin
-    agent.env.resolve.run_process, agent.env.fetch.fetch_pin = refuse, refuse
+    saved = agent.env.resolve.resolve.run_process, agent.env.resolve.fetch.fetch_pin
+    agent.env.resolve.resolve.run_process, agent.env.resolve.fetch.fetch_pin = refuse, refuse
     try:
         info = ensure_env(request)
     finally:
-        agent.env.resolve.run_process, agent.env.fetch.fetch_pin = saved
+        agent.env.resolve.resolve.run_process, agent.env.resolve.fetch.fetch_pin = saved
     assert not info.built
     return info
 
@@ -277,7 +277,7 @@ def main() -> None:
     parser.add_argument("--hit-reps", type=int, default=5, help="with --hit-only: hits of each kind per rep")
     parser.add_argument("--codebox", action="append", default=[],
                         help="a codebox command whose new process is measured (default: this checkout's "
-                             "python -m agent.cli); give two to compare, interleaved")
+                             "python -m agent.cli.parser); give two to compare, interleaved")
     args = parser.parse_args()
     commands = [shlex.split(c) for c in args.codebox] or [[sys.executable, "-m", "agent.cli"]]
     ensure_sandbox_image()

@@ -23,8 +23,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT)]
 
-from agent.env.declared import read_declared  # noqa: E402
-from agent.env.digest import source_digest  # noqa: E402
+from agent.env.read.declared import read_declared  # noqa: E402
+from agent.env.read.digest import source_digest  # noqa: E402
 from tests.agent.env.projects import write  # noqa: E402
 
 

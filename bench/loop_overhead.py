@@ -27,11 +27,11 @@ sys.path.insert(0, str(ROOT))
 from agent.console.render import summary_text  # noqa: E402
 from agent.containers.image import ensure_sandbox_image  # noqa: E402
 from agent.containers.sandbox import Sandbox  # noqa: E402
-from agent.events import MemorySink  # noqa: E402
 from agent.model.scripted import ScriptedModel  # noqa: E402
 from agent.protocol import TaskSpec  # noqa: E402
-from agent.runner import run_task  # noqa: E402
 from agent.sandboxes.config import SandboxConfig  # noqa: E402
+from agent.task.events import MemorySink  # noqa: E402
+from agent.task.runner import run_task  # noqa: E402
 
 TEST_CMD = ["python3", "-m", "pytest", "-q", "-p", "no:cacheprovider"]
 
@@ -43,7 +43,7 @@ def loop_per_call(repo: Path, calls: int, image: str) -> tuple[float, float, flo
     turns.append({"message": "done"})
     sink = MemorySink()
     task = TaskSpec(repo=str(repo), goal="read", max_steps=calls + 5, timeout_s=600)
-    from agent.loop import Limits
+    from agent.task.loop import Limits
 
     report = run_task(task, ScriptedModel(turns), sink, sandbox_config=SandboxConfig(image=image),
                       limits=Limits(max_steps=calls + 5, loop_guard_repeats=calls + 5))

@@ -25,10 +25,10 @@ from fake_openai_server import FakeOpenAIServer, chat_reply  # noqa: E402
 
 from agent.console.render import summary_text  # noqa: E402
 from agent.containers.image import ensure_sandbox_image  # noqa: E402
-from agent.events import MemorySink  # noqa: E402
 from agent.model.openai_client import OpenAIChatClient, OpenAIConfig  # noqa: E402
 from agent.protocol import TaskSpec  # noqa: E402
-from agent.runner import run_task  # noqa: E402
+from agent.task.events import MemorySink  # noqa: E402
+from agent.task.runner import run_task  # noqa: E402
 
 
 def main() -> None:

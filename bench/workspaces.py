@@ -32,7 +32,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from agent.workspace import create_workspace, git  # noqa: E402
+from agent.task.workspace import create_workspace, git  # noqa: E402
 
 
 def make_repo(path: Path, files: int, commits: int, seed: int = 7) -> Path:

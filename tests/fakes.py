@@ -7,12 +7,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from agent.events import MemorySink
-from agent.loop import CodingAgent, Limits
 from agent.model.scripted import ScriptedModel
-from agent.policy import Policy, ReadOnlyPolicy
 from agent.protocol import TaskSpec
 from agent.sandboxes.result import ToolResult
+from agent.task.events import MemorySink
+from agent.task.loop import CodingAgent, Limits
+from agent.task.policy import Policy, ReadOnlyPolicy
 from agent.tools import ToolContext, ToolRegistry
 
 

@@ -44,7 +44,7 @@ def on_a_pty(
     signum: int = signal.SIGINT,
     cwd: Path = ROOT,
 ) -> tuple[bytes, int]:
-    """Run `python -m agent.cli ARGS` on a pty; all it wrote, and its exit code. With
+    """Run `python -m agent.cli.parser ARGS` on a pty; all it wrote, and its exit code. With
     ``signal_when``, ``signum`` goes to it once those bytes have appeared in its output."""
     pid, fd = pty.fork()
     if pid == 0:

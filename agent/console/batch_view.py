@@ -19,9 +19,9 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from agent.console.escape import one_line
 from agent.console.render import STATUS_STYLE, tests_passed_or_none
 from agent.console.terminal import Writer, safe_styled
+from agent.escape import one_line
 from agent.protocol import AgentEvent, Report
 
 MAX_ROWS = 20  # running tasks shown at once; the rest are counted
@@ -137,7 +137,7 @@ class BatchView:
         return len(text)
 
     def env_line(self, line: str) -> None:
-        """A progress line of an environment build (agent.runner.env_progress's, for a batch): above the
+        """A progress line of an environment build (agent.task.runner.env_progress's, for a batch): above the
         board, where a line written to stderr by a preparing thread would be drawn over by it."""
         self.writer.line(safe_styled(f"codebox: env: {line}"))
 

@@ -19,9 +19,9 @@ from rich.console import Console, ConsoleOptions, RenderResult
 from rich.live import Live
 from rich.text import Text
 
-from agent.console.escape import one_line, printable
 from agent.console.render import OUTCOME_STYLE
 from agent.console.terminal import Writer, safe
+from agent.escape import one_line, printable
 from agent.protocol import AgentEvent
 from agent.tools.test_names import failing_tests
 

@@ -12,8 +12,8 @@ import threading
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TextIO
 
-from agent.console.escape import one_line
 from agent.console.terminal import Styled, Writer
+from agent.escape import one_line
 
 if TYPE_CHECKING:
     from agent.console.live import StatusLine

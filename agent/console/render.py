@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, TextIO
 
-from agent.console.escape import printable
+from agent.console.net_diff import NetDiff
 from agent.console.terminal import Styled, Writer
 from agent.console.terminal import safe_styled as safe
-from agent.net_diff import NetDiff
+from agent.escape import printable
 
 if TYPE_CHECKING:  # protocol imports this module (Report.render): no import back at run time
     from agent.protocol import AgentEvent, Report
@@ -23,7 +23,7 @@ MAX_FAILED_SHOWN = 10
 
 
 class ChangeLog:
-    """An event sink that keeps what the run changed, once per file (agent.net_diff).
+    """An event sink that keeps what the run changed, once per file (agent.console.net_diff).
 
     Each file's diff goes from its content before the run's first patch to it to its content
     at the end, as the sandbox computed it: nothing the repository had changed before the run

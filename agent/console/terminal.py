@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, TextIO
 
-from agent.console.escape import printable
+from agent.escape import printable
 
 if TYPE_CHECKING:
     from rich.console import Console

@@ -4,7 +4,7 @@ The one way a sandbox container starts. ``launch`` does it for ``Sandbox._launch
 sends the container's first ping. ``PendingLaunch`` does it in a background thread, for
 `codebox run`'s early start: the create request leaves the process before pydantic (and the
 rest of codebox) is imported, and the ``Sandbox`` that claims the task adopts the started
-container and sends only the first ping (agent.sandboxes.pool).
+container and sends only the first ping (agent.backends.pool).
 
 Attach comes BEFORE start: nothing the server writes can be lost, and this process is the
 container's only stdin client (StdinOnce: its disconnect is the server's EOF). A process killed

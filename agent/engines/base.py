@@ -18,17 +18,17 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel, Field
 
-from agent.budget import Prices
 from agent.cancel import CancelToken
 from agent.eval.job import EvalEvidence, EvalJob, outcome_report
-from agent.events import EventSink
 from agent.protocol import AgentEvent, EnvInfo, Report, TaskSpec
 from agent.sandboxes.config import SandboxConfig
-from agent.workspace import Workspace
+from agent.task.budget import Prices
+from agent.task.events import EventSink
+from agent.task.workspace import Workspace
 
 if TYPE_CHECKING:  # the agent's loop and runner load only for agent jobs: an eval never imports them
-    from agent.loop import Limits
-    from agent.sandboxes.pool import WarmPool
+    from agent.backends.pool import WarmPool
+    from agent.task.loop import Limits
 
 
 class JobLimits(BaseModel):
@@ -42,7 +42,7 @@ class JobLimits(BaseModel):
     """Prices per million tokens: the report's cost, and what max_cost is counted in."""
 
     def to_limits(self) -> Limits:
-        from agent.loop import Limits
+        from agent.task.loop import Limits
 
         return Limits(
             max_steps=self.max_steps if self.max_steps is not None else 10**9,
@@ -62,7 +62,7 @@ class TaskJob(BaseModel):
     """The model spec: a model name for the OpenAI-compatible client, or scripted:FILE (empty: none was
     given anywhere; the outcome is a model_error that says so)."""
     model_options: dict[str, Any] = Field(default_factory=dict)
-    """Keyword options of agent.runner.build_model (base_url, api_key_env, temperature, ...)."""
+    """Keyword options of agent.task.runner.build_model (base_url, api_key_env, temperature, ...)."""
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
     """The sandbox's limits and image (a task's own `image` still wins)."""
     limits: JobLimits = Field(default_factory=JobLimits)
@@ -173,7 +173,7 @@ def execute_job(
     """
     if job.evaluation is not None:
         return _execute_eval(job, job.evaluation, source, cancel, prepared)
-    from agent.runner import failed_report, run_task_isolated
+    from agent.task.runner import failed_report, run_task_isolated
 
     task, lines = job.task, _LineSink(sink)
     patch, kept = "", None

@@ -9,11 +9,11 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
+from agent.backends.pool import PlannedTask, WarmPool
 from agent.cancel import CancelToken
 from agent.engines.base import AdmitFn, OutcomeFn, PreparedJob, StartFn, TaskJob, TaskOutcome, execute_job
-from agent.events import EventSink
-from agent.sandboxes.pool import PlannedTask, WarmPool
-from agent.workspace import create_workspace
+from agent.task.events import EventSink
+from agent.task.workspace import create_workspace
 
 _log = logging.getLogger("codebox.batch")
 
@@ -82,7 +82,7 @@ class LocalEngine:
             sink = self.live_sink(job) if self.live_sink else None
             return execute_job(job, Path(job.task.repo), cancel, sink, prepared, env_log=self.env_log)
         except Exception as exc:  # execute_job returns outcomes; this is a sink that failed
-            from agent.runner import failed_report
+            from agent.task.runner import failed_report
 
             if prepared is not None and not job.keep_workspace:
                 prepared.workspace.remove()  # execute_job may never have been given it
@@ -150,7 +150,7 @@ class _Ahead:
         except Exception as exc:  # WorkspaceError, OSError: the job tries again and reports it
             _log.info("task %s: no workspace ahead of time (%s)", task.id, exc)
             return None
-        from agent.runner import choose_task_env, env_progress, task_sandbox_config
+        from agent.task.runner import choose_task_env, env_progress, task_sandbox_config
 
         try:  # as run_task does it: the task's image, then its environment on the workspace
             repo = workspace.path.resolve()

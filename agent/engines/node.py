@@ -66,7 +66,7 @@ def reap() -> list[str]:
     """
     if os.environ.get("CODEBOX_NODE_GC", "1") == "0":
         return []
-    from agent.sandboxes.registry import get_backend
+    from agent.backends.registry import get_backend
 
     # A node's tasks run in Docker: their images travel as Docker's archives (save_image, ensure_image).
     return get_backend("docker").reap(log=lambda _msg: None)

@@ -31,8 +31,8 @@ from agent.engines.node import ensure_image, local_image_id, missing_images, onc
 from agent.engines.snapshot import Snapshot, SnapshotKind, make_snapshot, shared_source, sweep_sources, unpack_snapshot
 from agent.errors import CodeboxError
 from agent.protocol import Report, StopReason
-from agent.runner import failed_report
-from agent.workspace import WorkspaceError, workspace_root
+from agent.task.runner import failed_report
+from agent.task.workspace import WorkspaceError, workspace_root
 
 SLOT_RESOURCE = "codebox_slots"
 # Ray rewrites a loopback address to the machine's outward IP before it connects; a cluster
@@ -40,7 +40,7 @@ SLOT_RESOURCE = "codebox_slots"
 # Windows and macOS, where Ray keeps loopback) keeps 127.0.0.1 as given. Only ever set for a
 # loopback address: a driver on a real cluster must see its own node's address.
 _KEEP_LOOPBACK = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
-# What an environment build reads from the process's variables (agent.env.resolve, agent.env.fetch): on a Ray
+# What an environment build reads from the process's variables (agent.env.resolve.resolve, .fetch): on a Ray
 # node, the variables of the node's `ray start`, never the driver's.
 NODE_VARIABLES = ("CODEBOX_FIND_LINKS", "CODEBOX_NO_INDEX", "UV_INDEX_URL", "UV_DEFAULT_INDEX", "UV_EXTRA_INDEX_URL",
                   "UV_INDEX")

@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Protocol
 
 from agent import defaults
-from agent.env import asof
 from agent.env.cancel import NEVER, Cancel
-from agent.env.declared import NO_DEPENDENCIES, read_declared
 from agent.env.errors import EnvError
+from agent.env.read.declared import NO_DEPENDENCIES, read_declared
+from agent.env.resolve import asof
 from agent.protocol import EnvInfo, EnvSpec, TaskSpec
 
 AUTO, NONE = "auto", "none"
@@ -87,8 +87,8 @@ def choose_env(env: str | EnvSpec, repo: Path, base_image: str, log: Log = _quie
     if isinstance(env, str) and _declares_nothing(repo):
         # The common quick run: no builder, no docker-py, no resolver is loaded.
         return EnvInfo(image=base_image, base_image=base_image, notes=[NO_DEPENDENCIES])
-    from agent.env.box import BuildLimits
-    from agent.env.build import EnvRequest, ensure_env
+    from agent.env.build.box import BuildLimits
+    from agent.env.build.ensure import EnvRequest, ensure_env
 
     request = EnvRequest(repo=repo, base_image=base_image, recipe=spec.recipe(),
                          as_of=as_of or asof.choose(spec.as_of, repo),
@@ -99,7 +99,7 @@ def choose_env(env: str | EnvSpec, repo: Path, base_image: str, log: Log = _quie
 
 def _declares_nothing(repo: Path) -> bool:
     """No requirement, no project and nothing to build: the base image serves it as it is."""
-    from agent.env.safe_read import read_toml, table
+    from agent.env.read.safe_read import read_toml, table
 
     pyproject = read_toml(repo, "pyproject.toml") or {}
     if (repo / "setup.py").is_file() or table(pyproject, "build-system") or table(pyproject, "project"):
@@ -109,7 +109,7 @@ def _declares_nothing(repo: Path) -> bool:
 
 def _named(env: str) -> EnvInfo:
     """``--env IMAGE``: an image codebox built (its lock, from codebox's record), or any local image as it is."""
-    from agent.env import images
+    from agent.env.build import images
 
     engine = images.EngineImages.connect()
     try:

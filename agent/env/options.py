@@ -1,4 +1,4 @@
-"""The environment flags of `run`, `batch`, `eval` and `env build` (defined in agent/cli.py), folded into
+"""The environment flags of `run`, `batch`, `eval` and `env build` (defined in agent/cli/parser.py), folded into
 each task's ``env``.
 
 ``--pip PKG``, ``--apt PKG``, ``--extra NAME``, ``--group NAME``, ``--requirements FILE``,
@@ -15,8 +15,8 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from agent.env import asof
 from agent.env.recipe import Recipe, RecipeBook, load_recipes, parse_recipe
+from agent.env.resolve import asof
 
 if TYPE_CHECKING:  # `codebox env build` (a cache hit) never needs agent.protocol's models
     from agent.protocol import TaskSpec

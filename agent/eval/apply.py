@@ -18,7 +18,7 @@ from pathlib import Path
 
 from agent.eval.diffs import touched_paths
 from agent.eval.job import ApplyRecord
-from agent.workspace import git
+from agent.task.workspace import git
 
 GIT_CHAIN = (
     ("git apply --verbose", ["apply", "--verbose"]),

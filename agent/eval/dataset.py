@@ -18,10 +18,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
-from agent.checks import error_message
 from agent.eval.predictions import InputError
 from agent.eval.repos import RepoNotFound, RepoResolver, branch_commit, missing_commits
 from agent.protocol import TaskSpec
+from agent.settings.checks import error_message
 
 EvalType = Literal["pass_and_fail", "fail_only"]
 EVAL_TYPES: tuple[EvalType, ...] = ("pass_and_fail", "fail_only")

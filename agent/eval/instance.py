@@ -41,12 +41,12 @@ from agent.protocol import EnvInfo, TaskSpec
 from agent.sandboxes.base import Session
 from agent.sandboxes.config import SandboxConfig
 from agent.sandboxes.result import ToolResult, wrote_into_repo
-from agent.workspace import Workspace, WorkspaceError, create_workspace, git
+from agent.task.workspace import Workspace, WorkspaceError, create_workspace, git
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from agent.sandboxes.pool import WarmPool
+    from agent.backends.pool import WarmPool
 
 
 def invalid_task(task: TaskSpec) -> str | None:

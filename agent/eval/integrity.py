@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from agent.eval.diffs import touched_paths
-from agent.workspace import git
+from agent.task.workspace import git
 
 ALWAYS = {"conftest.py", "pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml", "sitecustomize.py",
           "usercustomize.py"}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from agent.console.escape import printable
+from agent.escape import printable
 from agent.eval.job import INFRASTRUCTURE
 from agent.eval.verdict import STATUSES, InstanceEval
 

@@ -18,8 +18,8 @@ from typing import TextIO
 
 from agent import defaults
 from agent.cancel import CancelToken
-from agent.console.escape import printable
 from agent.engines import Engine, LocalEngine, TaskJob, TaskOutcome
+from agent.escape import printable
 from agent.eval import env as envs
 from agent.eval import store
 from agent.eval.dataset import EvalInstance

@@ -1,6 +1,6 @@
 """A reply's token count that a server cannot forge: its own usage when plausible, else codebox's estimate.
 
-Budgets (agent.budget) spend what this module settles on. A server's ``usage`` is taken when
+Budgets (agent.task.budget) spend what this module settles on. A server's ``usage`` is taken when
 it passes every check below; otherwise, and when there is none, codebox counts the request and
 the reply itself, at ``CHARS_PER_TOKEN`` characters a token (no tokenizer: a rough count, on
 the generous side for code and English). The request is everything sent: the instructions, the
@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from agent.protocol import Message, ModelOutput, ToolSpec, Usage
+from agent.protocol import Message, ModelOutput, ToolSpec, Usage, message_size
 
 CHARS_PER_TOKEN = 4  # the estimate
 MAX_CHARS_PER_TOKEN = 16  # a count that implies more characters a token than this is too low to be true
@@ -39,7 +39,6 @@ def tools_chars(tools: Sequence[ToolSpec]) -> int:
 
 def request_chars(instructions: str, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> int:
     """Characters of a whole request: what the server reads and counts as input."""
-    from agent.context import message_size
 
     return len(instructions) + tools_chars(tools) + sum(message_size(m) for m in messages)
 

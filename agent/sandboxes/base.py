@@ -2,7 +2,7 @@
 (``Session``) and a container started ahead of its task (``Prestarted``).
 
 A backend is one module under agent/sandboxes/ with one object that has these methods, listed
-in agent.sandboxes.registry; tests/conformance/ is the suite every backend and runtime passes.
+in agent.backends.registry; tests/conformance/ is the suite every backend and runtime passes.
 Every method says what it raises; nothing else escapes (a bug aside).
 """
 

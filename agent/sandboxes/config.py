@@ -63,7 +63,7 @@ class SandboxConfig:
     """Where and how a task's tools run: which backend and runtime, which image, within which limits."""
 
     backend: str = defaults.DEFAULT_BACKEND
-    """The container engine (agent.sandboxes.registry): docker, or podman."""
+    """The container engine (agent.backends.registry): docker, or podman."""
     runtime: str = defaults.DEFAULT_RUNTIME
     """The OCI runtime the engine runs the containers with: runc, runsc (gVisor), or any it lists."""
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from agent.net_diff import NetDiff
+from agent.console.net_diff import NetDiff
 from agent.tools.test_names import failing_tests
 from agent.view.diff import split_diff
 from agent.view.models import PatchView, StepView, TaskView, TestView, ToolCallView
@@ -164,7 +164,7 @@ def _test(report: dict[str, Any], timeline: list[StepView]) -> TestView | None:
 
 
 def _net_diff(events: list[dict[str, Any]]) -> tuple[str | None, str]:
-    """The run's net change from its apply_patch results (agent.net_diff), and its source."""
+    """The run's net change from its apply_patch results (agent.console.net_diff), and its source."""
     net = NetDiff()
     for event in events:
         net.add_event(text(event.get("type")), event.get("data"))

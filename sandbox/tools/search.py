@@ -19,7 +19,7 @@ entries of each directory sorted by name). Both engines give the same results:
   depth, with ``/`` it matches the path from the root, a
   trailing ``/`` only matches directories; the last matching glob wins; a
   positive glob filters files only, a negative one prunes directories too).
-  This is the syntax of the policy's allow/deny globs too (agent/globs.py: gitignore via
+  This is the syntax of the policy's allow/deny globs too (agent/task/globs.py: gitignore via
   pathspec, plus braces); the one difference in meaning is that a glob here selects files
   by their own path, so a glob naming only a folder (``src``) selects none: ``src/**``.
   README "Globs" has the table of cases both matchers are tested against.

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 import agent.batch as batch
-import agent.runner as runner
+import agent.task.runner as runner
 from agent.cancel import CancelToken
-from agent.cli import main
+from agent.cli.parser import main
 from agent.protocol import Report, TaskSpec
 
 
@@ -229,7 +229,7 @@ def test_cli_run_with_no_model_is_a_usage_error(
 def test_cli_ask_policy_needs_a_terminal(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, script: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import agent.commands.run as run_command
+    import agent.cli.commands.run as run_command
 
     monkeypatch.setattr(run_command, "_has_terminal", lambda: False)
     assert main(["run", "--repo", str(tmp_path), "--policy", "ask", "--model", script, "g"]) == 2
@@ -252,7 +252,7 @@ def test_a_task_whose_folder_cannot_be_written_still_gets_a_report(
 
 
 def test_task_limits_above_the_defaults_are_honoured_in_batch(tmp_path: Path) -> None:
-    from agent.cli import build_parser
+    from agent.cli.parser import build_parser
 
     args = build_parser().parse_args(["batch", "t.jsonl"])
     assert args.max_steps is None and args.timeout is None  # the task's own values apply
@@ -272,7 +272,7 @@ def test_cli_run_usage_errors_are_clear(tmp_path: Path, capsys: pytest.CaptureFi
 
 def test_a_second_writing_run_on_one_tree_is_refused_with_a_clear_error(tmp_path: Path, repo: Path,
                                                                          script: str) -> None:
-    from agent.workspace import repo_write_lock
+    from agent.task.workspace import repo_write_lock
 
     report_path = tmp_path / "r.json"
     base = ["run", "--repo", str(repo), "--model", script, "--quiet", "--report", str(report_path)]

@@ -7,9 +7,9 @@ from typing import get_args
 import pytest
 
 from agent import defaults
-from agent.config import CodeboxSettings
 from agent.protocol import PolicyName, TaskSpec
 from agent.sandboxes.config import SandboxConfig, SandboxConfigError
+from agent.settings.sources import CodeboxSettings
 
 
 def test_the_task_defaults_come_from_agent_defaults() -> None:

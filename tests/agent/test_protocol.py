@@ -8,8 +8,6 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from agent.context import ContextStore
-from agent.events import FanoutSink, JsonlSink, MemorySink
 from agent.model.base import ModelError
 from agent.model.scripted import ScriptedModel
 from agent.protocol import (
@@ -27,6 +25,8 @@ from agent.protocol import (
     Usage,
     UserMessage,
 )
+from agent.task.context import ContextStore
+from agent.task.events import FanoutSink, JsonlSink, MemorySink
 from agent.tools import ReadFileArgs, ToolRegistry
 
 CALL = ToolCall(id="c1", name="search", arguments={"query": "ü ✓", "regex": True})
@@ -172,7 +172,7 @@ def test_scripted_model_bad_file_is_a_clear_error(tmp_path: Path) -> None:
 
 
 def test_context_size_is_kept_in_step_with_the_messages() -> None:
-    from agent.context import message_size
+    from agent.task.context import message_size
 
     store = ContextStore("goal", budget_chars=1000)
     for i in range(5):
@@ -189,7 +189,7 @@ def test_context_shortens_old_patch_arguments_when_results_are_not_enough() -> N
         store.append(AssistantMessage(tool_calls=[ToolCall(id=f"c{i}", name="apply_patch",
                                                            arguments={"patch": big_patch})]))
         store.append(ToolResultMessage(call_id=f"c{i}", name="apply_patch", content="ok"))
-    from agent.context import message_size
+    from agent.task.context import message_size
 
     assert store.fit() >= 2
     assert store.size() <= 5000 + message_size(store.messages[-2])  # only the latest turn may stay whole

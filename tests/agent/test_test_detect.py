@@ -75,7 +75,7 @@ def test_a_lock_installs_pytest_or_not() -> None:
 def test_run_takes_pytest_only_where_the_environment_has_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from agent.commands.run import _with_found_tests
+    from agent.cli.commands.run import _with_found_tests
     from agent.env.info import EnvInfo
     from agent.protocol import TaskSpec
 

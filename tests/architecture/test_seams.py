@@ -1,6 +1,6 @@
 """The claims ARCHITECTURE.md makes about the seams, checked on the source: no import circle (even
 counting imports made for type checking only), the protocol imports no console, and the code that
-runs tasks reaches the container engines only through agent.sandboxes.registry."""
+runs tasks reaches the container engines only through agent.backends.registry."""
 
 from __future__ import annotations
 
@@ -13,11 +13,11 @@ from tests.architecture import test_boundary as boundary
 
 ROOT = Path(__file__).resolve().parents[2]
 # They ask the registry for a backend; Docker (agent/containers, docker-py) is the backends' business.
-TASK_PATH = ["agent/runner.py", "agent/sandboxes/pool.py", "agent/engines/base.py",
+TASK_PATH = ["agent/task/runner.py", "agent/backends/pool.py", "agent/engines/base.py",
              "agent/engines/local.py", "agent/engines/ray.py", "agent/batch.py",
              *sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "agent" / "eval").glob("*.py"))]
 # The seam itself: what every backend implements and returns, engine-neutral.
-SEAM = ["agent/sandboxes/base.py", "agent/sandboxes/registry.py", "agent/sandboxes/config.py",
+SEAM = ["agent/sandboxes/base.py", "agent/backends/registry.py", "agent/sandboxes/config.py",
         "agent/sandboxes/result.py", "agent/sandboxes/__init__.py"]
 
 
@@ -32,8 +32,8 @@ def _imports(relative: str) -> set[str]:
 
 
 def _engine_modules(found: set[str]) -> list[str]:
-    return sorted(m for m in found if m.startswith(("agent.containers", "docker")) or m == "agent.sandboxes.docker"
-                  or m.startswith("agent.sandboxes.podman"))
+    return sorted(m for m in found if m.startswith(("agent.containers", "docker")) or m == "agent.backends.docker"
+                  or m.startswith("agent.backends.podman"))
 
 
 def test_no_import_circle_even_for_type_checking() -> None:
@@ -67,7 +67,7 @@ def test_the_seam_names_no_engine(relative: str) -> None:
 
 
 def test_gc_asks_the_registry() -> None:
-    tree = ast.parse((ROOT / "agent/commands/maintenance.py").read_text(encoding="utf-8"))
+    tree = ast.parse((ROOT / "agent/cli/commands/maintenance.py").read_text(encoding="utf-8"))
     gc = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "cmd_gc")
     names = {n.module for n in ast.walk(gc) if isinstance(n, ast.ImportFrom)}
-    assert "agent.sandboxes.registry" in names and not any((m or "").startswith("agent.containers") for m in names)
+    assert "agent.backends.registry" in names and not any((m or "").startswith("agent.containers") for m in names)

@@ -19,9 +19,9 @@ GENERIC = sorted(
         *(ROOT / "agent" / "sandboxes").rglob("*.py"),
         ROOT / "sandbox" / "server.py",
         ROOT / "sandbox" / "container_init.py",
-        ROOT / "agent" / "loop.py",
-        ROOT / "agent" / "runner.py",
-        ROOT / "agent" / "policy.py",
+        ROOT / "agent" / "task" / "loop.py",
+        ROOT / "agent" / "task" / "runner.py",
+        ROOT / "agent" / "task" / "policy.py",
     ]
 )
 

@@ -13,9 +13,9 @@ import shutil
 
 import pytest
 
+from agent.backends.registry import backend_for
 from agent.errors import SandboxError
 from agent.sandboxes.config import SandboxConfig
-from agent.sandboxes.registry import backend_for
 from tests.e2e.scenarios.conftest import demo_repo, run_scenario  # noqa: F401 -- the hostile scenarios' fixtures
 
 TARGETS = [("docker", "runc"), ("docker", "runsc"), ("podman", "runc"), ("podman", "runsc")]
@@ -46,7 +46,7 @@ def target(request: pytest.FixtureRequest, sandbox_image: str) -> SandboxConfig:
         backend_for(config).preflight(config)
     except SandboxError as exc:
         if backend == "podman" and "is not there" in str(exc):
-            from agent.sandboxes.podman import copy_image_from_docker
+            from agent.backends.podman import copy_image_from_docker
 
             copy_image_from_docker(sandbox_image)  # the same image, into Podman's store
             return target_checked(config)

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
+from agent.backends.podman import PodmanService
+from agent.backends.registry import backend_for
 from agent.sandboxes.base import Session
 from agent.sandboxes.config import SandboxConfig
-from agent.sandboxes.podman import PodmanService
-from agent.sandboxes.registry import backend_for
 
 pytestmark = pytest.mark.docker
 ROOT = Path(__file__).resolve().parents[2]
@@ -152,7 +152,7 @@ OWNER = """
 import json, sys, time
 from pathlib import Path
 from agent.sandboxes.config import SandboxConfig
-from agent.sandboxes.registry import backend_for
+from agent.backends.registry import backend_for
 config = SandboxConfig(**json.loads(sys.argv[1]))
 box = backend_for(config).session(Path(sys.argv[2]), config, task_id="conf-kill9")
 box.start()

@@ -8,15 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from agent.cli import build_parser
-from agent.cli_reference import render
+from agent.cli.parser import build_parser
+from agent.cli.reference import render
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "cli.md"
 
 
 def test_the_committed_page_is_the_parser_s_rendering() -> None:
     assert PAGE.read_text(encoding="utf-8") == render(), (
-        "docs/cli.md is out of date: run `python -m agent.cli_reference > docs/cli.md`"
+        "docs/cli.md is out of date: run `python -m agent.cli.reference > docs/cli.md`"
     )
 
 

@@ -12,10 +12,10 @@ import pytest
 
 from agent.batch import run_batch
 from agent.cancel import CancelToken
-from agent.cli import main
+from agent.cli.parser import main
 from agent.engines import LocalEngine
-from agent.events import CallbackSink
 from agent.protocol import AgentEvent, TaskSpec
+from agent.task.events import CallbackSink
 from tests.repos import fingerprint, sh
 
 pytestmark = pytest.mark.docker

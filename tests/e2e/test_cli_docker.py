@@ -205,11 +205,11 @@ def test_ask_policy_prompts_on_the_terminal(tmp_path: Path, quiet: bool) -> None
 
 
 def test_a_missing_image_fails_fast_before_the_model_is_asked(tmp_path: Path) -> None:
-    from agent.events import MemorySink
     from agent.model.scripted import ScriptedModel
     from agent.protocol import TaskSpec
-    from agent.runner import run_task
     from agent.sandboxes.config import SandboxConfig
+    from agent.task.events import MemorySink
+    from agent.task.runner import run_task
 
     model = ScriptedModel([{"message": "never asked"}])
     tmp_path.chmod(0o755)  # a root-owned repo must be world-readable (the tool container is never root)
@@ -220,11 +220,11 @@ def test_a_missing_image_fails_fast_before_the_model_is_asked(tmp_path: Path) ->
 
 
 def test_a_sandbox_that_cannot_start_ends_the_run_once_with_its_own_message(tmp_path: Path) -> None:
-    from agent.events import MemorySink
     from agent.model.scripted import ScriptedModel
     from agent.protocol import TaskSpec
-    from agent.runner import run_task
     from agent.sandboxes.config import SandboxConfig
+    from agent.task.events import MemorySink
+    from agent.task.runner import run_task
 
     read = {"tool_calls": [{"name": "read_file", "arguments": {"path": "a.py"}}]}
     model = ScriptedModel([read] * 5)

@@ -23,6 +23,6 @@ def test_compose_config_mounts_the_project_at_the_same_path() -> None:
     assert f"- {ROOT}:{ROOT}:rw" in out
     assert "- /var/run/docker.sock:/var/run/docker.sock:rw" in out
     assert f"working_dir: {ROOT}" in out
-    assert "- agent.cli\n    - batch\n" in out and "- '3'" in out
+    assert "- agent.cli.parser\n    - batch\n" in out and "- '3'" in out
     # The sandbox image is built without network, and never runs with one.
     assert "network: none" in out and "network_mode: none" in out

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from agent.cli import main
+from agent.cli.parser import main
 from tests.fake_openai_behaviour import (
     LLAMA_CPP_PYTHON,
     ServerBehaviour,

@@ -102,8 +102,8 @@ def test_apt_packages_are_downloaded_on_the_host_and_installed_offline(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from agent.containers.sandbox import Sandbox
-    from agent.env.build import EnvRequest, ensure_env
-    from agent.env.resolve import IndexConfig
+    from agent.env.build.ensure import EnvRequest, ensure_env
+    from agent.env.resolve.resolve import IndexConfig
     from agent.sandboxes.config import SandboxConfig
     from tests.agent.env.wheels import make_wheelhouse
 
@@ -146,7 +146,7 @@ C_PROJECT = {
 
 def test_the_projects_c_extension_is_built_offline_and_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from agent.containers.sandbox import Sandbox
-    from agent.env.build import EnvRequest, ensure_env
+    from agent.env.build.ensure import EnvRequest, ensure_env
     from agent.env.errors import EnvError
     from agent.sandboxes.config import SandboxConfig
 
@@ -172,8 +172,8 @@ def test_the_projects_c_extension_is_built_offline_and_used(tmp_path: Path, monk
 
 def test_resolving_as_of_a_date_gives_the_versions_of_that_day() -> None:
     """uv's --exclude-newer against the real index: an old commit gets its day's pytest, the same lock next year."""
-    from agent.env.reqlines import parse_requirement
-    from agent.env.resolve import IndexConfig, Target, resolve
+    from agent.env.read.reqlines import parse_requirement
+    from agent.env.resolve.resolve import IndexConfig, Target, resolve
 
     target = Target(python="3.11.2", platform="x86_64-manylinux_2_36")
     wanted = [parse_requirement("pytest", "test")]

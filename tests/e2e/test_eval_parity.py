@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from agent.cli import main
+from agent.cli.parser import main
 from agent.eval.junit import junit_cases, junit_key, status_map
 from agent.eval.store import read_log
 from tests.e2e.eval_fixtures import Case, build, write_inputs

@@ -64,7 +64,7 @@ def test_the_wheel_is_named_codebox_agent_and_installs_the_codebox_command(dist:
         entry_points.read_string(archive.read(f"{info}/entry_points.txt").decode())
     assert metadata["Name"] == DISTRIBUTION and metadata["Version"] == __version__
     assert "ray" in metadata.get_all("Provides-Extra", [])
-    assert dict(entry_points["console_scripts"]) == {"codebox": "agent.cli:entry"}
+    assert dict(entry_points["console_scripts"]) == {"codebox": "agent.cli.parser:entry"}
 
 
 def test_the_wheel_holds_everything_needed_at_run_time(dist: Path) -> None:

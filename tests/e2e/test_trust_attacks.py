@@ -240,7 +240,7 @@ def test_a_server_that_forges_its_usage_cannot_spend_past_the_budget(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sandbox_image: str, behaviour: ServerBehaviour,
     budget: list[str],
 ) -> None:
-    from agent.cli import main
+    from agent.cli.parser import main
 
     for name in [n for n in os.environ if n.upper().startswith("CODEBOX_") or n.startswith("OPENAI_")]:
         monkeypatch.delenv(name)

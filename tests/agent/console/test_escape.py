@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from agent.console.batch_view import BatchView, table_text
-from agent.console.escape import one_line, printable
 from agent.console.live import RunConsole
 from agent.console.render import ChangeLog, print_summary, summary_text
+from agent.escape import one_line, printable
 from tests.hostile_text import BIDI, CLEAR, OSC52, TITLE, hostile_events, hostile_report
 
 
@@ -87,7 +87,7 @@ def test_the_batch_lines_and_table_are_escaped() -> None:
 
 
 def test_a_usage_error_is_escaped(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    from agent.cli import main
+    from agent.cli.parser import main
 
     script = tmp_path / "script.json"
     script.write_text('{"turns": []}')

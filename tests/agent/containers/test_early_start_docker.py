@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
+from agent.backends.pool import LABEL_POOL, PlannedTask, WarmPool
 from agent.containers.launch import PendingLaunch
 from agent.errors import SandboxError
 from agent.sandboxes.config import SandboxConfig
-from agent.sandboxes.pool import LABEL_POOL, PlannedTask, WarmPool
 from tests.agent.containers.labelled import task_containers, wait_no_containers
 
 pytestmark = pytest.mark.docker
@@ -195,7 +195,7 @@ def _run_cli(tmp_path: Path, argv: list[str], before_main: str = "") -> dict[str
             created.append((cid, pydantic))
             return cid
         EngineClient.create_container = create
-        from agent.cli import main
+        from agent.cli.parser import main
         {before_main}
         err = io.StringIO()
         try:
@@ -244,7 +244,7 @@ def test_an_early_container_the_run_never_claims_is_removed(sandbox_image: str, 
     # Ctrl-C once the early container runs, before the run claims it.
     interrupt = textwrap.dedent(
         """
-        import agent.commands.run as run_command
+        import agent.cli.commands.run as run_command
         def interrupted(args, task_id, warm):
             assert warm is not None and warm.wait_started(task_id, 60)
             raise KeyboardInterrupt

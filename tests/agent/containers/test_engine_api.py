@@ -91,7 +91,7 @@ def test_the_client_loads_neither_docker_py_nor_ssl() -> None:
     code = (
         "import sys, json\n"
         "from agent.containers import engine_api, sandbox, leftovers, image, probe\n"
-        "from agent.sandboxes import pool, docker, registry\n"
+        "from agent.backends import pool, docker, registry\n"
         "print(json.dumps([m for m in ('docker', 'requests', 'urllib3', 'ssl') if m in sys.modules]))\n"
     )
     env = {**os.environ, "PYTHONPATH": str(ROOT)}

@@ -15,13 +15,13 @@ from typing import Any
 
 import pytest
 
+from agent.backends.pool import LABEL_POOL, PlannedTask, WarmPool
 from agent.console.render import summary_text
-from agent.events import CallbackSink
 from agent.model.scripted import ScriptedModel
 from agent.protocol import AgentEvent, TaskSpec
-from agent.runner import run_task
 from agent.sandboxes.config import SandboxConfig
-from agent.sandboxes.pool import LABEL_POOL, PlannedTask, WarmPool
+from agent.task.events import CallbackSink
+from agent.task.runner import run_task
 from tests.agent.containers.labelled import task_containers, wait_no_containers
 
 pytestmark = pytest.mark.docker
@@ -134,7 +134,7 @@ def test_a_warm_sandbox_goes_with_its_sigkilled_owner(image: str, client: Any, t
         f"""
         import time
         from pathlib import Path
-        from agent.sandboxes.pool import PlannedTask, WarmPool
+        from agent.backends.pool import PlannedTask, WarmPool
         from agent.sandboxes.config import SandboxConfig
         cfg = SandboxConfig(image={image!r})
         plan = [PlannedTask(t, Path(r), cfg) for t, r in {list(zip(ids, map(str, repos), strict=True))!r}]

@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-import agent.runner as runner
+import agent.task.runner as runner
 from agent.cancel import CancelToken
 from agent.engines import JobLimits, LocalEngine, TaskJob, TaskOutcome, execute_job
-from agent.events import MemorySink
 from agent.protocol import Report, TaskSpec
+from agent.task.events import MemorySink
 from tests.repos import sh
 
 

@@ -14,6 +14,7 @@ import pytest
 
 pytest.importorskip("docker")
 
+from agent.backends.pool import LABEL_POOL, PlannedTask, WarmPool
 from agent.batch import run_batch
 from agent.cancel import CancelToken
 from agent.console.batch_view import BatchView
@@ -21,11 +22,10 @@ from agent.console.render import summary_text
 from agent.containers.leftovers import LABEL_TASK
 from agent.engines import TaskJob, execute_job
 from agent.engines.base import PreparedJob
-from agent.events import CallbackSink, EventSink
 from agent.protocol import AgentEvent, Report, TaskSpec
 from agent.sandboxes.config import SandboxConfig
-from agent.sandboxes.pool import LABEL_POOL, PlannedTask, WarmPool
-from agent.workspace import create_workspace
+from agent.task.events import CallbackSink, EventSink
+from agent.task.workspace import create_workspace
 from tests.repos import sh
 
 pytestmark = pytest.mark.docker

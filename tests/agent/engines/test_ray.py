@@ -36,7 +36,7 @@ else:
 
 from agent.batch import run_batch
 from agent.cancel import CancelToken
-from agent.cli import main
+from agent.cli.parser import main
 from agent.engines import TaskJob, TaskOutcome
 from agent.engines.ray import RayEngine
 from agent.protocol import TaskSpec

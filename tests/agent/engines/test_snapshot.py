@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from agent.engines.snapshot import make_snapshot, shared_source, sweep_sources, unpack_snapshot
-from agent.env.asof import choose, commit_date
-from agent.env.project import highest_tag
-from agent.workspace import WorkspaceError, create_workspace
+from agent.env.build.project import highest_tag
+from agent.env.resolve.asof import choose, commit_date
+from agent.task.workspace import WorkspaceError, create_workspace
 from tests.repos import fingerprint, sh
 
 

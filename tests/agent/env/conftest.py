@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.env.resolve import IndexConfig
+from agent.env.resolve.resolve import IndexConfig
 from tests.agent.env.wheels import make_wheelhouse
 
 
@@ -42,7 +42,7 @@ def _session_images(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     saved = os.environ.get("CODEBOX_CACHE_DIR")
     os.environ["CODEBOX_CACHE_DIR"] = str(folder)
     try:
-        from agent.env import images
+        from agent.env.build import images
 
         engine = images.EngineImages.connect()
         images.remove_env_images(engine, [])

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from agent.env.box import DPKG_CAPS, SETUP_CAPS, BuildLimits
-from agent.env.deps_box import box_plan
-from agent.env.resolve import Lock, Pin
+from agent.env.build.box import DPKG_CAPS, SETUP_CAPS, BuildLimits
+from agent.env.build.deps_box import box_plan
+from agent.env.resolve.resolve import Lock, Pin
 
 LIMITS = BuildLimits(memory="768m", pids=99, cpus=1.0, timeout_s=600)
 WHEEL = Pin(name="alpha", version="1.0", url="file:///w/alpha-1.0-py3-none-any.whl", sha256="a" * 64)

@@ -14,10 +14,10 @@ import docker.models.containers
 import pytest
 
 from agent.containers.sandbox import Sandbox
-from agent.env import images
-from agent.env.build import EnvRequest, ensure_env
+from agent.env.build import images
+from agent.env.build.ensure import EnvRequest, ensure_env
 from agent.env.errors import EnvError
-from agent.env.resolve import IndexConfig
+from agent.env.resolve.resolve import IndexConfig
 from agent.protocol import EnvInfo
 from agent.sandboxes.config import SandboxConfig
 from tests.agent.env import projects

@@ -14,8 +14,8 @@ import pytest
 
 from agent.cancel import CancelToken
 from agent.env.cancel import EnvCancelled, check, run_process
-from agent.env.fetch import fetch_pin
-from agent.env.resolve import Pin
+from agent.env.resolve.fetch import fetch_pin
+from agent.env.resolve.resolve import Pin
 
 
 def _alive(pid: int) -> bool:

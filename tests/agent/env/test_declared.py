@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from agent.env.declared import read_declared
+from agent.env.build.project import console_scripts, editable_files
 from agent.env.errors import EnvError
-from agent.env.poetry import constraint
-from agent.env.project import console_scripts, editable_files
+from agent.env.read.declared import read_declared
+from agent.env.read.poetry import constraint
 from tests.agent.env import projects
 from tests.agent.env.projects import write
 

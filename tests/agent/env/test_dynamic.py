@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.env.declared import read_declared
 from agent.env.errors import EnvError
+from agent.env.read.declared import read_declared
 from tests.agent.env.projects import write
 
 SETUPTOOLS = '[build-system]\nrequires = ["setuptools>=64"]\nbuild-backend = "setuptools.build_meta"\n'

@@ -23,8 +23,9 @@ ROOT = Path(__file__).resolve().parents[3]
 # Only a build (or a download, a resolve, a run) has a use for these.
 NOT_IN_A_HIT = (
     "docker", "requests", "urllib3", "rich", "openai", "agent.protocol", "agent.containers.docker_client",
-    "agent.env.deps", "agent.env.layer", "agent.env.probe", "agent.env.sdists", "agent.env.metadata",
-    "agent.env.project_build", "agent.env.tools", "urllib.request", "http.client", "ssl",
+    "agent.env.build.deps", "agent.env.build.layer", "agent.env.build.probe", "agent.env.resolve.sdists",
+    "agent.env.build.metadata",
+    "agent.env.build.project_build", "agent.env.build.tools", "urllib.request", "http.client", "ssl",
     "concurrent.futures",
 )
 TAG = "codebox-env:0123456789abcdef"
@@ -32,13 +33,13 @@ IMAGE_ID = "sha256:" + "e" * 64
 
 _PRELUDE = """
 import contextlib, io, json, socket, sys
-import agent.env.fetch, agent.env.resolve
-from agent.env import images
+import agent.env.resolve.fetch, agent.env.resolve.resolve
+from agent.env.build import images
 
 def refuse(*args, **kwargs):
     raise AssertionError("a cache hit reached for the network or the resolver")
 
-agent.env.resolve.run_process = agent.env.fetch.fetch_pin = socket.socket.connect = refuse
+agent.env.resolve.resolve.run_process = agent.env.resolve.fetch.fetch_pin = socket.socket.connect = refuse
 
 class Engine:
     def inspect(self, name):
@@ -61,7 +62,7 @@ images.lookup = lookup
 """
 
 _MAIN = """
-from agent.cli import main
+from agent.cli.parser import main
 with contextlib.redirect_stdout(io.StringIO()) as out, contextlib.redirect_stderr(io.StringIO()) as err:
     code = main(["env", "build", "--repo", {repo!r}, "--as-of", "now"])
 print(json.dumps({{"code": code, "out": out.getvalue(), "err": err.getvalue(),

@@ -15,12 +15,12 @@ import docker
 import pytest
 
 from agent.containers.sandbox import Sandbox, SandboxConfig
-from agent.env import box, images
-from agent.env.box import BuildLimits
-from agent.env.build import EnvRequest, ensure_env
+from agent.env.build import box, images
+from agent.env.build.box import BuildLimits
+from agent.env.build.ensure import EnvRequest, ensure_env
 from agent.env.errors import ProjectBuildFailed
 from agent.env.recipe import Recipe
-from agent.env.resolve import IndexConfig
+from agent.env.resolve.resolve import IndexConfig
 from agent.protocol import EnvInfo
 from tests.agent.env import projects
 from tests.agent.env.projects import git_tagged, write
@@ -125,7 +125,7 @@ def test_a_version_tool_that_drops_the_git_variables_still_reads_a_workspaces_gi
     # A batch workspace is a `git clone --shared` whose /repo/.git mount the build user does not own.
     # setuptools-scm runs git without the GIT_* variables, and its file finder stops the build on git's
     # "dubious ownership" (pluggy in a batch, with setuptools-scm 10.2.1: "git introspection failed").
-    from agent.workspace import create_workspace
+    from agent.task.workspace import create_workspace
 
     repo = git_tagged(write(tmp_path / "repo", projects.GIT_NO_ENV), "v1.0")
     workspace = create_workspace(repo, root=tmp_path)
@@ -268,8 +268,8 @@ def test_a_cache_hit_needs_no_index_and_no_container(tmp_path: Path, index: Inde
     def no_network(*args: object, **kwargs: object) -> None:
         raise AssertionError("a cache hit resolved or downloaded")
 
-    monkeypatch.setattr("agent.env.resolve.run_process", no_network)
-    monkeypatch.setattr("agent.env.fetch.fetch_pin", no_network)
+    monkeypatch.setattr("agent.env.resolve.resolve.run_process", no_network)
+    monkeypatch.setattr("agent.env.resolve.fetch.fetch_pin", no_network)
     again = ensure_env(EnvRequest(repo=repo, base_image=BASE, index=index))
     assert again.image_id == first.image_id and not again.built and boxes == []
     write(repo, {"src/hvproj/extra.py": "X = 1\n"})  # any change to the tree: a new project layer
@@ -345,7 +345,7 @@ def test_eval_builds_the_project_again_when_the_model_patch_changes_what_its_bui
 ) -> None:
     """A fix in Cython is compiled before the tests run (SWE-bench's eval script installs the project
     again); a patch of Python modules alone is served from /repo and keeps the environment."""
-    from agent.cli import main
+    from agent.cli.parser import main
     from tests.agent.eval.repos import diff_of, make_repo
 
     monkeypatch.setenv("CODEBOX_FIND_LINKS", f"{tiny}{os.pathsep}{backend_wheels}")

@@ -80,7 +80,7 @@ def test_the_flags_fold_into_the_tasks_that_build_their_environment(tmp_path: Pa
 
 def test_every_recipe_field_has_a_flag_on_run_batch_eval_and_env_build(tmp_path: Path) -> None:
     """`codebox run --apt less` (click's pager tests need less) is what `env build --apt` was."""
-    from agent.cli import build_parser
+    from agent.cli.parser import build_parser
 
     words = ["--pip", "p", "--apt", "less", "--extra", "e", "--group", "g", "--requirements", "r.txt",
              "--pre-install", "make"]

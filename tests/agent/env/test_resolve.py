@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from agent.env.errors import EnvError
-from agent.env.fetch import make_wheelhouse
-from agent.env.reqlines import parse_requirement
-from agent.env.resolve import IndexConfig, Target, check_python, resolve
+from agent.env.read.reqlines import parse_requirement
+from agent.env.resolve.fetch import make_wheelhouse
+from agent.env.resolve.resolve import IndexConfig, Target, check_python, resolve
 
 TARGET = Target(python="3.11.2", platform="x86_64-manylinux_2_36")
 

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from agent.env.errors import EnvError
-from agent.env.reqlines import parse_requirement
-from agent.env.resolve import IndexConfig, Target
-from agent.env.sdists import build_requirements, resolve_with_sdists
+from agent.env.read.reqlines import parse_requirement
+from agent.env.resolve.resolve import IndexConfig, Target
+from agent.env.resolve.sdists import build_requirements, resolve_with_sdists
 from tests.agent.env.wheels import make_sdist, setuptools_pyproject
 
 TARGET = Target(python="3.11.2", platform="x86_64-manylinux_2_36")

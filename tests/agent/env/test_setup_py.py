@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from agent.env.declared import read_declared
 from agent.env.errors import EnvError
-from agent.env.setup_py import SetupCall, read_setup_py
+from agent.env.read.declared import read_declared
+from agent.env.read.setup_py import SetupCall, read_setup_py
 from tests.agent.env.projects import write
 
 HEAD = "from setuptools import setup\n"

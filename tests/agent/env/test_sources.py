@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from agent.env.declared import Declared, read_declared
 from agent.env.errors import EnvError
-from agent.env.resolve import IndexConfig
-from agent.env.source_policy import check_sources
+from agent.env.read.declared import Declared, read_declared
+from agent.env.read.source_policy import check_sources
+from agent.env.resolve.resolve import IndexConfig
 from tests.agent.env.projects import write
 from tests.agent.env.wheels import make_wheel
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.env.declared import read_declared
 from agent.env.errors import EnvError
+from agent.env.read.declared import read_declared
 from tests.agent.env.projects import write
 
 PROJECT = '[project]\nname = "toxed"\nversion = "1.0"\n[project.optional-dependencies]\nextra-tests = ["gamma"]\n'

@@ -10,7 +10,7 @@ import pytest
 
 from agent.eval.apply import GNU_PATCH, apply_patch, reset_to_base
 from agent.eval.diffs import touched_paths
-from agent.workspace import create_workspace
+from agent.task.workspace import create_workspace
 from tests.agent.eval.repos import CALC, calc_repo, diff_of, make_repo
 from tests.repos import sh
 

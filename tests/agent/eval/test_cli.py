@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from agent.cancel import CancelToken
-from agent.cli import main
+from agent.cli.parser import main
 from agent.eval.instance import evaluate, invalid_task
 from agent.eval.job import EvalJob
 from agent.eval.predictions import Prediction

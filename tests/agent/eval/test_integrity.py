@@ -8,7 +8,7 @@ import pytest
 
 from agent.eval.apply import apply_patch
 from agent.eval.integrity import flagged_paths
-from agent.workspace import create_workspace
+from agent.task.workspace import create_workspace
 from tests.agent.eval.repos import CALC, diff_of, make_repo
 
 SETUP_CFG = "[metadata]\nname = calc\n\n[tool:pytest]\naddopts = -q\n"

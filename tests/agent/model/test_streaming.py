@@ -10,14 +10,14 @@ from typing import Any
 
 import pytest
 
-from agent.events import FanoutSink, JsonlSink, MemorySink
-from agent.loop import Limits
 from agent.model.base import ModelError
 from agent.model.chat_stream import ChatStreamAssembler
 from agent.model.config import OpenAIConfig
 from agent.model.openai_client import OpenAIChatClient
 from agent.model.retry_rules import StreamInterrupted
 from agent.protocol import ModelOutput, ToolSpec, UserMessage
+from agent.task.events import FanoutSink, JsonlSink, MemorySink
+from agent.task.loop import Limits
 from tests.fake_openai_behaviour import ServerBehaviour, completion_chunks
 from tests.fake_openai_server import Events, FakeOpenAIServer, Reply, chat_completion, chat_reply, stream_reply
 from tests.fakes import make_agent, task

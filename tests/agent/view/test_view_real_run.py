@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from agent.cli import main
+from agent.cli.parser import main
 
 pytestmark = [pytest.mark.docker, pytest.mark.browser]
 ROOT = Path(__file__).resolve().parents[3]

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from view_fixtures import XSS, XSS_ID
 
-from agent.cli import main
+from agent.cli.parser import main
 from agent.view import load, render
 from agent.view.render import content_security_policy, embed_json
 from agent.view.serve import make_server

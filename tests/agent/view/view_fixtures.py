@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from agent.events import JsonlSink
 from agent.protocol import AgentEvent, Report, TestRun, ToolCallRecord, Usage
+from agent.task.events import JsonlSink
 
 # Each payload sets window.__xss if it ever runs; the page must show all of them as text.
 XSS = '<script>window.__xss=1</script><img src=x onerror="window.__xss=2"></script><script>window.__xss=3</script>'

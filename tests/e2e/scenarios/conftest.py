@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 
 from agent.cancel import CancelToken
-from agent.events import CallbackSink, FanoutSink, MemorySink
 from agent.model.scripted import ScriptedModel
 from agent.protocol import AgentEvent, TaskSpec
 from agent.sandboxes.config import SandboxConfig
+from agent.task.events import CallbackSink, FanoutSink, MemorySink
 from tests.e2e.scenarios.support import Run
 
 DEMO_REPO = Path(__file__).resolve().parents[3] / "agent" / "demo" / "repo"
@@ -56,7 +56,7 @@ def run_scenario(scenario_config: SandboxConfig) -> Callable[..., Run]:
         task_id: str | None = None,
         test_in_copy: bool = False,
     ) -> Run:
-        from agent.runner import run_task
+        from agent.task.runner import run_task
 
         memory = MemorySink()
         sinks: list[Any] = [memory]

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
+from agent.backends.registry import backend_for
 from agent.containers.spec import UNPRIVILEGED_USER
 from agent.sandboxes.config import SandboxConfig
-from agent.sandboxes.registry import backend_for
 from tests.e2e.scenarios.support import Run, tree_digest
 
 pytestmark = pytest.mark.docker

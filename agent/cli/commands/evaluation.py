@@ -1,0 +1,162 @@
+"""`codebox eval`: a dataset and its predictions graded as SWE-bench grades them; `--regrade OUT` from what was kept."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+from agent.cancel import CancelToken
+from agent.cli.commands.common import (
+    EXIT_CANCELLED,
+    EXIT_OK,
+    EXIT_STOPPED,
+    EXIT_USAGE,
+    flag_problem,
+    sandbox_config_from_flags,
+    usage_error,
+)
+from agent.cli.signals import cancel_on_signals
+from agent.errors import CodeboxError
+from agent.escape import printable
+from agent.sandboxes.config import SandboxConfigError
+from agent.settings import checks
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    if args.regrade:
+        return _regrade(args)
+    missing = [flag for flag, value in (("--tasks", args.tasks), ("--predictions", args.predictions),
+                                        ("--out", args.out)) if not value]
+    if missing:
+        return usage_error(f"eval needs {', '.join(missing)} (or --regrade OUT to judge a kept run again)")
+    problem = (checks.number_problem("--jobs", args.jobs, minimum=1)
+               or checks.number_problem("--timeout", args.timeout, minimum=0, inclusive=False))
+    if problem:
+        return usage_error(problem)
+    try:
+        config = sandbox_config_from_flags(args)
+        pattern = re.compile(args.filter) if args.filter else None
+    except SandboxConfigError as exc:
+        return usage_error(flag_problem(exc))
+    except re.error as exc:
+        return usage_error(f"bad --filter: {exc}")
+    inputs = _inputs(args, pattern.pattern if pattern else None)
+    if isinstance(inputs, int):
+        return inputs
+    instances, predictions, bad_input = inputs
+    try:
+        instances = _with_env_flags(args, instances)
+    except CodeboxError as exc:  # EnvError: a bad --recipes file or --as-of date
+        return usage_error(str(exc))
+    from agent.backends.registry import backend_for
+
+    try:  # no engine, no runtime, no sandbox image: said before any instance starts
+        backend_for(config).preflight(config)
+    except CodeboxError as exc:
+        return usage_error(str(exc))
+    return _run(args, instances, predictions, config, bad_input)
+
+
+def _with_env_flags(args: argparse.Namespace, instances: list[Any]) -> list[Any]:
+    """--pip, --pre-install, --recipes, --as-of folded into each instance's env, as batch folds them; a
+    recipes file is keyed by the repository's name as the dataset gives it (owner/name), not by its clone."""
+    from agent.env.options import EnvFlags
+
+    flags = EnvFlags(args)
+    folded = []
+    for instance in instances:
+        task = instance.task
+        named = flags.apply(task.model_copy(update={"repo": instance.dataset.repo or task.repo}))
+        folded.append(instance.model_copy(update={"task": named.model_copy(update={"repo": task.repo})}))
+    return folded
+
+
+def _inputs(args: argparse.Namespace, pattern: str | None) -> tuple[list[Any], dict[str, Any], bool] | int:
+    """The instances with a prediction and the predictions; each bad line named (the rest still run)."""
+    from agent.containers.image import image_exists
+    from agent.eval.dataset import load_dataset
+    from agent.eval.predictions import GOLD, InputError, gold_predictions, load_predictions, match
+
+    repos = Path(args.repos).expanduser() if args.repos else None
+    if repos is not None and not repos.is_dir():
+        return usage_error(f"--repos {args.repos}: not a directory")
+    def local_image(name: str) -> bool:
+        try:
+            return image_exists(name)
+        except CodeboxError:  # the daemon went away: the line's image is not here
+            return False
+
+    loaded = load_dataset(Path(args.tasks), repos_dir=repos, env=args.env, split=args.split, pattern=pattern,
+                          image_exists=local_image)
+    if args.predictions == GOLD:
+        predictions = gold_predictions({i.task.id: i.task.patch for i in loaded.instances})
+        prediction_errors: list[InputError] = []
+    else:
+        predictions, prediction_errors = load_predictions(Path(args.predictions))
+    errors = [*loaded.errors, *prediction_errors]
+    for error in errors:
+        print(f"codebox: {printable(str(error))} (skipped)", file=sys.stderr)
+    ids = [i.task.id for i in loaded.instances]
+    paired, orphans, unpredicted = match(ids, predictions)
+    for pid in orphans:
+        print(f"codebox: prediction {printable(repr(pid))} matches no instance in {args.tasks}: skipped",
+              file=sys.stderr)
+    if loaded.skipped_split:
+        print(f"codebox: {loaded.skipped_split} instance(s) of other splits than {args.split!r} left out",
+              file=sys.stderr)
+    if not paired:
+        return usage_error(f"no prediction in {args.predictions} matches an instance in {args.tasks}"
+                           if loaded.instances else f"{args.tasks} has no instance to evaluate")
+    if unpredicted:
+        print(f"codebox: {len(unpredicted)} instance(s) have no prediction and are not evaluated", file=sys.stderr)
+    return loaded.instances, predictions, bool(errors)
+
+
+def _run(args: argparse.Namespace, instances: list[Any], predictions: dict[str, Any], config: Any,
+         bad_input: bool) -> int:
+    from agent.eval.report import render_table
+    from agent.eval.run import EvalOptions, run_eval
+
+    engine = None
+    if args.engine == "ray":
+        from agent.engines.ray import RayEngine, driver_only_variables
+
+        engine = RayEngine(address=args.address, max_retries=args.max_retries)
+        note = driver_only_variables()
+        if note:
+            print(f"codebox: {note}", file=sys.stderr)
+    options = EvalOptions(jobs=args.jobs, engine=engine, sandbox=config, timeout_s=args.timeout,
+                          strict=bool(args.strict), warm=not args.no_warm, retry_errors=args.retry_errors)
+    cancel = CancelToken()
+    try:
+        with cancel_on_signals(cancel):
+            results = run_eval(instances, predictions, Path(args.out), options, cancel)
+    except CodeboxError as exc:  # the engine could not run (no Ray, no cluster)
+        return usage_error(str(exc))
+    print(render_table(results))
+    out = Path(args.out)
+    print(f"\nresults: {out / 'results.json'} · SWE-bench's report: {out / 'report.json'}"
+          f" · per instance: {out}/<id>/eval.json")
+    if cancel.cancelled:
+        return EXIT_CANCELLED
+    return EXIT_STOPPED if bad_input or any(r.status == "error" for r in results) else EXIT_OK
+
+
+def _regrade(args: argparse.Namespace) -> int:
+    from agent.eval.report import render_table
+    from agent.eval.run import regrade
+
+    given = [flag for flag, value in (("--tasks", args.tasks), ("--predictions", args.predictions)) if value]
+    if given:
+        return usage_error(f"--regrade judges a kept run from its own evidence: drop {', '.join(given)}")
+    out = Path(args.regrade)
+    try:
+        results = regrade(out, args.strict, progress=sys.stderr)
+    except (OSError, ValueError, KeyError) as exc:
+        return usage_error(f"--regrade {args.regrade}: not the --out of a codebox eval run ({exc})")
+    print(render_table(results))
+    print(f"\nregraded {len(results)} instance(s) from {out}: results.json, report.json, <id>/eval.json rewritten")
+    return EXIT_OK if results else EXIT_USAGE

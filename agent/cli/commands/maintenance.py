@@ -1,0 +1,99 @@
+"""`codebox demo`, `image build`, `view` and `gc`: the commands around the runs."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import sys
+from pathlib import Path
+
+from agent.cli.commands.common import (
+    EXIT_OK,
+    EXIT_STOPPED,
+    usage_error,
+)
+from agent.escape import printable
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from agent.cli.demo import run_demo
+
+    return run_demo(keep=args.keep, image=args.image, runtime=args.runtime)
+
+
+def cmd_image(args: argparse.Namespace) -> int:
+    from agent.containers.image import (
+        BASE_IMAGE,
+        REGISTRY_BASE_IMAGE,
+        ImageError,
+        build_base,
+        build_lock,
+        build_sandbox,
+        ensure_sandbox_image,
+        image_exists,
+    )
+    from agent.errors import SandboxError
+
+    try:
+        def log(line: str) -> None:  # docker's build output: escaped like everything foreign
+            print(printable(line))
+
+        if args.force:
+            with build_lock(log):
+                base = REGISTRY_BASE_IMAGE if image_exists(REGISTRY_BASE_IMAGE) else BASE_IMAGE
+                if base == BASE_IMAGE:
+                    build_base(log=log)  # reused when present
+                tag = build_sandbox(base=base, force=True, log=log)
+        else:
+            tag = ensure_sandbox_image(offline=False if args.pull else None, log=log)
+        if getattr(args, "backend", "docker") == "podman":  # the same image, into Podman's store
+            from agent.backends.podman import copy_image_from_docker
+
+            log(f"copying {tag} into Podman's image store (docker save | podman load)")
+            copy_image_from_docker(tag)
+        where = " (podman)" if getattr(args, "backend", "") == "podman" else ""
+        print(f"codebox: sandbox image ready: {tag}{where}")
+    except (ImageError, SandboxError) as exc:
+        print(f"codebox: {printable(exc)}", file=sys.stderr)
+        return EXIT_STOPPED
+    return EXIT_OK
+
+
+def cmd_view(args: argparse.Namespace) -> int:
+
+    from agent.view import ViewError, load, render
+    from agent.view.load import default_output
+    from agent.view.serve import make_server
+
+    path = Path(args.path)
+    try:
+        html = render(load(path))
+        if args.out or not args.serve:
+            out = Path(args.out) if args.out else default_output(path)
+            out.write_text(html, encoding="utf-8")
+            print(f"codebox: wrote {out} (open it in a browser)")
+        if not args.serve:
+            return EXIT_OK
+        server = make_server(lambda: render(load(path)), args.port)
+    except ViewError as exc:
+        return usage_error(str(exc))
+    except OSError as exc:  # the output file, or the port
+        return usage_error(f"view: {exc}")
+    print(f"codebox: serving {path} at http://127.0.0.1:{server.server_port}/ (Ctrl-C stops)", flush=True)
+    with contextlib.suppress(KeyboardInterrupt), server:
+        server.serve_forever()
+    return EXIT_OK
+
+
+def cmd_gc(args: argparse.Namespace) -> int:
+    from agent.backends.registry import get_backend
+    from agent.errors import SandboxError
+
+    backend = get_backend(getattr(args, "backend", None) or "docker")
+    try:
+        removed = backend.reap(log=lambda line: print(printable(line)))
+    except SandboxError as exc:
+        print(f"codebox: {printable(exc)}", file=sys.stderr)
+        return EXIT_STOPPED
+    print(f"codebox: removed {len(removed)} leftover container(s) ({backend.name})")
+    return EXIT_OK

@@ -1,0 +1,367 @@
+"""Make (or reuse) the environment image of a repository: ``codebox-env:<key>``.
+
+```
+host:   read what the repo declares (never run) ─▶ the cache key ─▶ recorded? done (offline)
+host:   [build-system] requires: uv resolve + download (wheels) as of DATE
+box:    build venv ─▶ pre_install ─▶ PEP 517 hooks ─▶ METADATA          (only when metadata is dynamic,
+host:   resolve Requires-Dist + declared + recipe as of DATE ─▶ lock       the project compiles or a
+box:    dependencies image = base + apt + venv of the lock (shared)        recipe has pre_install)
+box:    project layer = editable install + generated files (this tree only)
+```
+
+An environment image is the dependencies image (``deps.py``: built from the lock's files
+alone, shared by every repository and commit with the same lock, base and Debian packages)
+plus one project layer: written on the host from the static reading when the project's
+metadata is static (the fast path: no repository code runs anywhere), else made by the
+project's own build backend in a box (``project_build.py``) and keyed by the whole project
+tree, so it is never reused for another tree. Every box is network-none, unprivileged for
+repository and package code, and limited (``box.py``).
+
+The cache key is computed from the inputs alone (the declarations, the recipe, the as-of
+date, the base image id, the tree when the project builds): a hit is one record file and
+one image inspect, with no network and no index (``images.py``). Builds are cancellable
+(``cancel.py``); a failed or cancelled build leaves no image, no container, no record.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, Field
+
+from agent import defaults
+from agent.env.build import images, plan
+from agent.env.build.box import ROLE_BUILD, BuildLimits, Deadline
+from agent.env.build.plan import Backend
+from agent.env.build.tree import Tree, read_tree
+from agent.env.cancel import NEVER, Cancel, EnvCancelled, check
+from agent.env.errors import EnvError
+from agent.env.info import EnvInfo
+from agent.env.read.declared import DEFAULT_EXTRAS, DEFAULT_RUNNER, NO_DEPENDENCIES, Declared, read_declared
+from agent.env.read.reqlines import Requirement, parse_requirement
+from agent.env.read.source_policy import check_sources
+from agent.env.recipe import Recipe
+from agent.env.resolve import apt, asof
+from agent.env.resolve.resolve import IndexConfig, Lock, check_python, resolve
+
+if TYPE_CHECKING:
+    import docker
+
+    from agent.env.build.layer import Stacked
+
+FORMAT_VERSION = "2"
+Log = Callable[[str], None]
+__all__ = ["ROLE_BUILD", "EnvRequest", "ensure_env"]
+
+
+
+class EnvRequest(BaseModel):
+    """What to build an environment from: the repository, the base image, the user's recipe, the date."""
+
+    repo: Path
+    base_image: str = defaults.DEFAULT_IMAGE
+    extras: list[str] = Field(default_factory=list)
+    groups: list[str] = Field(default_factory=list)
+    requirements: list[str] = Field(default_factory=list)
+    apt: list[str] = Field(default_factory=list)
+    recipe: Recipe = Field(default_factory=Recipe)
+    as_of: str = asof.NOW  # normalized (asof.normalize): a timestamp, or now
+    index: IndexConfig = Field(default_factory=IndexConfig.from_environ)
+    runner: str | None = DEFAULT_RUNNER
+    limits: BuildLimits = Field(default_factory=BuildLimits)
+    # Resolve what a repository's own package sources would serve from the user's index (source_policy.py).
+    allow_public_fallback: bool = False
+    # The repository as the task names it (a path, or owner/name), when ``repo`` is a workspace made
+    # from it: what the log lines, the image labels and `codebox env ls` show.
+    repo_name: str | None = None
+
+    def shown(self) -> str:
+        return self.repo_name or str(self.repo)
+
+    def full_recipe(self) -> Recipe:
+        """The flags' recipe, then the task's and the recipes file's (``recipe``)."""
+        flags = Recipe(extras=self.extras, groups=self.groups, requirements=self.requirements, apt=self.apt)
+        return flags.plus(self.recipe)
+
+
+def _quiet(_: str) -> None:
+    pass
+
+
+def ensure_env(request: EnvRequest, log: Log = _quiet, cancel: Cancel = NEVER) -> EnvInfo:
+    """The environment image for ``request``: reused when its inputs are unchanged, else built.
+
+    ``log`` gets one line per stage (the console shows it as progress). ``cancel`` (a
+    CancelToken) stops a build midway: EnvCancelled, and nothing left behind. A
+    KeyboardInterrupt in this thread is one too, once the build's uv and containers are gone.
+    """
+    check(cancel)
+    try:
+        return _ensure(request, log, cancel)
+    except KeyboardInterrupt:
+        raise EnvCancelled("interrupted") from None
+
+
+class _Inputs(BaseModel):
+    """Everything read on the host before any container: what the key is made of."""
+
+    declared: Declared
+    recipe: Recipe
+    pip: list[Requirement]
+    backend: Backend
+    build_requires: list[Requirement]
+    build: bool  # the project's own build runs (else: the static fast path)
+    tree: Tree | None = None
+
+
+def _read_inputs(request: EnvRequest) -> _Inputs:
+    recipe = request.full_recipe()
+    apt.check_names(recipe.apt)
+    declared = read_declared(request.repo, recipe.extras, recipe.groups, recipe.requirements, request.runner)
+    declared.notes += check_sources(declared, request.index, request.allow_public_fallback)
+    pip = [parse_requirement(text, "the recipe's pip") for text in recipe.pip]
+    backend, requires = plan.backend_of(request.repo, declared)
+    build = plan.needs_build(declared, request.repo, recipe, backend, requires)
+    tree = read_tree(request.repo) if build else None
+    return _Inputs(declared=declared, recipe=recipe, pip=pip, backend=backend, build_requires=requires, build=build,
+                   tree=tree)
+
+
+def _ensure(request: EnvRequest, log: Log, cancel: Cancel) -> EnvInfo:
+    start = time.monotonic()
+    inputs = _read_inputs(request)
+    if not (inputs.build or inputs.declared.needs_env or inputs.recipe.apt or inputs.pip):
+        return EnvInfo(image=request.base_image, base_image=request.base_image, notes=[NO_DEPENDENCIES])
+    engine = images.EngineImages.connect()
+    try:
+        base = engine.inspect(request.base_image)
+        if base is None:
+            raise EnvError(f"the base image {request.base_image!r} is not there; build it with `codebox image build` "
+                           "(or pass --image)")
+        base_id = str(base["Id"])
+        key = inputs_key(base_id, inputs, request)
+        with images.building("env", key, cancel):  # one build per inputs, across threads and processes
+            entry = images.lookup(engine, "env", key)
+            if entry is not None:
+                log(f"reusing {entry.tag} ({len(entry.packages)} packages)")
+                return _info(entry, request, built=False, start=start)
+            entry = _build(request, inputs, engine, base_id, key, log, cancel)
+    finally:
+        engine.close()
+    check(cancel)  # a cancel during the last step (the image load) is still a cancel; the image is whole
+    info = _info(entry, request, built=True, start=start)
+    log(f"built {entry.tag} ({len(entry.packages)} packages) in {info.duration_s:.1f}s")
+    return info
+
+
+def inputs_key(base_id: str, inputs: _Inputs, request: EnvRequest) -> str:
+    """The cache key: everything a build reads, so equal keys make equal environments."""
+    declared = inputs.declared
+    material = {
+        "format": FORMAT_VERSION,
+        "base": base_id,
+        "requirements": [r.text for r in declared.requirements],
+        "build_requires": [r.text for r in inputs.build_requires],
+        "backend": inputs.backend.model_dump(mode="json"),
+        "sources": declared.sources_digest,
+        "project": declared.project.model_dump(mode="json"),
+        "recipe": inputs.recipe.key(),
+        "as_of": asof.cache_part(request.as_of),
+        "index": request.index.model_dump(mode="json"),
+        "uv_index": sorted(IndexConfig.user_indexes()),  # every index the user gives uv (resolve.py)
+        "tree": inputs.tree.key if inputs.tree is not None else None,
+    }
+    return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()[:32]
+
+
+def _info(entry: images.Entry, request: EnvRequest, built: bool, start: float) -> EnvInfo:
+    return EnvInfo(
+        image=entry.tag, image_id=entry.id, base_image=request.base_image, built=built, lock=entry.lock,
+        installed=list(entry.packages), apt=list(entry.apt), python=entry.python, notes=list(entry.notes),
+        as_of=entry.as_of, duration_s=round(time.monotonic() - start, 3),
+    )
+
+
+class _Build:
+    """One environment build: the host's steps between the boxes (see the module docstring)."""
+
+    def __init__(self, request: EnvRequest, inputs: _Inputs, engine: images.Engine, client: docker.DockerClient,
+                 base_id: str, key: str, log: Log, cancel: Cancel) -> None:
+        self.request = request
+        self.inputs = inputs
+        self.engine = engine
+        self.client = client
+        self.base_id = base_id
+        self.key = key
+        self.log = log
+        self.cancel = cancel
+        self.deadline = Deadline(request.limits.timeout_s)
+        self.exclude_newer = asof.exclude_newer(request.as_of)
+        self.compiles = inputs.build and inputs.declared.project.extension_modules
+        from agent.env.build.probe import probe  # a build's own imports: a cache hit never needs them
+
+        self.target, self.installed = probe(client, request.base_image,
+                                            with_debs=bool(inputs.recipe.apt) or self.compiles, cancel=cancel)
+        check_python(inputs.declared.project.requires_python, self.target, request.base_image)
+
+    def resolve(self, requirements: list[Requirement], what: str) -> Lock:
+        when = f" as of {self.request.as_of[:10]}" if self.exclude_newer else ""
+        self.log(f"resolving {len(requirements)} {what}{when} for Python {self.target.python}")
+        return resolve(requirements, self.target, self.request.index, cancel=self.cancel,
+                       exclude_newer=self.exclude_newer)
+
+    def run(self) -> images.Entry:
+        import tempfile
+
+        declared = self.inputs.declared
+        with tempfile.TemporaryDirectory(prefix="codebox-env-") as tmp:
+            folder = Path(tmp)
+            if self.inputs.build:
+                return self._with_project_build(folder, self.compiles)
+            layer = static_layer(declared, folder / "project.tar")
+            # When the dependencies image is built, one load for both images.
+            deps, image_id = self._locked_deps(declared.requirements + self.inputs.pip, declared.project.name,
+                                               self._stacked(layer))
+            return self._finish(deps, layer, declared.project.name or "", image_id)
+
+    def _with_project_build(self, folder: Path, compiles: bool) -> images.Entry:
+        from agent.env.build import metadata
+        from agent.env.build.project_build import ProjectBuild
+        from agent.env.build.tools import ensure_tools
+
+        request, inputs, declared = self.request, self.inputs, self.inputs.declared
+        assert inputs.tree is not None
+        image = request.base_image
+        if compiles:
+            image = ensure_tools(self.client, self.engine, request.base_image, self.base_id, self.target,
+                                 self.installed, request.limits, self.deadline, self.cancel, self.log,
+                                 request.shown()).id
+        needs_cython = compiles and plan.pyx_without_c(inputs.tree.files)
+        build_requires = plan.build_requirements(inputs.build_requires, inputs.backend, declared, needs_cython)
+        with ProjectBuild(self.client, image, request.repo, inputs.tree, inputs.backend, inputs.recipe,
+                          declared.project.import_root, declared.project.version, folder / "project",
+                          request.limits, self.deadline, self.cancel, self.log) as box:
+            self.log("starting the project's build container (network none, unprivileged)")
+            box.start(self.installed)
+            requirements = list(declared.requirements)
+            name = declared.project.name or ""
+            if inputs.backend.name:
+                build_lock = self.resolve(build_requires, "build requirements")
+                box.install_build_requirements(build_lock)
+                box.prepare()
+                more = plan.unsatisfied(box.requires(), build_lock)
+                if more:  # the backend's get_requires_for_build_*: a second round on the host
+                    asked = [parse_requirement(t, "the build backend (get_requires_for_build_*)") for t in more]
+                    box.install_build_requirements(self.resolve(build_requires + asked, "build requirements"))
+                meta = box.metadata()
+                check_python(meta.requires_python, self.target, request.base_image)
+                extras = [*DEFAULT_EXTRAS, *inputs.recipe.extras]
+                requirements += metadata.requirements(meta, extras, self.target)
+                name = meta.name
+                self.log(f"the project's backend says {meta.name} {meta.version}, "
+                         f"{len(meta.requires_dist)} Requires-Dist")
+            else:
+                box.prepare()
+            deps, _ = self._locked_deps(requirements + inputs.pip, name)
+            self.log("installing the project with its own build backend")
+            layer = box.build(folder / "project.tar")
+        return self._finish(deps, layer, name)
+
+    def _lock(self, requirements: list[Requirement], project: str | None) -> Lock:
+        from packaging.utils import canonicalize_name
+
+        from agent.env.resolve.sdists import resolve_with_sdists
+
+        when = f" as of {self.request.as_of[:10]}" if self.exclude_newer else ""
+        self.log(f"resolving {len(requirements)} requirements{when} for Python {self.target.python} "
+                 f"({self.target.platform})")
+        notes: list[str] = []
+        lock = resolve_with_sdists(requirements, self.target, self.request.index, self.cancel, self.exclude_newer,
+                                   notes)
+        for note in notes:
+            self.log(note)
+        self.inputs.declared.notes += [n for n in notes if n not in self.inputs.declared.notes]
+        if project:  # a dependency may pull the project from the index: /repo is the project
+            own = canonicalize_name(project)
+            lock = Lock(pins=[p for p in lock.pins if canonicalize_name(p.name) != own])
+        return lock
+
+    def _locked_deps(self, requirements: list[Requirement], project: str | None,
+                     on_top: Stacked | None = None) -> tuple[images.Entry, str | None]:
+        """The lock of ``requirements`` and its dependencies image (see ``ensure_deps``). When no recorded
+        image could be that lock's, the box that builds it starts while uv resolves (``deps_box.py``)."""
+        from agent.env.build.deps import ensure_deps
+        from agent.env.build.deps_box import EarlyBox, may_reuse
+        from agent.env.resolve.sdists import build_requirements
+
+        early = None
+        if not self.inputs.recipe.apt and not may_reuse(self.base_id, requirements, project):
+            early = EarlyBox(self.client, self.request.base_image, self.request.limits, self.deadline, self.cancel,
+                             self.log)
+        try:
+            lock = self._lock(requirements, project)
+            sdist_build = (self.resolve(build_requirements(lock), "sdist build requirements") if lock.sdists()
+                           else Lock(pins=[]))
+            return ensure_deps(self.client, self.engine, self.request.base_image, self.base_id, self.target, lock,
+                               sdist_build, list(self.inputs.recipe.apt), self.installed, self.request.limits,
+                               self.deadline, self.cancel, self.log, self.request.shown(), on_top, early)
+        finally:
+            if early is not None:
+                early.close()
+
+    def _stacked(self, layer: Path) -> Stacked:
+        """The environment image: its dependencies image plus the project layer."""
+        from agent.env.build.layer import Stacked
+
+        labels = {images.LABEL_KIND: images.KIND, images.LABEL_REPO: self.request.shown()}
+        return Stacked([layer], f"{images.REPOSITORY}:{self.key[:16]}", labels)
+
+    def _finish(self, deps: images.Entry, layer: Path, name: str, image_id: str | None = None) -> images.Entry:
+        """Record the environment image (``image_id``: loaded already with its dependencies image)."""
+        from agent.env.build.layer import load_stack
+
+        stacked = self._stacked(layer)
+        tag = stacked.tag
+        if image_id is None:
+            check(self.cancel)
+            image_id = load_stack(self.client, deps.id, [stacked])[0]
+        entry = images.Entry(
+            kind="env", key=self.key, id=image_id, tag=tag, repo=self.request.shown(), base=self.request.base_image,
+            base_id=self.base_id, python=self.target.python, lock=deps.lock, packages=deps.packages, apt=deps.apt,
+            as_of=self.request.as_of, deps=deps.id,
+            notes=[*self.inputs.declared.notes, *([f"the project ({name}) was installed by its own build backend"]
+                                                  if self.inputs.build and name else [])],
+        )
+        images.write(entry)
+        return entry
+
+
+def _build(request: EnvRequest, inputs: _Inputs, engine: images.Engine, base_id: str, key: str, log: Log,
+           cancel: Cancel) -> images.Entry:
+    log(f"building the environment for {request.shown()} on {request.base_image} "
+        f"({len(inputs.declared.requirements)} declared requirements"
+        + ("; the project's own build runs" if inputs.build else "") + ")")
+    from agent.containers.docker_client import connect
+
+    client = connect(EnvError)
+    client.api.timeout = images.DOCKER_SLOW_S  # a load of a big layer on a busy daemon
+    try:
+        return _Build(request, inputs, engine, client, base_id, key, log, cancel).run()
+    finally:
+        client.close()
+
+
+def static_layer(declared: Declared, dest: Path) -> Path:
+    """The project layer from the static reading: a .pth naming /repo, a dist-info, console scripts."""
+    from agent.env.build.layer import PROJECT, VENV, layer_from_files
+    from agent.env.build.project import console_scripts, editable_files
+
+    files = {f"{PROJECT}/site/{relative}": (text, 0o644) for relative, text in editable_files(declared.project).items()}
+    for name, text in console_scripts(declared.project, f"{VENV}/bin/python").items():
+        files[f"{PROJECT}/bin/{name}"] = (text, 0o755)
+    return layer_from_files(dest, files)

@@ -1,0 +1,1 @@
+"""Stage one: what a repository declares it needs, read statically on the host, never run."""

@@ -1,0 +1,241 @@
+"""Resolve declared requirements into a lock, on the host, with uv: binary wheels, for the
+sandbox image's Python and platform (not the host's). Nothing is built or run here: an sdist is
+allowed only for the packages ``sdists.py`` names together with their statically read metadata.
+
+``uv pip compile --format pylock.toml`` gives every pinned package with the URL and sha256 of
+the wheels that fit the target; ``fetch.py`` downloads exactly those.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from pydantic import BaseModel, Field
+
+from agent.env.cancel import NEVER, Cancel, run_process
+from agent.env.errors import EnvError
+from agent.env.read.reqlines import Requirement
+
+RESOLVE_TIMEOUT_S = 300.0
+# The variables by which a user names indexes to uv (which reads them from the environment we pass on).
+USER_INDEX_VARIABLES = ("UV_INDEX_URL", "UV_DEFAULT_INDEX", "UV_EXTRA_INDEX_URL", "UV_INDEX")
+
+
+class Target(BaseModel):
+    """The interpreter the environment is for: the sandbox image's python3."""
+
+    python: str  # full version, e.g. "3.11.2"
+    platform: str  # uv's --python-platform, e.g. "x86_64-manylinux_2_36"
+    headers: bool = True  # Python.h is there (building C extensions needs it)
+
+
+class IndexConfig(BaseModel):
+    """Where wheels come from: the configured index (uv's default or UV_INDEX_URL), or local folders."""
+
+    find_links: list[str] = Field(default_factory=list)
+    no_index: bool = False
+
+    @classmethod
+    def from_environ(cls) -> IndexConfig:
+        """``CODEBOX_FIND_LINKS`` (folders, ``:``-separated) and ``CODEBOX_NO_INDEX=1``: offline use."""
+        links = [p for p in os.environ.get("CODEBOX_FIND_LINKS", "").split(os.pathsep) if p]
+        return cls(find_links=links, no_index=os.environ.get("CODEBOX_NO_INDEX") == "1")
+
+    def uv_args(self) -> list[str]:
+        args = ["--no-index"] if self.no_index else []
+        for folder in self.find_links:
+            args += ["--find-links", folder]
+        return args
+
+    @staticmethod
+    def user_indexes() -> dict[str, str]:
+        """The index URLs the user gave uv in the environment (uv reads them itself), by variable.
+
+        A repository's private index counts as configured by the user when it is one of these.
+        """
+        found: dict[str, str] = {}
+        for variable in USER_INDEX_VARIABLES:
+            for index, value in enumerate(os.environ.get(variable, "").split()):
+                url = value.partition("=")[2] if variable == "UV_INDEX" and "=" in value.split("://")[0] else value
+                if url:
+                    found[url] = variable if index == 0 else f"{variable} (entry {index + 1})"
+        return found
+
+
+class Pin(BaseModel):
+    name: str
+    version: str
+    url: str
+    sha256: str
+    sdist: bool = False  # no wheel fits: built offline in the install container
+    build_requires: list[str] = Field(default_factory=list)  # an sdist's [build-system] requires
+
+    @property
+    def filename(self) -> str:
+        return self.url.rsplit("/", 1)[-1]
+
+
+class Lock(BaseModel):
+    """The resolved set: one wheel per package, each with its URL and sha256."""
+
+    pins: list[Pin]
+
+    def requirements_txt(self) -> str:
+        return "".join(f"{p.name}=={p.version}\n" for p in self.pins)
+
+    def hashed_txt(self) -> str:
+        """The lock as installed: each pin with its file's sha256 (uv checks every file against it)."""
+        return "".join(f"{p.name}=={p.version} --hash=sha256:{p.sha256}\n" for p in self.pins)
+
+    def digest(self) -> str:
+        """A hash of exactly what is installed (names, versions, files)."""
+        import hashlib
+
+        text = "".join(f"{p.name} {p.version} {p.sha256} {int(p.sdist)}\n" for p in sorted(
+            self.pins, key=lambda p: p.name))
+        return hashlib.sha256(text.encode()).hexdigest()
+
+    def installed(self) -> list[str]:
+        return [f"{p.name}=={p.version}" for p in self.pins]
+
+    def sdists(self) -> list[Pin]:
+        return [p for p in self.pins if p.sdist]
+
+
+class NeedsSource(EnvError):
+    """uv found no usable wheel for ``names`` (they may have sdists)."""
+
+    def __init__(self, message: str, names: list[str]) -> None:
+        super().__init__(message, usage=True)
+        self.names = names
+
+
+def uv_binary() -> str:
+    """The uv executable shipped by the ``uv`` wheel (a dependency of codebox)."""
+    try:
+        from uv import find_uv_bin
+    except ImportError as exc:
+        raise EnvError("uv is not installed; `pip install uv` (a codebox dependency)") from exc
+    return str(find_uv_bin())
+
+
+def check_python(requires_python: str | None, target: Target, image: str) -> None:
+    """EnvError (usage) when the image's Python is outside the project's requires-python."""
+    if not requires_python:
+        return
+    try:
+        spec = SpecifierSet(requires_python)
+    except InvalidSpecifier:
+        raise EnvError(f"requires-python {requires_python!r} is not a valid version specifier", usage=True) from None
+    if not spec.contains(target.python, prereleases=True):
+        raise EnvError(
+            f"the project requires Python {requires_python}, but the sandbox image {image} has Python "
+            f"{target.python}; pass --image with a Python that fits (any image with python3 works as a base)",
+            usage=True,
+        )
+
+
+def resolve(requirements: list[Requirement], target: Target, index: IndexConfig,
+            sdist_metadata: dict[str, list[str]] | None = None, cancel: Cancel = NEVER,
+            exclude_newer: str | None = None) -> Lock:
+    """Run ``uv pip compile`` for ``target``; EnvError (usage) naming what could not be resolved.
+
+    ``exclude_newer`` (an RFC 3339 timestamp): only files uploaded before it, so an old commit
+    gets the versions of its day (``asof.py``).
+
+    ``sdist_metadata``: packages allowed as sdists, each with its Requires-Dist, given to uv so
+    that it never builds one to learn them. NeedsSource when a package has no usable wheel.
+    A cancel kills uv (its whole process group) and raises EnvCancelled.
+    """
+    import tempfile  # here: a cache hit imports this module (IndexConfig), never resolves
+
+    with tempfile.TemporaryDirectory(prefix="codebox-resolve-") as tmp:
+        source = Path(tmp, "requirements.in")
+        source.write_text("".join(r.text + "\n" for r in requirements), encoding="utf-8")
+        cmd = [
+            uv_binary(), "pip", "compile", str(source), "-o", str(Path(tmp, "pylock.toml")),
+            *_interpreter_args(), "--python-version", target.python, "--python-platform", target.platform,
+            "--only-binary", ":all:", "--no-config", "--quiet", "--no-header", *index.uv_args(),
+            *_sdist_args(sdist_metadata or {}, Path(tmp)),
+            *(["--exclude-newer", exclude_newer] if exclude_newer else []),
+        ]
+        try:  # cwd: an empty folder, so no uv.toml or pyproject of anyone else's is read
+            proc = run_process(cmd, cancel, RESOLVE_TIMEOUT_S, cwd=tmp, errors="replace", env=_uv_env(),
+                               stdin=subprocess.DEVNULL)
+        except subprocess.TimeoutExpired:
+            raise EnvError(f"resolving took longer than {RESOLVE_TIMEOUT_S:g} s (is the package index reachable?)"
+                           ) from None
+        if proc.returncode != 0:
+            names = re.findall(r"Wheels are required for `([^`]+)`", proc.stderr)
+            if names:
+                raise NeedsSource(_explain(proc.stderr, requirements), names)
+            raise EnvError(_explain(proc.stderr, requirements), usage=_is_unsatisfiable(proc.stderr))
+        return parse_pylock(Path(tmp, "pylock.toml").read_text(encoding="utf-8"))
+
+
+def _interpreter_args() -> list[str]:
+    """``--python`` naming codebox's own interpreter. The resolve is for ``--python-version`` and
+    ``--python-platform`` alone; without an interpreter named, uv searches virtual environments, its
+    managed installs and PATH for one of the target's exact version (0.4-0.6 s per resolve here)."""
+    return ["--python", sys.executable] if sys.executable else []
+
+
+def _sdist_args(metadata: dict[str, list[str]], folder: Path) -> list[str]:
+    """``--no-binary NAME`` for each sdist-only package, and a uv.toml giving uv their metadata
+    (``dependency-metadata``): with it uv picks the sdist without building it."""
+    if not metadata:
+        return []
+    entries = "".join(f"[[dependency-metadata]]\nname = {json.dumps(name)}\nrequires-dist = {json.dumps(reqs)}\n\n"
+                      for name, reqs in sorted(metadata.items()))
+    config = folder / "uv.toml"
+    config.write_text(entries, encoding="utf-8")
+    args = ["--config-file", str(config)]
+    for name in sorted(metadata):
+        args += ["--no-binary", name]
+    return args
+
+
+def _uv_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.setdefault("UV_NO_PROGRESS", "1")
+    env["NO_COLOR"] = "1"
+    return env
+
+
+def _is_unsatisfiable(stderr: str) -> bool:
+    return "No solution found" in stderr or "not found in" in stderr or "no usable wheels" in stderr.lower()
+
+
+def _explain(stderr: str, requirements: list[Requirement]) -> str:
+    """One line: what could not be resolved, where it was declared, and uv's reason."""
+    text = " ".join(stderr.replace("╰─▶", " ").replace("\u00d7", " ").split())
+    match = re.search(r"Because .*?(?:unsatisfiable\.|$)", text)
+    reason = (match.group(0) if match else text)[:400]
+    mentioned = [r for r in requirements if re.search(rf"(?<![\w.-]){re.escape(r.name)}(?![\w-])", text.lower())]
+    where = "; ".join(f"{r.text} (declared in {r.source})" for r in mentioned[:3])
+    head = f"cannot resolve {where}" if where else "cannot resolve the declared requirements"
+    return f"{head}: {reason}"
+
+
+def parse_pylock(text: str) -> Lock:
+    data = tomllib.loads(text)
+    pins = []
+    for package in data.get("packages", []):
+        wheels = package.get("wheels") or []
+        entry = wheels[0] if wheels else package.get("sdist")
+        if not isinstance(entry, dict):
+            raise EnvError(f"the lock has neither a wheel nor an sdist for {package.get('name')}")
+        sha256 = (entry.get("hashes") or {}).get("sha256")
+        url = entry.get("url") or entry.get("path")
+        if not sha256 or not url:
+            raise EnvError(f"the lock gives no URL or sha256 for {package.get('name')}")
+        pins.append(Pin(name=package["name"], version=str(package["version"]), url=str(url), sha256=sha256,
+                        sdist=not wheels))
+    return Lock(pins=sorted(pins, key=lambda p: p.name))

@@ -1,0 +1,1 @@
+"""The task core: one task from spec to report (the loop, its history, the policy, events, budgets, workspaces)."""
