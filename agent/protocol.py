@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
 from agent.defaults import DEFAULT_MAX_STEPS, DEFAULT_POLICY, DEFAULT_TIMEOUT_S, PolicyName
 from agent.env.info import EnvInfo as EnvInfo  # re-exported: its home keeps a cache hit light
-from agent.env.recipe import Recipe
+from agent.env.recipe import EnvSpec as EnvSpec  # re-exported: a task's env object
 from agent.sandboxes.result import Outcome
 
 
@@ -166,15 +166,6 @@ class AgentEvent(BaseModel):
 # --- tasks and reports ---------------------------------------------------------------------------
 
 # PolicyName (read-only, workspace-write, ask) lives in agent.defaults: the parser needs it without pydantic.
-
-
-class EnvSpec(Recipe):
-    """A task's ``env`` given as an object: built as ``auto`` builds one, with this recipe, as of ``as_of``."""
-
-    as_of: str | None = None  # a date, a timestamp or "now"; default: the task's created_at or commit date
-
-    def recipe(self) -> Recipe:
-        return Recipe(**self.model_dump(exclude={"as_of"}))
 
 
 class TaskSpec(BaseModel):

@@ -57,9 +57,9 @@ sys.path[:0] = [str(ROOT)]
 import docker  # noqa: E402
 
 from agent.containers.image import ensure_sandbox_image  # noqa: E402
-from agent.env.build import images  # noqa: E402
-from agent.env.build.box import BuildLimits  # noqa: E402
-from agent.env.build.ensure import EnvRequest, ensure_env  # noqa: E402
+from agent.env.install import images  # noqa: E402
+from agent.env.install.box import BuildLimits  # noqa: E402
+from agent.env.install.ensure import EnvRequest, ensure_env  # noqa: E402
 from agent.env.recipe import Recipe  # noqa: E402
 from agent.env.resolve.fetch import cache_dir  # noqa: E402
 from agent.env.resolve.resolve import IndexConfig, uv_binary  # noqa: E402

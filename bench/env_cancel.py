@@ -31,8 +31,8 @@ import pytest  # noqa: E402
 
 from agent.cancel import CancelToken  # noqa: E402
 from agent.containers.image import ensure_sandbox_image  # noqa: E402
-from agent.env.build.ensure import EnvRequest, ensure_env  # noqa: E402
 from agent.env.cancel import EnvCancelled  # noqa: E402
+from agent.env.install.ensure import EnvRequest, ensure_env  # noqa: E402
 from agent.env.resolve.resolve import IndexConfig  # noqa: E402
 from tests.agent.env.projects import FLAT, write  # noqa: E402
 from tests.agent.env.slow import slow_install, wait_for_install  # noqa: E402

@@ -23,7 +23,7 @@ sys.path[:0] = [str(ROOT)]
 import docker  # noqa: E402
 
 from agent.containers.image import ensure_sandbox_image  # noqa: E402
-from agent.env.build.ensure import EnvRequest, ensure_env  # noqa: E402
+from agent.env.install.ensure import EnvRequest, ensure_env  # noqa: E402
 from agent.env.resolve.resolve import IndexConfig  # noqa: E402
 from tests.agent.env.projects import write  # noqa: E402
 from tests.agent.env.wheels import make_sdist, make_wheel, make_wheelhouse, setuptools_pyproject  # noqa: E402

@@ -32,7 +32,7 @@ def command_function(target: str) -> Command:
 
 
 def _add_env_recipe_options(p: argparse.ArgumentParser) -> None:
-    """The environment recipe and date (agent/env/options.py folds them into each task's env)."""
+    """The environment recipe and date (agent/cli/env_flags.py folds them into each task's env)."""
     g = p.add_argument_group("environment recipe")
     g.add_argument("--pip", action="append", default=[], metavar="PKG",
                    help="a package the environment gets by name (PEP 508, from the index) beyond what the repo "

@@ -1,16 +1,18 @@
 """The engine contract: a TaskJob in, a TaskOutcome out, and execute_job that turns one into the other.
 
 An engine decides WHERE a job runs (a thread here, a Ray worker on another machine); what
-running a job means is execute_job, the same everywhere. A TaskJob carries everything a
+running a job means is execute_job, the same everywhere: an agent run, or a job of another kind
+(JOB_KINDS: an evaluation), whose function is imported on the worker when one runs, so the
+engines import nothing of what they run. A TaskJob carries everything a
 worker needs (no driver state), a TaskOutcome everything the driver writes to ``--out``:
 only the driver (agent.batch) writes there.
 """
 
 from __future__ import annotations
 
+import importlib
 import socket
 import threading
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +21,6 @@ from typing import TYPE_CHECKING, Any, Protocol
 from pydantic import BaseModel, Field
 
 from agent.cancel import CancelToken
-from agent.eval.job import EvalEvidence, EvalJob, outcome_report
 from agent.protocol import AgentEvent, EnvInfo, Report, TaskSpec
 from agent.sandboxes.config import SandboxConfig
 from agent.task.budget import Prices
@@ -73,8 +74,10 @@ class TaskJob(BaseModel):
     """Leave the workspace on disk after the run (its path is in the outcome)."""
     workspace_root: str | None = None
     """Folder for workspaces (default: the system's temporary folder)."""
-    evaluation: EvalJob | None = None
-    """`codebox eval`: grade this prediction on the task (no model runs); the outcome carries the evidence."""
+    kind: str = "agent"
+    """What the job does: "agent" (a model works on the task), or a kind of JOB_KINDS (no model runs)."""
+    work: dict[str, Any] = Field(default_factory=dict)
+    """The inputs of a job of another kind, as its own model dumps them (an evaluation: agent.eval.job.EvalJob)."""
 
 
 class TaskOutcome(BaseModel):
@@ -91,9 +94,13 @@ class TaskOutcome(BaseModel):
     """The machine the job ran on."""
     workspace: str | None = None
     """The kept workspace's path on ``node`` (only with keep_workspace)."""
-    evaluation: EvalEvidence | None = None
-    """An evaluation job's evidence (the driver judges it)."""
+    result: dict[str, Any] | None = None
+    """What a job of another kind found, as its own model dumps it (an evaluation's evidence: the driver judges it)."""
 
+
+# The jobs that are not agent runs, by kind: the function that runs one ("module:function", with
+# execute_kind's signature), imported on the worker the first time a job of its kind runs there.
+JOB_KINDS = {"eval": "agent.eval.worker:execute_eval_job"}
 
 OutcomeFn = Callable[[TaskOutcome], None]
 StartFn = Callable[[TaskJob], None]
@@ -171,8 +178,8 @@ def execute_job(
     sandbox) made ahead for this job, used instead of making them now. ``env_log``: where an
     environment build says what it does (default: stderr).
     """
-    if job.evaluation is not None:
-        return _execute_eval(job, job.evaluation, source, cancel, prepared)
+    if job.kind != "agent":
+        return _kind_function(job.kind)(job, source, cancel, prepared)
     from agent.task.runner import failed_report, run_task_isolated
 
     task, lines = job.task, _LineSink(sink)
@@ -198,18 +205,14 @@ def execute_job(
                        node=node, workspace=str(kept) if kept else None)
 
 
-def _execute_eval(job: TaskJob, evaluation: EvalJob, source: Path, cancel: CancelToken,
-                  prepared: PreparedJob | None) -> TaskOutcome:
-    """An evaluation job: the instance's evidence, in a workspace made from ``source`` (or ahead)."""
-    from agent.eval.instance import evaluate
+KindFn = Callable[[TaskJob, Path, CancelToken, "PreparedJob | None"], TaskOutcome]
 
-    started = time.time()
-    ahead: dict[str, Any] = {}
-    if prepared is not None:
-        ahead = {"workspace": prepared.workspace, "env": prepared.env, "env_chosen": prepared.env_chosen,
-                 "warm": prepared.warm}
-    evidence = evaluate(job.task, evaluation, job.sandbox, source, cancel, **ahead)
-    report = outcome_report(job.task, evaluation, evidence, started)
-    node = socket.gethostname()
-    report = report.model_copy(update={"attempt": job.attempt, "node": node})
-    return TaskOutcome(task_id=job.task.id, report=report, attempt=job.attempt, node=node, evaluation=evidence)
+
+def _kind_function(kind: str) -> KindFn:
+    """The function that runs a job of ``kind`` (JOB_KINDS); ValueError for a kind no engine knows."""
+    target = JOB_KINDS.get(kind)
+    if target is None:
+        raise ValueError(f"a job of kind {kind!r}: no engine runs that kind (known: agent, {', '.join(JOB_KINDS)})")
+    module, _, name = target.partition(":")
+    function: KindFn = getattr(importlib.import_module(module), name)
+    return function

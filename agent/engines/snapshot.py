@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Literal
 
-from agent.env.build.project import highest_tag
+from agent.env.install.project import highest_tag
 from agent.task.workspace import create_workspace, dated_as, git
 
 SNAPSHOT_REF = "codebox-snapshot"
@@ -68,7 +68,7 @@ def _bundle(workspace: Path, base: str) -> bytes:
                  env=dated_as(base, workspace)).stdout.decode().strip()
     git("update-ref", f"refs/heads/{SNAPSHOT_REF}", commit, cwd=workspace)
     refs = [SNAPSHOT_REF]
-    # The project's version, where nothing states it, is its highest tag (agent.env.build.project): the
+    # The project's version, where nothing states it, is its highest tag (agent.env.install.project): the
     # tag travels too, on the snapshot's commit, or a node would build the project as 0.0.0.
     version = highest_tag(workspace)
     if version is not None:

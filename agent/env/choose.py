@@ -14,9 +14,10 @@ from typing import Protocol
 from agent import defaults
 from agent.env.cancel import NEVER, Cancel
 from agent.env.errors import EnvError
+from agent.env.info import EnvInfo
 from agent.env.read.declared import NO_DEPENDENCIES, read_declared
+from agent.env.recipe import EnvSpec
 from agent.env.resolve import asof
-from agent.protocol import EnvInfo, EnvSpec, TaskSpec
 
 AUTO, NONE = "auto", "none"
 Log = Callable[[str], None]
@@ -24,6 +25,25 @@ Log = Callable[[str], None]
 
 def _quiet(_: str) -> None:
     pass
+
+
+class EnvTask(Protocol):
+    """What the choice reads of a task (agent.protocol.TaskSpec fits): its setting, repository and dates."""
+
+    @property
+    def env(self) -> str | EnvSpec: ...
+
+    @property
+    def repo(self) -> str: ...
+
+    @property
+    def created_at(self) -> str | None: ...
+
+    @property
+    def base_commit(self) -> str | None: ...
+
+    @property
+    def allow_public_fallback(self) -> bool: ...
 
 
 class SandboxLimits(Protocol):
@@ -45,7 +65,7 @@ class SandboxLimits(Protocol):
     def cpus(self) -> float: ...
 
 
-def choose_for_task(task: TaskSpec, repo: Path, sandbox: SandboxLimits, log: Log = _quiet,
+def choose_for_task(task: EnvTask, repo: Path, sandbox: SandboxLimits, log: Log = _quiet,
                     cancel: Cancel = NEVER, repo_name: str | None = None) -> EnvInfo | None:
     """The environment of ``task``, built on ``repo`` (the task's repository or its workspace), shown
     as ``repo_name`` (default ``task.repo``).
@@ -87,8 +107,8 @@ def choose_env(env: str | EnvSpec, repo: Path, base_image: str, log: Log = _quie
     if isinstance(env, str) and _declares_nothing(repo):
         # The common quick run: no builder, no docker-py, no resolver is loaded.
         return EnvInfo(image=base_image, base_image=base_image, notes=[NO_DEPENDENCIES])
-    from agent.env.build.box import BuildLimits
-    from agent.env.build.ensure import EnvRequest, ensure_env
+    from agent.env.install.box import BuildLimits
+    from agent.env.install.ensure import EnvRequest, ensure_env
 
     request = EnvRequest(repo=repo, base_image=base_image, recipe=spec.recipe(),
                          as_of=as_of or asof.choose(spec.as_of, repo),
@@ -109,7 +129,7 @@ def _declares_nothing(repo: Path) -> bool:
 
 def _named(env: str) -> EnvInfo:
     """``--env IMAGE``: an image codebox built (its lock, from codebox's record), or any local image as it is."""
-    from agent.env.build import images
+    from agent.env.install import images
 
     engine = images.EngineImages.connect()
     try:

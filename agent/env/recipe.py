@@ -138,3 +138,12 @@ def load_recipes(path: Path) -> RecipeBook:
         book.versions[str(name)] = {str(v): parse_recipe(r, f"--recipes {path}: {name}.versions.{v}")
                                     for v, r in versions.items()}
     return book
+
+
+class EnvSpec(Recipe):
+    """A task's ``env`` given as an object: built as ``auto`` builds one, with this recipe, as of ``as_of``."""
+
+    as_of: str | None = None  # a date, a timestamp or "now"; default: the task's created_at or commit date
+
+    def recipe(self) -> Recipe:
+        return Recipe(**self.model_dump(exclude={"as_of"}))

@@ -27,6 +27,7 @@ from agent.eval.job import EvalEvidence, EvalJob
 from agent.eval.predictions import Prediction
 from agent.eval.report import write_summaries
 from agent.eval.verdict import InstanceEval, judge
+from agent.eval.worker import eval_job
 from agent.sandboxes.config import SandboxConfig
 
 RUN_JSON = "run.json"
@@ -74,7 +75,7 @@ def run_eval(instances: list[EvalInstance], predictions: dict[str, Prediction], 
             continue
         evaluation = EvalJob(prediction=prediction, timeout_s=options.timeout_s,
                              dataset_image=instance.dataset.image_used)
-        jobs.append(TaskJob(task=instance.task, sandbox=config, evaluation=evaluation))
+        jobs.append(eval_job(TaskJob(task=instance.task, sandbox=config), evaluation))
     engine = options.engine or LocalEngine(options.jobs, warm=options.warm)
     try:
         engine.run(jobs, driver.on_outcome, cancel, on_start=driver.on_start)
@@ -136,7 +137,8 @@ class _Driver:
 
     def on_outcome(self, outcome: TaskOutcome) -> None:
         instance, prediction = self.pairs[outcome.task_id]
-        evidence = outcome.evaluation or EvalEvidence(error=outcome.report.error or "the job returned no evidence")
+        evidence = (EvalEvidence.model_validate(outcome.result) if outcome.result is not None
+                    else EvalEvidence(error=outcome.report.error or "the job returned no evidence"))
         result = InstanceEval(instance_id=outcome.task_id, status="error", strict=self.strict,
                               model_name_or_path=prediction.model_name_or_path, empty_patch=prediction.empty,
                               eval_type=instance.dataset.eval_type, dataset=instance.dataset,

@@ -236,7 +236,7 @@ def _from_git(source: Path, path: Path, base_commit: str | None, *, bare: bool) 
 
 def _drop_later_tags(path: Path) -> None:
     """Remove the workspace's tags its commit cannot reach: later releases. A version read from the
-    highest tag (agent.env.build.project.highest_tag) is then the base's own, as `git describe` says, not
+    highest tag (agent.env.install.project.highest_tag) is then the base's own, as `git describe` says, not
     a later one (cattrs at a 2025-06 base was built as 26.1.0)."""
     later = _out(git("for-each-ref", "--no-merged=HEAD", "--format=%(refname)", "refs/tags", cwd=path))
     if later:

@@ -16,7 +16,7 @@ import docker
 import pytest
 
 from agent.containers.leftovers import LABEL_OWNER
-from agent.env.build import images
+from agent.env.install import images
 from tests.agent.env import projects
 from tests.agent.env.projects import write
 from tests.agent.env.slow import sitecustomize_folder, wait_for_install

@@ -102,7 +102,7 @@ def test_apt_packages_are_downloaded_on_the_host_and_installed_offline(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from agent.containers.sandbox import Sandbox
-    from agent.env.build.ensure import EnvRequest, ensure_env
+    from agent.env.install.ensure import EnvRequest, ensure_env
     from agent.env.resolve.resolve import IndexConfig
     from agent.sandboxes.config import SandboxConfig
     from tests.agent.env.wheels import make_wheelhouse
@@ -146,8 +146,8 @@ C_PROJECT = {
 
 def test_the_projects_c_extension_is_built_offline_and_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from agent.containers.sandbox import Sandbox
-    from agent.env.build.ensure import EnvRequest, ensure_env
     from agent.env.errors import EnvError
+    from agent.env.install.ensure import EnvRequest, ensure_env
     from agent.sandboxes.config import SandboxConfig
 
     problem = _apt_problem()

@@ -187,7 +187,7 @@ def test_the_environment_is_batch_s_and_recorded_with_its_image_id_and_lock(
 
         assert "SKIPPED tests/test_calc.py::test_later - Skipped: later" in (read_log(out / "auto") or "")
         assert plain["env"] is None and plain["image_id"] and plain["status"] == "resolved"  # src/ on sys.path
-        from agent.env.build import images
+        from agent.env.install import images
 
         # built on a throwaway workspace, recorded under the repository it came from (`codebox env ls` shows it)
         assert [e.repo for e in images.entries() if e.tag == built] == [str(repo)]

@@ -103,8 +103,8 @@ def cmd_batch(args: argparse.Namespace) -> int:
         tasks = [task.model_copy(update={"env": args.env}) for task in tasks]
     if args.allow_public_fallback:
         tasks = [task.model_copy(update={"allow_public_fallback": True}) for task in tasks]
+    from agent.cli.env_flags import EnvFlags
     from agent.env.errors import EnvError
-    from agent.env.options import EnvFlags
 
     try:  # --pip, --pre-install, --recipes, --as-of complete each task's env
         flags = EnvFlags(args)

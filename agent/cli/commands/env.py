@@ -38,12 +38,12 @@ def _imports_without_gc() -> Iterator[None]:
 def cmd_env_build(args: argparse.Namespace) -> int:
     with _imports_without_gc():
         from agent.cancel import CancelToken
+        from agent.cli.env_flags import EnvFlags
         from agent.cli.signals import cancel_on_signals
         from agent.console.progress import StepProgress
         from agent.defaults import DEFAULT_IMAGE
-        from agent.env.build.ensure import EnvRequest, ensure_env
         from agent.env.cancel import EnvCancelled
-        from agent.env.options import EnvFlags
+        from agent.env.install.ensure import EnvRequest, ensure_env
         from agent.env.resolve import asof
         from agent.env.resolve.resolve import IndexConfig
         from agent.errors import CodeboxError
@@ -99,8 +99,8 @@ def _print_declared(repo: Path, args: argparse.Namespace) -> int:
 def cmd_env_ls(args: argparse.Namespace) -> int:
     import time
 
-    from agent.env.build.images import EngineImages, list_env_images
     from agent.env.errors import EnvError
+    from agent.env.install.images import EngineImages, list_env_images
 
     try:
         engine = EngineImages.connect()
@@ -120,8 +120,8 @@ def cmd_env_ls(args: argparse.Namespace) -> int:
 
 
 def cmd_env_rm(args: argparse.Namespace) -> int:
-    from agent.env.build.images import EngineImages, remove_env_images
     from agent.env.errors import EnvError
+    from agent.env.install.images import EngineImages, remove_env_images
 
     if not args.images and not args.all:
         return usage_error("name the images to remove (see `codebox env ls`), or pass --all")

@@ -63,7 +63,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
 def _with_env_flags(args: argparse.Namespace, instances: list[Any]) -> list[Any]:
     """--pip, --pre-install, --recipes, --as-of folded into each instance's env, as batch folds them; a
     recipes file is keyed by the repository's name as the dataset gives it (owner/name), not by its clone."""
-    from agent.env.options import EnvFlags
+    from agent.cli.env_flags import EnvFlags
 
     flags = EnvFlags(args)
     folded = []

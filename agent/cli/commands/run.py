@@ -145,8 +145,8 @@ def _run_task_spec(args: argparse.Namespace, task_id: str) -> tuple[TaskSpec | N
         return None, None, flag_problem(exc)
     except ValidationError as exc:
         return None, None, checks.validation_message(exc)
+    from agent.cli.env_flags import EnvFlags
     from agent.env.errors import EnvError
-    from agent.env.options import EnvFlags
 
     try:  # --pip, --pre-install, --recipes, --as-of: the environment this run builds
         task = EnvFlags(args).apply(task)

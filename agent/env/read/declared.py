@@ -39,8 +39,8 @@ from typing import Any
 from packaging.utils import canonicalize_name
 from pydantic import BaseModel, Field
 
-from agent.env.build.project import Project, read_project
 from agent.env.errors import EnvError
+from agent.env.install.project import Project, read_project
 from agent.env.read.backend import BuildSystem, read_build_system
 from agent.env.read.digest import source_digest
 from agent.env.read.names import extra_name

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from agent.engines.snapshot import make_snapshot, shared_source, sweep_sources, unpack_snapshot
-from agent.env.build.project import highest_tag
+from agent.env.install.project import highest_tag
 from agent.env.resolve.asof import choose, commit_date
 from agent.task.workspace import WorkspaceError, create_workspace
 from tests.repos import fingerprint, sh

@@ -42,7 +42,7 @@ def _session_images(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     saved = os.environ.get("CODEBOX_CACHE_DIR")
     os.environ["CODEBOX_CACHE_DIR"] = str(folder)
     try:
-        from agent.env.build import images
+        from agent.env.install import images
 
         engine = images.EngineImages.connect()
         images.remove_env_images(engine, [])

@@ -15,13 +15,13 @@ import docker
 import pytest
 
 from agent.containers.leftovers import LABEL_OWNER, LABEL_ROLE, LABEL_TASK
-from agent.env.build import box, deps
+from agent.env.install import box, deps
 
 BLOCK = "sleep 600  # codebox tests: a build that would take ten minutes\n"
 INSTALL = "env-deps"  # the task label of the box that installs the dependencies
 
 _SITECUSTOMIZE = f"""
-import agent.env.build.deps as _deps
+import agent.env.install.deps as _deps
 
 _real = _deps._install_script
 _deps._install_script = lambda *a, **k: {BLOCK!r} + _real(*a, **k)
@@ -59,6 +59,6 @@ def wait_for_install(client: docker.DockerClient, owner: int, timeout: float = 1
 
 def env_images(client: docker.DockerClient, repo: Path) -> list[Any]:
     """Every image codebox made for ``repo`` (environment, dependencies or tools), by the label set for people."""
-    from agent.env.build import images
+    from agent.env.install import images
 
     return list(client.images.list(filters={"label": f"{images.LABEL_REPO}={repo}"}))

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.env.build.tree import read_tree
 from agent.env.errors import EnvError
+from agent.env.install.tree import read_tree
 from agent.env.resolve import asof
 from tests.agent.env.projects import git_tagged, write
 
@@ -55,7 +55,7 @@ def test_a_commit_date_runs_nothing_the_repository_configures(tmp_path: Path) ->
     hook.chmod(0o755)
     subprocess.run(["git", "config", "core.fsmonitor", str(hook)], cwd=repo, check=True)
     assert asof.commit_date(repo) is not None
-    from agent.env.build.tree import read_tree as tree_of
+    from agent.env.install.tree import read_tree as tree_of
 
     tree_of(repo)
     assert not marker.exists()

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from agent.env.build.box import DPKG_CAPS, SETUP_CAPS, BuildLimits
-from agent.env.build.deps_box import box_plan
+from agent.env.install.box import DPKG_CAPS, SETUP_CAPS, BuildLimits
+from agent.env.install.deps_box import box_plan
 from agent.env.resolve.resolve import Lock, Pin
 
 LIMITS = BuildLimits(memory="768m", pids=99, cpus=1.0, timeout_s=600)

@@ -14,9 +14,9 @@ import docker.models.containers
 import pytest
 
 from agent.containers.sandbox import Sandbox
-from agent.env.build import images
-from agent.env.build.ensure import EnvRequest, ensure_env
 from agent.env.errors import EnvError
+from agent.env.install import images
+from agent.env.install.ensure import EnvRequest, ensure_env
 from agent.env.resolve.resolve import IndexConfig
 from agent.protocol import EnvInfo
 from agent.sandboxes.config import SandboxConfig

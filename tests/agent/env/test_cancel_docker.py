@@ -15,9 +15,9 @@ import docker
 import pytest
 
 from agent.cancel import CancelToken
-from agent.env.build import deps
-from agent.env.build.ensure import EnvRequest, ensure_env
 from agent.env.cancel import EnvCancelled
+from agent.env.install import deps
+from agent.env.install.ensure import EnvRequest, ensure_env
 from agent.env.resolve.fetch import cache_dir
 from agent.env.resolve.resolve import IndexConfig
 from agent.protocol import EnvInfo
@@ -103,7 +103,7 @@ def test_cancel_during_the_install_removes_the_container_tags_nothing_and_a_rebu
 
 def deps_tags(info: EnvInfo) -> list[str]:
     """The tag of the dependencies image under the environment ``info`` names."""
-    from agent.env.build import images
+    from agent.env.install import images
 
     engine = images.EngineImages.connect()
     entry = images.find(engine, info.image_id)

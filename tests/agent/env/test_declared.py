@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.env.build.project import console_scripts, editable_files
 from agent.env.errors import EnvError
+from agent.env.install.project import console_scripts, editable_files
 from agent.env.read.declared import read_declared
 from agent.env.read.poetry import constraint
 from tests.agent.env import projects

@@ -10,8 +10,8 @@ from typing import Any
 import docker
 import pytest
 
-from agent.env.build import box
-from agent.env.build.ensure import EnvRequest, ensure_env
+from agent.env.install import box
+from agent.env.install.ensure import EnvRequest, ensure_env
 from agent.env.resolve.resolve import IndexConfig
 from agent.protocol import EnvInfo
 from tests.agent.env.projects import write
@@ -143,7 +143,7 @@ def loads(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
 def test_the_static_path_loads_the_dependencies_and_the_environment_image_in_one_docker_load(
     tmp_path: Path, wheelhouse: Path, made: list[str], loads: list[list[str]]
 ) -> None:
-    from agent.env.build import images
+    from agent.env.install import images
 
     extra = tmp_path / "own-wheels"  # a lock of this test's own: its dependencies image is built here
     make_wheel(extra, "onlyhere", "1.0", {"onlyhere/__init__.py": f"WHERE = {str(tmp_path)!r}\n"})
@@ -172,7 +172,7 @@ def test_the_static_path_loads_the_dependencies_and_the_environment_image_in_one
 @pytest.fixture()
 def partials(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The ids of the untagged images the builds loaded (the venv while its bytecode compiles)."""
-    from agent.env.build import layer
+    from agent.env.install import layer
 
     seen: list[str] = []
     real = layer.load_stack
@@ -189,8 +189,8 @@ def partials(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 def test_the_untagged_venv_image_is_gone_after_a_build_and_after_a_failed_one(
     tmp_path: Path, wheelhouse: Path, made: list[str], partials: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from agent.env.build import deps, images
     from agent.env.errors import EnvError
+    from agent.env.install import deps, images
     from tests.agent.env.slow import env_images
 
     extra = tmp_path / "own-wheels"
@@ -217,7 +217,7 @@ def test_the_box_starts_while_uv_resolves_and_a_reused_dependencies_image_starts
 ) -> None:
     import time
 
-    from agent.env.build import images
+    from agent.env.install import images
     from agent.env.resolve import sdists
     extra = tmp_path / "own-wheels"  # no recorded dependencies image can hold this package: a build is sure
     make_wheel(extra, "onlyhere", "1.0", {"onlyhere/__init__.py": f"WHERE = {str(tmp_path)!r}\n"})
@@ -260,7 +260,7 @@ def test_an_untagged_image_a_killed_build_left_is_removed_by_the_next_build(
     import json
     import subprocess
 
-    from agent.env.build import images, layer
+    from agent.env.install import images, layer
 
     client = docker.from_env()
     left, running = (layer.load_stack(client, BASE, [layer.Stacked(

@@ -23,9 +23,9 @@ ROOT = Path(__file__).resolve().parents[3]
 # Only a build (or a download, a resolve, a run) has a use for these.
 NOT_IN_A_HIT = (
     "docker", "requests", "urllib3", "rich", "openai", "agent.protocol", "agent.containers.docker_client",
-    "agent.env.build.deps", "agent.env.build.layer", "agent.env.build.probe", "agent.env.resolve.sdists",
-    "agent.env.build.metadata",
-    "agent.env.build.project_build", "agent.env.build.tools", "urllib.request", "http.client", "ssl",
+    "agent.env.install.deps", "agent.env.install.layer", "agent.env.install.probe", "agent.env.resolve.sdists",
+    "agent.env.install.metadata",
+    "agent.env.install.project_build", "agent.env.install.tools", "urllib.request", "http.client", "ssl",
     "concurrent.futures",
 )
 TAG = "codebox-env:0123456789abcdef"
@@ -34,7 +34,7 @@ IMAGE_ID = "sha256:" + "e" * 64
 _PRELUDE = """
 import contextlib, io, json, socket, sys
 import agent.env.resolve.fetch, agent.env.resolve.resolve
-from agent.env.build import images
+from agent.env.install import images
 
 def refuse(*args, **kwargs):
     raise AssertionError("a cache hit reached for the network or the resolver")

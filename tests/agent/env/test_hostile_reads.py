@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.env.build.project import Project, editable_files
 from agent.env.errors import EnvError
+from agent.env.install.project import Project, editable_files
 from agent.env.read import digest
 from agent.env.read.declared import read_declared
 from tests.agent.env.projects import write

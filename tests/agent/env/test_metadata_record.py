@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from agent.env.build import images
-from agent.env.build.layer import check_layer, layer_from_files
-from agent.env.build.metadata import parse_metadata, requirements
-from agent.env.build.plan import pyx_without_c, unsatisfied
 from agent.env.errors import EnvError
+from agent.env.install import images
+from agent.env.install.layer import check_layer, layer_from_files
+from agent.env.install.metadata import parse_metadata, requirements
+from agent.env.install.plan import pyx_without_c, unsatisfied
 from agent.env.resolve.resolve import Lock, Pin, Target
 
 TARGET = Target(python="3.11.2", platform="x86_64-manylinux_2_36")
@@ -208,7 +208,7 @@ def test_building_holds_one_builder_per_key(tmp_path: Path, monkeypatch: pytest.
 def test_a_version_tool_or_dynamic_entry_points_make_the_projects_own_build_run(
     tmp_path: Path, files: dict[str, str], builds: bool
 ) -> None:
-    from agent.env.build.plan import version_file_at_build
+    from agent.env.install.plan import version_file_at_build
     from agent.env.read.declared import read_declared
     from tests.agent.env.projects import write
 

@@ -15,10 +15,10 @@ import docker
 import pytest
 
 from agent.containers.sandbox import Sandbox, SandboxConfig
-from agent.env.build import box, images
-from agent.env.build.box import BuildLimits
-from agent.env.build.ensure import EnvRequest, ensure_env
 from agent.env.errors import ProjectBuildFailed
+from agent.env.install import box, images
+from agent.env.install.box import BuildLimits
+from agent.env.install.ensure import EnvRequest, ensure_env
 from agent.env.recipe import Recipe
 from agent.env.resolve.resolve import IndexConfig
 from agent.protocol import EnvInfo

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from agent.cli.env_flags import EnvFlags
 from agent.env.errors import EnvError
-from agent.env.options import EnvFlags
 from agent.env.recipe import Recipe, load_recipes, parse_recipe
 from agent.protocol import EnvSpec, TaskSpec
 

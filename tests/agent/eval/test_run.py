@@ -11,7 +11,7 @@ from agent.cancel import CancelToken
 from agent.engines import TaskJob, TaskOutcome
 from agent.engines.base import AdmitFn, OutcomeFn, StartFn
 from agent.eval.dataset import EvalInstance
-from agent.eval.job import ApplyRecord, EvalEvidence, outcome_report
+from agent.eval.job import ApplyRecord, EvalEvidence, EvalJob, outcome_report
 from agent.eval.predictions import Prediction
 from agent.eval.run import EvalOptions, regrade, run_eval
 from agent.protocol import TaskSpec
@@ -29,18 +29,18 @@ class FakeEngine:
     def run(self, jobs: Sequence[TaskJob], on_outcome: OutcomeFn, cancel: CancelToken,
             on_start: StartFn | None = None, admit: AdmitFn | None = None) -> None:
         for job in jobs:
-            assert job.evaluation is not None and job.sandbox.output_limit > 32_000
+            assert job.kind == "eval" and job.sandbox.output_limit > 32_000
             self.ran.append(job.task.id)
             if on_start:
                 on_start(job)
             evidence = EvalEvidence(model_patch=ApplyRecord(command="git apply --verbose"), junit_xml=PASSING,
                                     exit_code=0, flagged=["conftest.py"] if job.task.id == "flagged" else [])
-            report = outcome_report(job.task, job.evaluation, evidence, 0.0)
+            report = outcome_report(job.task, EvalJob.model_validate(job.work), evidence, 0.0)
             if job.task.id in self.lose:
                 lost = report.model_copy(update={"status": "error", "error": "lost on the Ray cluster"})
                 on_outcome(TaskOutcome(task_id=job.task.id, report=lost))
             else:
-                on_outcome(TaskOutcome(task_id=job.task.id, report=report, evaluation=evidence))
+                on_outcome(TaskOutcome(task_id=job.task.id, report=report, result=evidence.model_dump(mode="json")))
 
 
 def instances(tmp_path: Path, ids: list[str]) -> tuple[list[EvalInstance], dict[str, Prediction]]:

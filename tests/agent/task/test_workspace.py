@@ -344,7 +344,7 @@ def test_git_reads_no_terminal_a_config_includes(tmp_path: Path) -> None:
 
 def test_a_workspace_keeps_only_the_tags_its_base_reaches(tmp_path: Path) -> None:
     # A project whose version comes from its tags is built at the base's release, not a later one.
-    from agent.env.build.project import highest_tag
+    from agent.env.install.project import highest_tag
 
     repo = tmp_path / "repo"
     repo.mkdir()

@@ -16,10 +16,10 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from agent.env.build import images
-from agent.env.build.box import BUILD_USER, DPKG_CAPS, SETUP_CAPS, Box, BuildLimits, Deadline, Log, Mount
-from agent.env.build.layer import VENV
 from agent.env.cancel import Cancel
+from agent.env.install import images
+from agent.env.install.box import BUILD_USER, DPKG_CAPS, SETUP_CAPS, Box, BuildLimits, Deadline, Log, Mount
+from agent.env.install.layer import VENV
 from agent.env.resolve.resolve import Lock, uv_binary
 
 if TYPE_CHECKING:

@@ -27,12 +27,12 @@ from pathlib import Path
 
 import docker
 
-from agent.env.build import images
-from agent.env.build.box import BUILD_USER, Box, BuildLimits, Deadline, StepFailed
-from agent.env.build.deps_box import BUILD, PREFIX, EarlyBox, box_plan, fits_in_memory, mounts, tmpfs
-from agent.env.build.layer import PROJECT, VENV, BackgroundLoad, Stacked, check_layer, load_stack
 from agent.env.cancel import NEVER, Cancel, check
 from agent.env.errors import EnvError, why_it_failed
+from agent.env.install import images
+from agent.env.install.box import BUILD_USER, Box, BuildLimits, Deadline, StepFailed
+from agent.env.install.deps_box import BUILD, PREFIX, EarlyBox, box_plan, fits_in_memory, mounts, tmpfs
+from agent.env.install.layer import PROJECT, VENV, BackgroundLoad, Stacked, check_layer, load_stack
 from agent.env.resolve import apt
 from agent.env.resolve.fetch import make_wheelhouse
 from agent.env.resolve.resolve import Lock, Target
@@ -139,7 +139,7 @@ def _install_and_load(box: Box, base_image: str, target: Target, folder: Path, d
 
 def _stage(stage: Path, lock: Lock, target: Target) -> None:
     stage.mkdir(parents=True, exist_ok=True)  # an early box's folder has it already
-    script = resources.files("agent.env.build.inside").joinpath(BYTECODE).read_text("utf-8")
+    script = resources.files("agent.env.install.inside").joinpath(BYTECODE).read_text("utf-8")
     (stage / BYTECODE).write_text(script, encoding="utf-8")
     (stage / "requirements.txt").write_text(lock.hashed_txt(), encoding="utf-8")
     (stage / "sdists.txt").write_text("".join(p.filename + "\n" for p in lock.sdists()), encoding="utf-8")

@@ -35,13 +35,13 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, Field
 
 from agent import defaults
-from agent.env.build import images, plan
-from agent.env.build.box import ROLE_BUILD, BuildLimits, Deadline
-from agent.env.build.plan import Backend
-from agent.env.build.tree import Tree, read_tree
 from agent.env.cancel import NEVER, Cancel, EnvCancelled, check
 from agent.env.errors import EnvError
 from agent.env.info import EnvInfo
+from agent.env.install import images, plan
+from agent.env.install.box import ROLE_BUILD, BuildLimits, Deadline
+from agent.env.install.plan import Backend
+from agent.env.install.tree import Tree, read_tree
 from agent.env.read.declared import DEFAULT_EXTRAS, DEFAULT_RUNNER, NO_DEPENDENCIES, Declared, read_declared
 from agent.env.read.reqlines import Requirement, parse_requirement
 from agent.env.read.source_policy import check_sources
@@ -52,7 +52,7 @@ from agent.env.resolve.resolve import IndexConfig, Lock, check_python, resolve
 if TYPE_CHECKING:
     import docker
 
-    from agent.env.build.layer import Stacked
+    from agent.env.install.layer import Stacked
 
 FORMAT_VERSION = "2"
 Log = Callable[[str], None]
@@ -203,7 +203,7 @@ class _Build:
         self.deadline = Deadline(request.limits.timeout_s)
         self.exclude_newer = asof.exclude_newer(request.as_of)
         self.compiles = inputs.build and inputs.declared.project.extension_modules
-        from agent.env.build.probe import probe  # a build's own imports: a cache hit never needs them
+        from agent.env.install.probe import probe  # a build's own imports: a cache hit never needs them
 
         self.target, self.installed = probe(client, request.base_image,
                                             with_debs=bool(inputs.recipe.apt) or self.compiles, cancel=cancel)
@@ -230,9 +230,9 @@ class _Build:
             return self._finish(deps, layer, declared.project.name or "", image_id)
 
     def _with_project_build(self, folder: Path, compiles: bool) -> images.Entry:
-        from agent.env.build import metadata
-        from agent.env.build.project_build import ProjectBuild
-        from agent.env.build.tools import ensure_tools
+        from agent.env.install import metadata
+        from agent.env.install.project_build import ProjectBuild
+        from agent.env.install.tools import ensure_tools
 
         request, inputs, declared = self.request, self.inputs, self.inputs.declared
         assert inputs.tree is not None
@@ -295,8 +295,8 @@ class _Build:
                      on_top: Stacked | None = None) -> tuple[images.Entry, str | None]:
         """The lock of ``requirements`` and its dependencies image (see ``ensure_deps``). When no recorded
         image could be that lock's, the box that builds it starts while uv resolves (``deps_box.py``)."""
-        from agent.env.build.deps import ensure_deps
-        from agent.env.build.deps_box import EarlyBox, may_reuse
+        from agent.env.install.deps import ensure_deps
+        from agent.env.install.deps_box import EarlyBox, may_reuse
         from agent.env.resolve.sdists import build_requirements
 
         early = None
@@ -316,14 +316,14 @@ class _Build:
 
     def _stacked(self, layer: Path) -> Stacked:
         """The environment image: its dependencies image plus the project layer."""
-        from agent.env.build.layer import Stacked
+        from agent.env.install.layer import Stacked
 
         labels = {images.LABEL_KIND: images.KIND, images.LABEL_REPO: self.request.shown()}
         return Stacked([layer], f"{images.REPOSITORY}:{self.key[:16]}", labels)
 
     def _finish(self, deps: images.Entry, layer: Path, name: str, image_id: str | None = None) -> images.Entry:
         """Record the environment image (``image_id``: loaded already with its dependencies image)."""
-        from agent.env.build.layer import load_stack
+        from agent.env.install.layer import load_stack
 
         stacked = self._stacked(layer)
         tag = stacked.tag
@@ -358,8 +358,8 @@ def _build(request: EnvRequest, inputs: _Inputs, engine: images.Engine, base_id:
 
 def static_layer(declared: Declared, dest: Path) -> Path:
     """The project layer from the static reading: a .pth naming /repo, a dist-info, console scripts."""
-    from agent.env.build.layer import PROJECT, VENV, layer_from_files
-    from agent.env.build.project import console_scripts, editable_files
+    from agent.env.install.layer import PROJECT, VENV, layer_from_files
+    from agent.env.install.project import console_scripts, editable_files
 
     files = {f"{PROJECT}/site/{relative}": (text, 0o644) for relative, text in editable_files(declared.project).items()}
     for name, text in console_scripts(declared.project, f"{VENV}/bin/python").items():

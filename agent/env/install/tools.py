@@ -17,10 +17,10 @@ from pathlib import Path
 
 import docker
 
-from agent.env.build import images
-from agent.env.build.box import DPKG_CAPS, Box, BuildLimits, Deadline, Mount
-from agent.env.build.layer import load_image
 from agent.env.cancel import NEVER, Cancel, check
+from agent.env.install import images
+from agent.env.install.box import DPKG_CAPS, Box, BuildLimits, Deadline, Mount
+from agent.env.install.layer import load_image
 from agent.env.resolve import apt
 from agent.env.resolve.resolve import Target
 

@@ -118,7 +118,7 @@ class BackgroundLoad:
         return self
 
     def _load(self) -> None:
-        from agent.env.build import images
+        from agent.env.install import images
 
         def mark(ids: list[str]) -> None:
             self.marked = ids[0], images.mark_loading(ids[0])

@@ -8,9 +8,9 @@ import shlex
 import threading
 from typing import TYPE_CHECKING
 
-from agent.env.build.box import Box, BuildLimits, Deadline
 from agent.env.cancel import NEVER, Cancel
 from agent.env.errors import EnvError
+from agent.env.install.box import Box, BuildLimits, Deadline
 from agent.env.resolve.fetch import cache_dir
 from agent.env.resolve.resolve import Target
 

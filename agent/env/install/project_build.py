@@ -28,13 +28,13 @@ from typing import Any
 import docker
 from packaging.version import InvalidVersion, Version
 
-from agent.env.build.box import BUILD_USER, DPKG_CAPS, SETUP_CAPS, Box, BuildLimits, Deadline, Mount, StepFailed
-from agent.env.build.layer import PROJECT, VENV, check_layer
-from agent.env.build.metadata import BackendMetadata, parse_metadata
-from agent.env.build.plan import Backend
-from agent.env.build.tree import Tree
 from agent.env.cancel import NEVER, Cancel, check
 from agent.env.errors import EnvError, ProjectBuildFailed, why_it_failed
+from agent.env.install.box import BUILD_USER, DPKG_CAPS, SETUP_CAPS, Box, BuildLimits, Deadline, Mount, StepFailed
+from agent.env.install.layer import PROJECT, VENV, check_layer
+from agent.env.install.metadata import BackendMetadata, parse_metadata
+from agent.env.install.plan import Backend
+from agent.env.install.tree import Tree
 from agent.env.recipe import Recipe
 from agent.env.resolve import apt
 from agent.env.resolve.fetch import make_wheelhouse
@@ -81,7 +81,7 @@ class ProjectBuild:
         stage = self.folder / "stage"
         stage.mkdir(parents=True)
         for name in SCRIPTS:
-            (stage / name).write_text(resources.files("agent.env.build.inside").joinpath(name).read_text("utf-8"),
+            (stage / name).write_text(resources.files("agent.env.install.inside").joinpath(name).read_text("utf-8"),
                                       encoding="utf-8")
         listing = "\0".join(self.tree.files).encode("utf-8", "surrogateescape")
         (stage / "files.list").write_bytes(listing)

@@ -15,7 +15,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from agent.env.recipe import Recipe, RecipeBook, load_recipes, parse_recipe
+from agent.env.recipe import EnvSpec, Recipe, RecipeBook, load_recipes, parse_recipe
 from agent.env.resolve import asof
 
 if TYPE_CHECKING:  # `codebox env build` (a cache hit) never needs agent.protocol's models
@@ -48,8 +48,6 @@ class EnvFlags:
 
     def apply(self, task: TaskSpec) -> TaskSpec:
         """``task`` with its environment setting completed by the flags (see the module docstring)."""
-        from agent.protocol import EnvSpec
-
         env = task.env
         if isinstance(env, str) and env != AUTO:
             return task

@@ -1,0 +1,1 @@
+"""Stage three: the environment installed in boxes with no network, kept as images: the plan, boxes, layers, record."""
