@@ -22,8 +22,8 @@ from rich.text import Text
 from agent.console.render import OUTCOME_STYLE
 from agent.console.terminal import Writer, safe
 from agent.escape import one_line, printable
+from agent.languages.registry import failing_tests
 from agent.protocol import AgentEvent
-from agent.tools.test_names import failing_tests
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 STREAM_KEPT_CHARS = 400  # of a streaming reply, what the console keeps

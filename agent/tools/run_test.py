@@ -1,8 +1,8 @@
 """run_test, host side: the task's test command plus the model's arguments, with a bounded timeout;
 the run becomes the report's last_test (with the exact argv that ran).
 
-The model's arguments may only choose tests (agent.tools.test_args); anything else is refused
-before the sandbox sees it, and a refused call leaves last_test as it was."""
+The model's arguments may only choose tests (the command's language says which: agent.languages);
+anything else is refused before the sandbox sees it, and a refused call leaves last_test as it was."""
 
 from __future__ import annotations
 
@@ -12,11 +12,11 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from agent.defaults import REPO_MOUNT
+from agent.languages.base import TestArgsError
+from agent.languages.registry import check_test_args, failing_tests
 from agent.protocol import TestRun
 from agent.sandboxes.result import ToolResult, failure, wrote_into_repo
 from agent.tools.base import RunEffects, ToolArgs, ToolContext, ToolHandler
-from agent.tools.test_args import TestArgsError, check_test_args
-from agent.tools.test_names import failing_tests
 
 _IN_A_COPY = "the user can run them in a throwaway copy (codebox run --test-in-copy, or test_in_copy in a task)"
 READ_ONLY_NOTE = f"note: the tests tried to write into {REPO_MOUNT}, which is read-only in the sandbox; {_IN_A_COPY}"
@@ -86,5 +86,5 @@ class RunTestTool(ToolHandler):
             outcome=result.outcome,
             exit_code=result.data.get("exit_code"),
             duration_s=float(result.data.get("duration_s") or 0.0),
-            failed_tests=failing_tests(result.output),
+            failed_tests=failing_tests(result.output, [str(a) for a in result.data.get("argv", [])] or None),
         )

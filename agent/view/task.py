@@ -7,7 +7,7 @@ import math
 from typing import Any
 
 from agent.console.net_diff import NetDiff
-from agent.tools.test_names import failing_tests
+from agent.languages.registry import failing_tests
 from agent.view.diff import split_diff
 from agent.view.models import PatchView, StepView, TaskView, TestView, ToolCallView
 from agent.view.timeline import build_timeline, clip, event_time, number, text

@@ -1,6 +1,7 @@
 """The claims ARCHITECTURE.md makes about the seams, checked on the source: no import circle (even
-counting imports made for type checking only), the protocol imports no console, and the code that
-runs tasks reaches the container engines only through agent.backends.registry."""
+counting imports made for type checking only), between modules nor between the folders of agent/ (its
+layers), the protocol imports no console, and the code that runs tasks reaches the container engines only
+through agent.backends.registry."""
 
 from __future__ import annotations
 
@@ -36,7 +37,8 @@ def _engine_modules(found: set[str]) -> list[str]:
                   or m.startswith("agent.backends.podman"))
 
 
-def test_no_import_circle_even_for_type_checking() -> None:
+def _module_graph() -> dict[str, set[str]]:
+    """Every first-party module and the first-party modules it imports (anywhere in it, type checking included)."""
     modules = {boundary._module_name(p): p for package in boundary.FIRST_PARTY for p in (ROOT / package).rglob("*.py")
                if "demo/repo" not in p.as_posix()}
     graph: dict[str, set[str]] = {}
@@ -48,7 +50,27 @@ def test_no_import_circle_even_for_type_checking() -> None:
             if imported and imported != name:
                 targets.add(imported)
         graph[name] = targets
-    assert boundary.find_cycle(graph) is None
+    return graph
+
+
+def test_no_import_circle_even_for_type_checking() -> None:
+    assert boundary.find_cycle(_module_graph()) is None
+
+
+def _layer(module: str) -> str:
+    """The layer of agent/ a module belongs to: its first-level folder, or the module itself at the top."""
+    parts = module.split(".")
+    return ".".join(parts[:2]) if len(parts) > 2 or (ROOT / Path(*parts[:2])).is_dir() else module
+
+
+def test_the_folders_of_agent_are_layers_no_two_import_each_other() -> None:
+    layers: dict[str, set[str]] = {}
+    for name, targets in _module_graph().items():
+        if name.startswith("agent."):
+            source = _layer(name)
+            layers.setdefault(source, set()).update(
+                t for t in (_layer(t) for t in targets if t.startswith("agent.")) if t not in (source, "agent"))
+    assert boundary.find_cycle(layers) is None
 
 
 def test_the_protocol_imports_no_console() -> None:

@@ -304,22 +304,20 @@ def _cmd_run(args: argparse.Namespace, task_id: str, warm: WarmPool | None) -> i
 
 
 def _with_found_tests(task: TaskSpec, env: Any, quiet: bool) -> TaskSpec:
-    """The task with pytest as its test command when the repository shows pytest (its settings,
-    a conftest.py, test modules) and the environment has it; one line on stderr says which."""
-    from agent.test_detect import lock_has_pytest, pytest_command, pytest_evidence
+    """The task with the test command its repository shows (agent.languages: pytest from its settings, a
+    conftest.py, test modules) when the environment can run it; one line on stderr says which."""
+    from agent.languages.registry import detect
 
-    found = pytest_evidence(Path(task.repo))
+    found = detect(Path(task.repo), env.lock if env is not None else None)
     if found is None:
         return task
-    evidence = one_line(found, 120)  # names from the repository: escaped like all its text
+    evidence = one_line(found.evidence, 120)  # names from the repository: escaped like all its text
     say = (lambda _line: None) if quiet else (lambda line: print(f"codebox: tests: {line}", file=sys.stderr))
-    if env is not None and env.lock and not lock_has_pytest(env.lock):
-        say(f"none ({evidence} is pytest's, but the environment does not install pytest: --pip pytest, "
-            "or --test-cmd)")
+    if found.missing:
+        say(f"none ({evidence} shows {found.language} tests, but {found.missing})")
         return task
-    command = pytest_command(Path(task.repo))
-    say(f"{shlex.join(command)} (found {evidence}; --test-cmd to change)")
-    return task.model_copy(update={"test_cmd": command})
+    say(f"{shlex.join(found.command)} (found {evidence}; --test-cmd to change)")
+    return task.model_copy(update={"test_cmd": found.command})
 
 
 def _live_console(stream: TextIO) -> RunConsole:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from view_fixtures import T0, XSS, XSS_ID
 
-from agent.tools.test_names import failing_tests
+from agent.languages.registry import failing_tests
 from agent.view import ViewError, load
 from agent.view.diff import split_diff
 from agent.view.load import default_output, split_runs

@@ -1,4 +1,4 @@
-"""Which repositories show pytest (agent.test_detect): read, never run, and never hung by a hostile file."""
+"""Which repositories show pytest (agent.languages.python.detect): read, never run, and never hung by a hostile file."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.test_detect import lock_has_pytest, pytest_evidence
+from agent.languages.python.detect import lock_has_pytest, pytest_evidence
 
 
 def write(repo: Path, files: dict[str, str]) -> Path:
@@ -108,6 +108,6 @@ def test_run_takes_pytest_only_where_the_environment_has_it(
     ],
 )
 def test_the_command_gives_no_second_quiet(tmp_path: Path, files: dict[str, str], command: list[str]) -> None:
-    from agent.test_detect import pytest_command
+    from agent.languages.python.detect import pytest_command
 
     assert pytest_command(write(tmp_path / "repo", files)) == command

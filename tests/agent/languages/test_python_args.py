@@ -6,8 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from agent.languages.base import TestArgsError
+from agent.languages.python.args import is_pytest
+from agent.languages.registry import check_test_args
 from agent.sandboxes.result import ToolResult
-from agent.tools.test_args import TestArgsError, check_test_args, is_pytest
 from tests.fakes import FakeSandbox, make_agent, task
 
 PYTEST = ["python3", "-m", "pytest", "-q"]

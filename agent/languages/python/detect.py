@@ -1,4 +1,4 @@
-"""The test command of a repository whose user gave none: pytest, where the repository shows it.
+"""Python's test detection: pytest, where the repository shows it (its settings, a conftest.py, test modules).
 
 Only files are read (a few, each capped); nothing of the repository runs. The command is the
 sandbox's ``python3 -m pytest -q``: the environment's Python, or the sandbox image's, with pytest.

@@ -1,21 +1,20 @@
-"""What the model may add to the task's test command: arguments that choose tests, nothing else.
+"""What the model may add to a pytest command: arguments that choose tests, nothing else.
 
 The user's configured test command is trusted; the model's extra arguments are not. They may
 change which tests run and how much is printed, never what "pass" means: options that load
 plugins, read another config, move the rootdir, override ini values, turn warnings into errors or
 only collect are refused, and so are paths outside the repository and pytest's `@argfile`.
-
-- pytest (the command runs `pytest`, `py.test` or `python -m pytest`): test paths or node ids
-  inside the repository, and the options in PYTEST_FLAGS / PYTEST_VALUE_OPTIONS.
-- any other runner: plain relative test paths inside the repository, no options at all.
+A command runs pytest when it runs `pytest`, `py.test` or `python -m pytest`; then test paths or
+node ids inside the repository are allowed, and the options in PYTEST_FLAGS / PYTEST_VALUE_OPTIONS.
 """
 
 from __future__ import annotations
 
 import itertools
-import posixpath
 import re
 from pathlib import Path, PurePosixPath
+
+from agent.languages.base import CONTROL, TestArgsError, check_test_path, refused
 
 # Options without a value (short ones may be clustered: -xq, -vv).
 PYTEST_FLAGS = frozenset(
@@ -38,71 +37,38 @@ PYTEST_VALUE_OPTIONS = {
 _SHORT_FLAGS = {f[1] for f in PYTEST_FLAGS if len(f) == 2}
 _SHORT_VALUES = {o[1] for o in PYTEST_VALUE_OPTIONS if len(o) == 2}
 _TB_STYLES = {"auto", "long", "short", "line", "native", "no"}
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 
 PYTEST_ALLOWED = (
     "test paths or node ids inside the repository (tests/test_x.py::TestY::test_z), "
     "-k EXPR, -m EXPR, -x, --maxfail N, -q, -v (-vv), -s, -l, --lf, --ff, --nf, --sw, "
     "--tb STYLE, -r CHARS, --durations N, --deselect NODEID, --no-header"
 )
-OTHER_ALLOWED = "plain test paths inside the repository (no options: the test command is not pytest)"
-
-
-class TestArgsError(ValueError):
-    """The model's arguments do not only choose tests; the message says what is allowed."""
-
-    __test__ = False  # not a pytest test class
 
 
 def is_pytest(test_cmd: list[str]) -> bool:
+    """Whether the command runs pytest (pytest, py.test, pytest-3, python -m pytest)."""
     names = [PurePosixPath(a).name for a in test_cmd]
     if any(n in ("pytest", "py.test") or re.fullmatch(r"pytest-?3?(\.\d+)*", n) for n in names):
         return True
     return any(a == "-m" and b == "pytest" for a, b in itertools.pairwise(test_cmd))
 
 
-def check_test_args(test_cmd: list[str], args: list[str], repo: Path | None = None) -> None:
+def check_pytest_args(args: list[str], repo: Path | None = None) -> None:
     """Raise TestArgsError unless every argument only chooses tests. With ``repo``, a path that
     leads out of it through a symlink is refused too (checked against the tree on the host)."""
-    pytest = is_pytest(test_cmd)
-    allowed = PYTEST_ALLOWED if pytest else OTHER_ALLOWED
     i = 0
     while i < len(args):
         arg = args[i]
         try:
-            if _CONTROL.search(arg):
+            if CONTROL.search(arg):
                 raise TestArgsError(f"{arg!r} contains a control character")
-            if not pytest or not arg.startswith("-"):
-                _check_path(arg, repo)
+            if not arg.startswith("-"):
+                check_test_path(arg, repo)
                 i += 1
             else:
                 i = _check_option(args, i, repo)
         except TestArgsError as exc:
-            raise TestArgsError(
-                f"run_test refused the argument {arg!r}: {exc}. "
-                f"args may only choose which tests run; allowed: {allowed}."
-            ) from None
-
-
-def _check_path(arg: str, repo: Path | None = None) -> None:
-    """A test path or node id (path::name[param]) that stays inside the repository."""
-    if arg.startswith("-"):
-        raise TestArgsError("options are not accepted for this test command")
-    if arg.startswith("@"):
-        raise TestArgsError("argument files (@file) are not accepted")
-    path = arg.split("::", 1)[0]
-    if not path:
-        raise TestArgsError("empty path")
-    if path.startswith(("/", "~")) or re.match(r"^[A-Za-z]:", path) or "\\" in path:
-        raise TestArgsError("absolute paths are not accepted; paths are relative to the repository root")
-    normal = posixpath.normpath(path)
-    if normal == ".." or normal.startswith("../"):
-        raise TestArgsError("the path leaves the repository")
-    if repo is not None:
-        root = repo.resolve()
-        real = (root / normal).resolve()
-        if real != root and root not in real.parents:
-            raise TestArgsError("the path leads out of the repository through a symlink")
+            raise refused(arg, str(exc), PYTEST_ALLOWED) from None
 
 
 def _check_option(args: list[str], i: int, repo: Path | None = None) -> int:
@@ -141,7 +107,7 @@ def _take_value(args: list[str], i: int, name: str, repo: Path | None) -> int:
 
 def _check_value(name: str, value: str, repo: Path | None = None) -> None:
     kind = PYTEST_VALUE_OPTIONS[name]
-    if _CONTROL.search(value):
+    if CONTROL.search(value):
         raise TestArgsError(f"the value of {name} contains a control character")
     if kind == "count" and not value.isdigit():
         raise TestArgsError(f"{name} takes a number")
@@ -150,7 +116,7 @@ def _check_value(name: str, value: str, repo: Path | None = None) -> None:
     if kind == "chars" and not re.fullmatch(r"[a-zA-Z]+", value):
         raise TestArgsError("-r takes letters (e.g. -r fE)")
     if kind == "path":
-        _check_path(value, repo)
+        check_test_path(value, repo)
 
 
 _REASONS = {

@@ -1,10 +1,10 @@
-"""The names of the failing tests, read out of a test run's output (pytest, unittest, go test)."""
+"""The names of the failing tests, read out of a Python test run's output (pytest, unittest)."""
 
 from __future__ import annotations
 
 import re
 
-MAX_NAMES = 50
+from agent.languages.base import MAX_NAMES
 
 # pytest's short summary: "FAILED tests/test_a.py::test_x - AssertionError ..." (also ERROR),
 # and its -v / -rA lines: "tests/test_a.py::test_x FAILED".
@@ -12,8 +12,6 @@ _PYTEST = re.compile(r"^(?:FAILED|ERROR) (.+?)(?: - .*)?$")  # node ids may hold
 _PYTEST_VERBOSE = re.compile(r"^(\S+::\S+) (?:FAILED|ERROR)\b")
 # unittest: "FAIL: test_x (tests.test_a.TestA.test_x)" (3.11+) or "FAIL: test_x (tests.test_a.TestA)".
 _UNITTEST = re.compile(r"^(?:FAIL|ERROR): (\S+) \(([^)\s]+)\)")
-# go test: "--- FAIL: TestX (0.00s)".
-_GO = re.compile(r"^\s*--- FAIL: (\S+)")
 
 
 # The header of pytest's short summary; the last one in the output is the run's own.
@@ -45,6 +43,4 @@ def _name(line: str) -> str | None:
     if match := _UNITTEST.match(line):
         method, where = match.groups()
         return where if where.endswith("." + method) else f"{where}.{method}"
-    if match := _GO.match(line):
-        return match.group(1)
     return None

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from agent.tools.test_names import MAX_NAMES, failing_tests
+from agent.languages.base import MAX_NAMES
+from agent.languages.registry import failing_tests
 
 PYTEST = """\
 ..F.E

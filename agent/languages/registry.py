@@ -1,0 +1,45 @@
+"""The languages codebox knows, in the order they are asked, and the questions the rest of codebox asks them.
+
+Adding an ecosystem: one module under agent/languages/ with a Language object, and one line in LANGUAGES.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from agent.languages.base import Detection, Language
+from agent.languages.generic import GENERIC
+from agent.languages.python import PYTHON
+
+LANGUAGES: tuple[Language, ...] = (PYTHON,)
+
+
+def detect(repo: Path, lock: str | None = None) -> Detection | None:
+    """The test command of the first language that claims ``repo`` (with what showed it), or None."""
+    for language in LANGUAGES:
+        found = language.detect(repo, lock)
+        if found is not None:
+            return found
+    return None
+
+
+def for_command(test_cmd: list[str]) -> Language:
+    """The language whose test runner ``test_cmd`` runs (its argument rules apply), else the generic rules."""
+    return next((language for language in LANGUAGES if language.runs(test_cmd)), GENERIC)
+
+
+def check_test_args(test_cmd: list[str], args: list[str], repo: Path | None = None) -> None:
+    """Raise TestArgsError unless each of the model's ``args`` only chooses tests of ``test_cmd``."""
+    for_command(test_cmd).check_test_args(test_cmd, args, repo)
+
+
+def failing_tests(output: str, test_cmd: list[str] | None = None) -> list[str]:
+    """The failing tests a run's output names: read as ``test_cmd``'s language writes them, or, with no command,
+    by the first language that finds any."""
+    if test_cmd is not None:
+        return for_command(test_cmd).failing_tests(output) or GENERIC.failing_tests(output)
+    for language in (*LANGUAGES, GENERIC):
+        found = language.failing_tests(output)
+        if found:
+            return found
+    return []
