@@ -23,7 +23,7 @@ from agent.protocol import TaskSpec
 from agent.task.events import FanoutSink, JsonlSink
 from agent.task.runner import run_task
 
-DEMO_DIR = Path(__file__).resolve().parent / "demo"
+DEMO_DIR = Path(__file__).resolve().parent / "demo_data"
 TEST_CMD = ["python3", "-m", "pytest", "-q"]
 
 
@@ -54,7 +54,7 @@ def run_demo(keep: bool = False, image: str | None = None, out: Path | None = No
     from agent.sandboxes.config import SandboxConfig
 
     say = print
-    say("codebox demo — the model is SCRIPTED (agent/demo/script.json): no model key or network needed.")
+    say("codebox demo — the model is SCRIPTED (agent/cli/demo_data/script.json): no model key or network needed.")
     say("Everything else is real: the agent loop, the policy, and a network-less Docker sandbox per task.\n")
     try:
         tag = image or ensure_sandbox_image(log=lambda line: say(f"  [image] {printable(line)}"))

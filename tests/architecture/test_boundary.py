@@ -93,7 +93,7 @@ def _first_party_graph() -> dict[str, set[str]]:
         _module_name(p): p
         for package in FIRST_PARTY
         for p in (ROOT / package).rglob("*.py")
-        if "demo/repo" not in p.as_posix()
+        if "demo_data/repo" not in p.as_posix()
     }
     graph: dict[str, set[str]] = {}
     for name, path in modules.items():

@@ -40,7 +40,7 @@ def _engine_modules(found: set[str]) -> list[str]:
 def _module_graph() -> dict[str, set[str]]:
     """Every first-party module and the first-party modules it imports (anywhere in it, type checking included)."""
     modules = {boundary._module_name(p): p for package in boundary.FIRST_PARTY for p in (ROOT / package).rglob("*.py")
-               if "demo/repo" not in p.as_posix()}
+               if "demo_data/repo" not in p.as_posix()}
     graph: dict[str, set[str]] = {}
     for name, path in modules.items():
         targets = set()

@@ -28,9 +28,9 @@ RUNTIME_FILES = [
     "sandbox/tools/catalog.py",
     "agent/containers/Dockerfile.sandbox",
     "agent/containers/build_base.sh",
-    "agent/demo/script.json",
-    "agent/demo/repo/backoff.py",
-    "agent/demo/repo/tests/test_backoff.py",
+    "agent/cli/demo_data/script.json",
+    "agent/cli/demo_data/repo/backoff.py",
+    "agent/cli/demo_data/repo/tests/test_backoff.py",
     "agent/view/assets/view.js",
     "agent/view/assets/view.css",
 ]
