@@ -26,7 +26,7 @@ from agent.eval.dataset import EvalInstance
 from agent.eval.job import EvalEvidence, EvalJob
 from agent.eval.predictions import Prediction
 from agent.eval.report import write_summaries
-from agent.eval.verdict import InstanceEval, judge
+from agent.eval.verdict import InstanceEval, flag_list, judge
 from agent.eval.worker import eval_job
 from agent.sandboxes.config import SandboxConfig
 
@@ -155,7 +155,7 @@ class _Driver:
 
     def _say(self, result: InstanceEval, when: str) -> None:
         cause = f": {result.error}" if result.error and result.status != "resolved" else ""
-        flag = f" [flagged: {', '.join(result.flagged)}]" if result.flagged else ""
+        flag = f" [flagged: {flag_list(result)}]" if result.flagged else ""
         line = f"  {result.instance_id}: {result.status} ({when}){flag}{cause}"
         print(printable(line)[:400], file=self.progress, flush=True)
 
