@@ -122,6 +122,7 @@ class _Run:
                 return
         repo = self.workspace.path.resolve()
         config = envs.sandbox_config(task, config)
+        evidence.backend, evidence.runtime = config.backend, config.runtime
         with self.step("env"):
             try:
                 if not env_chosen:

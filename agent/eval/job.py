@@ -69,6 +69,10 @@ class EvalEvidence(BaseModel):
     """The paths the test_patch touches, put back to the base commit before it applied."""
     test_patch: ApplyRecord | None = None
     env: EnvInfo | None = None
+    backend: str | None = None
+    """The sandbox backend the tests ran on (docker, podman)."""
+    runtime: str | None = None
+    """The OCI runtime the tests ran under (runc, runsc: gVisor...): the user's, or a trusted line's."""
     image_id: str | None = None
     """The image the tests ran in, by id (sha256:...)."""
     test_command: list[str] = Field(default_factory=list)

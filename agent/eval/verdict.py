@@ -69,6 +69,9 @@ class InstanceEval(BaseModel):
     exit_code: int | None = None
     run_outcome: str | None = None
     env: EnvInfo | None = None
+    backend: str | None = None
+    runtime: str | None = None
+    """The OCI runtime the tests ran under (runc, runsc...): recorded, and part of the fingerprint."""
     image_id: str | None = None
     dataset: DatasetInfo = Field(default_factory=DatasetInfo)
     files: dict[str, str] = Field(default_factory=dict)
@@ -112,6 +115,7 @@ def _take_evidence(result: InstanceEval, evidence: EvalEvidence) -> None:
     result.flags, result.changed = evidence.flags, evidence.changed
     result.test_command, result.exit_code = evidence.test_command, evidence.exit_code
     result.run_outcome, result.env, result.image_id = evidence.run_outcome, evidence.env, evidence.image_id
+    result.backend, result.runtime = evidence.backend, evidence.runtime
     result.cancelled, result.timings = evidence.cancelled, evidence.timings
     result.notes = [*result.notes, *evidence.notes]
     result.harness_error, result.no_report = evidence.error, evidence.no_report
