@@ -146,7 +146,9 @@ def run_task(
     # The container starts (~0.35 s) while the model thinks about its first reply.
     early = _EarlyStart(sandbox)
     try:
-        ctx = ToolContext(sandbox=early, repo=repo, test_cmd=list(task.test_cmd), test_in_copy=task.test_in_copy)
+        limits = limits or Limits()
+        ctx = ToolContext(sandbox=early, repo=repo, test_cmd=list(task.test_cmd), test_in_copy=task.test_in_copy,
+                          default_test_timeout_s=limits.test_timeout_s, max_test_timeout_s=limits.max_test_timeout_s)
         agent = CodingAgent(model, ToolRegistry(), policy, sink, ctx, limits=limits)
         return _with_sandbox(_with_env(agent.run(task, cancel), env), config)
     finally:
