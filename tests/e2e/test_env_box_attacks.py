@@ -138,8 +138,17 @@ def test_a_compressed_layer_from_a_box_is_refused_without_decompressing(
     assert time.process_time() - started < 0.5
 
 
+@pytest.fixture
+def slow_client() -> Iterator[docker.DockerClient]:
+    """A client with a build's patience: removing a box that floods its stream takes seconds on a busy daemon."""
+    client = docker.from_env(timeout=300)
+    yield client
+    client.close()
+
+
 def test_a_box_past_its_layer_cap_or_its_log_cap_is_removed_and_said(
-        tmp_path: Path, sandbox_image: str, docker_client: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, sandbox_image: str, slow_client: docker.DockerClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    docker_client = slow_client
     dest = tmp_path / "layer.tar"
     with Box(docker_client, sandbox_image, "flood", [], BuildLimits(), Deadline(300)) as box:
         container = box.container.id

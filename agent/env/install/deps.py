@@ -130,10 +130,11 @@ def _install_and_load(box: Box, base_image: str, target: Target, folder: Path, d
                            f"of the build log:\n{exc.tail}", usage=True) from None
         raise EnvError(f"installing the environment failed offline (exit {exc.status}); the end of "
                        f"the build log:\n{exc.tail}") from None
-    check_layer(layers[-1], VENV.lstrip("/"), box.cancel)
-    # The daemon unpacks the venv (~1 ms a file on fuse-overlayfs) while the box compiles its bytecode,
-    # which is then a layer of its own on top.
-    with BackgroundLoad(box.client, base_image, layers, stack[0].labels, box.cancel) as venv:
+    # The venv's layer is checked, then unpacked by the daemon (~1 ms a file on fuse-overlayfs), while the box
+    # compiles its bytecode, which is then a layer of its own on top.
+    venv_layer = layers[-1]
+    with BackgroundLoad(box.client, base_image, layers, stack[0].labels, box.cancel,
+                        lambda: check_layer(venv_layer, VENV.lstrip("/"), box.cancel)) as venv:
         bytecode = folder / "bytecode.tar"
         box.run(_bytecode_script(target), "bytecode", env={"PATH": SYSTEM_PATH}, stdout_to=bytecode)
         check_layer(bytecode, VENV.lstrip("/"), box.cancel)

@@ -116,9 +116,10 @@ class BackgroundLoad:
     left is removed by the next build that loads one, or by ``codebox env rm --all``."""
 
     def __init__(self, client: docker.DockerClient, parent: str, layers: list[Path], labels: dict[str, str],
-                 cancel: Cancel = NEVER) -> None:
+                 cancel: Cancel = NEVER, check_first: Callable[[], object] | None = None) -> None:
         self.client = client
         self.cancel = cancel
+        self.check_first = check_first  # run in the thread before the load (a layer's check: off the caller's path)
         self.image = Stacked(layers, "", labels)
         self.parent = parent
         self.result: dict[str, Any] = {}
@@ -136,6 +137,8 @@ class BackgroundLoad:
             self.marked = ids[0], images.mark_loading(ids[0])
 
         try:
+            if self.check_first is not None:
+                self.check_first()
             self.result["id"] = load_stack(self.client, self.parent, [self.image], mark, self.cancel)[0]
         except Exception as exc:  # given to the caller by wait()
             self.result["error"] = exc
