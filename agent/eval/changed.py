@@ -24,7 +24,7 @@ def changed_paths(workspace: Path) -> list[str]:
     others = git(*_UNQUOTED, "ls-files", "-z", "--others", "--directory", "--no-empty-directory", cwd=workspace).stdout
     found = set(_names(tracked))
     for name in _names(others):
-        if name.endswith("/"):  # a folder git will not look into (it holds a .git of its own): every file in it
+        if name.endswith("/"):  # a new folder, named once by --directory (or one with a .git of its own): its files
             found.update(_files_under(workspace, name.rstrip("/")))
         else:
             found.add(name)

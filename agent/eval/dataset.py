@@ -96,7 +96,9 @@ class LineRules:
     """--dataset-image: a line's image is used when its name matches one of these (fnmatch)."""
 
     def image_allowed(self, image: str) -> bool:
-        return self.trusted or any(fnmatch.fnmatchcase(image, glob) for glob in self.image_globs)
+        """A glob matches the whole name or its last part (``sweb.eval.*`` matches ``swebench/sweb.eval.x:latest``)."""
+        names = {image, image.rsplit("/", 1)[-1]}
+        return self.trusted or any(fnmatch.fnmatchcase(name, glob) for glob in self.image_globs for name in names)
 
 
 def load_dataset(

@@ -275,7 +275,7 @@ def test_a_dataset_image_on_this_machine_is_the_environment(tmp_path: Path, sand
         tasks.write_text("".join(json.dumps(line) + "\n" for line in lines))
         out = tmp_path / "out"
         assert evaluate("--tasks", str(tasks), "--predictions", str(preds), "--out", str(out),
-                        "--repos", str(tmp_path / "repos"), "--dataset-image", "*/sweb.eval.*") == 0
+                        "--repos", str(tmp_path / "repos"), "--dataset-image", "sweb.eval.*") == 0
         here, away = verdict(out, "here"), verdict(out, "away")
         assert here["status"] == away["status"] == "resolved"
         assert here["dataset"]["image_used"] and here["env"] is None

@@ -77,12 +77,12 @@ def test_a_local_image_is_the_environment_and_env_precedence(tmp_path: Path, rep
 
 def test_a_line_image_is_used_only_when_a_glob_the_user_gave_matches(tmp_path: Path, repos: tuple[Path, str]) -> None:
     root, base = repos
-    rows = [swe_bench_4(base, instance_id="sweb", image="sweb.eval.x86_64.acme__calc-1:latest"),
+    rows = [swe_bench_4(base, instance_id="sweb", image="swebench/sweb.eval.x86_64.acme__calc-1:latest"),
             swe_bench_4(base, instance_id="private", image="private/secrets:1")]
     path = write(tmp_path / "d.jsonl", rows)
     sweb, private = load_dataset(path, repos_dir=root, image_exists=lambda name: True,
                                  rules=LineRules(image_globs=["sweb.eval.*"])).instances
-    assert sweb.task.image == "sweb.eval.x86_64.acme__calc-1:latest" and sweb.dataset.image_used
+    assert sweb.task.image == "swebench/sweb.eval.x86_64.acme__calc-1:latest" and sweb.dataset.image_used
     assert private.task.image is None and not private.dataset.image_used and private.task.env == "auto"
     none = load_dataset(path, repos_dir=root, image_exists=lambda name: True).instances
     assert [i.task.image for i in none] == [None, None]
