@@ -360,7 +360,8 @@ def build_parser(settings: CodeboxSettings | None = None, chosen: str | None = N
                     "runtime, env, image or limits, as a task file's (default: a line carries data only; repeatable)")
     ev.add_argument("--dataset-image", metavar="GLOB", action="append", default=[],
                     help="use a line's own image (SWE-bench's image, SWE-smith's image_name) when its name (or its "
-                    "last part) matches GLOB and it is on this machine, e.g. 'sweb.eval.*' (repeatable; default: never)")
+                    "last part) matches GLOB and it is on this machine, e.g. 'sweb.eval.*' "
+                    "(repeatable; default: never)")
     ev.add_argument("--regrade", metavar="OUT", help="judge every instance of a kept run again from its evidence")
     ev.add_argument("--strict", action="store_true", default=None,
                     help="an instance whose patch touches test infrastructure (flagged) counts as unresolved")
