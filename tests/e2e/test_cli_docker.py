@@ -19,7 +19,7 @@ from agent.console.render import summary_text
 pytestmark = pytest.mark.docker
 
 ROOT = Path(__file__).resolve().parents[2]
-DEMO_REPO = ROOT / "agent" / "demo" / "repo"
+DEMO_REPO = ROOT / "agent" / "cli" / "demo_data" / "repo"
 SLOW_SCRIPT = {"turns": [{"tool_calls": [{"name": "run_test", "arguments": {}}]}, {"message": "never"}]}
 
 
