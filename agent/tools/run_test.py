@@ -18,6 +18,8 @@ from agent.protocol import TestRun
 from agent.sandboxes.result import ToolResult, failure, wrote_into_repo
 from agent.tools.base import RunEffects, ToolArgs, ToolContext, ToolHandler
 
+NO_TEST_COMMAND = ("No test command is configured for this task (codebox run --test-cmd ..., or test_cmd in a "
+                   "batch task's line).")
 _IN_A_COPY = "the user can run them in a throwaway copy (codebox run --test-in-copy, or test_in_copy in a task)"
 READ_ONLY_NOTE = f"note: the tests tried to write into {REPO_MOUNT}, which is read-only in the sandbox; {_IN_A_COPY}"
 MAYBE_READ_ONLY_NOTE = (f"note: a test hit a read-only file system (the error names no path); {REPO_MOUNT} is "
@@ -57,8 +59,7 @@ class RunTestTool(ToolHandler):
     def execute(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
         assert isinstance(args, RunTestArgs)
         if not ctx.test_cmd:
-            return failure("No test command is configured for this task (codebox run --test-cmd ..., or test_cmd "
-                           "in a batch task's line).", "error")
+            return failure(ctx.no_tests_message or NO_TEST_COMMAND, "error")
         try:
             check_test_args(ctx.test_cmd, args.args, ctx.repo)
         except TestArgsError as exc:
@@ -87,4 +88,5 @@ class RunTestTool(ToolHandler):
             exit_code=result.data.get("exit_code"),
             duration_s=float(result.data.get("duration_s") or 0.0),
             failed_tests=failing_tests(result.output, [str(a) for a in result.data.get("argv", [])] or None),
+            error=None if result.ok else result.error,
         )
