@@ -401,8 +401,14 @@ def build_parser(settings: CodeboxSettings | None = None, chosen: str | None = N
     view.add_argument("--port", type=int, default=8765, help="port for --serve (0: any free port)")
     view.set_defaults(func="agent.cli.commands.maintenance:cmd_view")
 
-    gc = sub.add_parser("gc", help="remove leftover codebox containers of dead runs")
+    gc = sub.add_parser("gc", help="remove leftover codebox containers of dead runs (their owner process is gone, "
+                        "or their lifetime has passed)")
     gc.add_argument("--backend", choices=list(BACKEND_NAMES), default=c.backend, help="the engine to clean")
+    gc.add_argument("--dry-run", action="store_true",
+                    help="remove nothing: say which containers would be removed and which are kept, and why")
+    gc.add_argument("--owner", type=int, metavar="PID",
+                    help="only the containers of this process (its pid on this machine, as `docker ps` shows in "
+                         "the codebox.owner label)")
     gc.set_defaults(func="agent.cli.commands.maintenance:cmd_gc")
     return parser
 
