@@ -1,4 +1,4 @@
-"""The `codebox` command: run, batch, eval, env, config, trust, demo, image, view, gc."""
+"""The `codebox` command: run, batch, eval, env, config, trust, demo, image, view, doctor, gc."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from typing import Any, cast
 
 from agent.cli.commands.common import usage_error
 from agent.cli.errors import OneLineParser, parse_args
-from agent.defaults import BACKEND_NAMES, DEFAULT_EVAL_TIMEOUT_S, POLICY_NAMES
+from agent.defaults import BACKEND_NAMES, DEFAULT_EVAL_TIMEOUT_S, DEFAULT_IMAGE, POLICY_NAMES
 from agent.settings.environment import unknown_variables
 from agent.settings.sources import KNOWN_KEYS, CodeboxSettings, ConfigError, load_settings, shown, user_config_file
 from agent.task.host_run import HOST_RUN_HELP
@@ -400,6 +400,18 @@ def build_parser(settings: CodeboxSettings | None = None, chosen: str | None = N
     view.add_argument("--serve", action="store_true", help="serve the page on 127.0.0.1 (re-read at each reload)")
     view.add_argument("--port", type=int, default=8765, help="port for --serve (0: any free port)")
     view.set_defaults(func="agent.cli.commands.maintenance:cmd_view")
+
+    doctor = sub.add_parser("doctor", help="is this machine ready? the engine, the sandbox image, the runtimes, "
+                            "Podman, the disk, the model, its key and endpoint: a line each, with the fix",
+                            formatter_class=_HelpFormatter)
+    doctor.add_argument("--backend", choices=list(BACKEND_NAMES), default=c.backend, help="the engine to check")
+    doctor.add_argument("--runtime", default=c.runtime, metavar="NAME", help="the OCI runtime the sandboxes use")
+    doctor.add_argument("--image", default=c.image or DEFAULT_IMAGE, help="the sandbox image to check")
+    doctor.add_argument("--model", default=c.model, help="the model to check (a name, or scripted:FILE)")
+    doctor.add_argument("--base-url", default=c.base_url, help="its endpoint (asked for its models: GET /models)")
+    doctor.add_argument("--api-key-env", default=c.api_key_env, help="the variable that holds its key (never shown)")
+    doctor.add_argument("--api", choices=["chat", "responses"], default=c.api)
+    doctor.set_defaults(func="agent.cli.commands.doctor:cmd_doctor")
 
     gc = sub.add_parser("gc", help="remove leftover codebox containers of dead runs (their owner process is gone, "
                         "or their lifetime has passed)")
