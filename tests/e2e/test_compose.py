@@ -90,7 +90,8 @@ def _tasks(project: Path) -> None:
     repo.mkdir(parents=True)
     (repo / "calc.py").write_text("def add(a, b):\n    return a - b\n")
     (repo / "tests").mkdir()
-    (repo / "tests" / "test_calc.py").write_text("from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n")
+    test = "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
+    (repo / "tests" / "test_calc.py").write_text(test)
     sh("git", "init", "-q", cwd=repo)
     sh("git", "add", ".", cwd=repo)
     sh("git", "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "init", cwd=repo)

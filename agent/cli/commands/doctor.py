@@ -48,7 +48,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     engine, docker_root = engine_findings(args)
     findings = [*engine, disk_finding(docker_root), *model_findings(args)]
     for finding in findings:
-        print(finding.line(), flush=True)
+        print(finding.line())
     missing = [f.part for f in findings if f.level == "missing"]
     if missing:
         print(f"codebox: not ready: {', '.join(missing)} (see the fixes above)")
