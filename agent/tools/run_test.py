@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field
 
 from agent.defaults import REPO_MOUNT
 from agent.languages.base import TestArgsError
-from agent.languages.registry import check_test_args, failing_tests
+from agent.languages.registry import check_test_args, error_line, failing_tests
 from agent.protocol import TestRun
 from agent.sandboxes.result import ToolResult, failure, wrote_into_repo
 from agent.tools.base import RunEffects, ToolArgs, ToolContext, ToolHandler
@@ -34,6 +34,17 @@ def _read_only_note(output: str) -> str | None:
     if wrote_into_repo(output):
         return READ_ONLY_NOTE
     return MAYBE_READ_ONLY_NOTE if _NAMELESS.search(output) else None
+
+
+def _why(result: ToolResult, failed: list[str]) -> str | None:
+    """Why a run did not pass: the tool's one line ("command failed with exit code 4"), or, when the output names
+    no failing test but says why, that ("exit code 4: ModuleNotFoundError: No module named 'flask'")."""
+    line = None if failed or result.outcome not in ("failed", "error") else error_line(result.output)
+    if not line or (result.error and line in result.error):
+        return result.error or line
+    code = result.data.get("exit_code")
+    said = f"exit code {code}" if result.outcome == "failed" and isinstance(code, int) else result.error
+    return f"{said}: {line}" if said else line
 
 
 class RunTestArgs(ToolArgs):
@@ -82,11 +93,13 @@ class RunTestTool(ToolHandler):
     def note_effects(self, write_paths: list[str], result: ToolResult, effects: RunEffects) -> None:
         if result.outcome == "refused":  # the arguments never reached the sandbox: no test ran
             return
+        argv = [str(a) for a in result.data.get("argv", [])]
+        failed = failing_tests(result.output, argv or None)
         effects.last_test = TestRun(
-            command=[str(a) for a in result.data.get("argv", [])],
+            command=argv,
             outcome=result.outcome,
             exit_code=result.data.get("exit_code"),
             duration_s=float(result.data.get("duration_s") or 0.0),
-            failed_tests=failing_tests(result.output, [str(a) for a in result.data.get("argv", [])] or None),
-            error=None if result.ok else result.error,
+            failed_tests=failed,
+            error=None if result.ok else _why(result, failed),
         )

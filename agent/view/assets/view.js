@@ -82,11 +82,18 @@
     { key: "error", label: "error", value: taskError },
   ];
 
-  // A task's error: the report's own, else why its last test run did not pass (the console's table says the same).
+  // Why the last test run did not pass: its failing tests, else its error (the console's table says the same).
+  function testReason(test) {
+    if (!test || test.outcome === "ok") return "";
+    if (test.failing.length) return test.failing.length + " failing: " + test.failing.slice(0, 3).join(", ") + (test.failing.length > 3 ? ", …" : "");
+    return test.error;
+  }
+
+  // A task's error: the report's own, else why its last test run did not pass.
   function taskError(task) {
     if (task.error) return task.error;
-    if (task.test && task.test.outcome !== "ok" && task.test.error) return "last test " + task.test.outcome + ": " + task.test.error;
-    return "";
+    const reason = testReason(task.test);
+    return reason ? "last test " + task.test.outcome + ": " + reason : "";
   }
 
   // A task's error in a table cell: its first line, shortened; the whole text on hover.
@@ -129,7 +136,7 @@
       case "status":
         return h("td", {}, badge(task.status, "status"));
       case "test":
-        return h("td", task.test && task.test.error ? { title: task.test.error } : {}, task.test ? badge(task.test.outcome, "test") : "–");
+        return h("td", testReason(task.test) ? { title: testReason(task.test) } : {}, task.test ? badge(task.test.outcome, "test") : "–");
       case "duration_s":
         return h("td", { class: "num" }, seconds(task.duration_s));
       case "patch":

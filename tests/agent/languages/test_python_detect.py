@@ -122,3 +122,4 @@ def test_the_command_gives_no_second_quiet(tmp_path: Path, files: dict[str, str]
     from agent.languages.python.detect import pytest_command
 
     assert pytest_command(write(tmp_path / "repo", files)) == command
+
