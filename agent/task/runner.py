@@ -154,8 +154,10 @@ def run_task(
         if look_for_tests is not None and not task.test_cmd:
             tests = find_tests(repo, env.lock if env is not None else None)
             look_for_tests(tests)
+        limits = limits or Limits()
         ctx = ToolContext(sandbox=early, repo=repo, test_cmd=tests.command, test_source=tests.source,
-                          no_tests_message=tests.no_tests_message(), test_in_copy=task.test_in_copy)
+                          no_tests_message=tests.no_tests_message(), test_in_copy=task.test_in_copy,
+                          default_test_timeout_s=limits.test_timeout_s, max_test_timeout_s=limits.max_test_timeout_s)
         agent = CodingAgent(model, ToolRegistry(), policy, sink, ctx, limits=limits)
         return _with_sandbox(_with_env(agent.run(task, cancel), env), config)
     finally:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from agent.cli.commands.common import EXIT_OK, EXIT_STOPPED, model_spec
+from agent.defaults import DEFAULT_IMAGE
 from agent.escape import one_line
 
 if TYPE_CHECKING:
@@ -80,7 +81,7 @@ def engine_findings(args: argparse.Namespace) -> tuple[list[Finding], Path | Non
     version = str(info.get("ServerVersion") or "?")
     engine = Finding(args.backend, "ok", f"{args.backend} {version} answers at {client.endpoint.url}")
     root = info.get("DockerRootDir")
-    findings = [engine, image_finding(args.image, client, backend.build_command()),
+    findings = [engine, image_finding(args.image or DEFAULT_IMAGE, client, backend.build_command()),
                 *runtime_findings(backend, client, args.runtime), *podman]
     return findings, Path(root) if isinstance(root, str) and root else None
 

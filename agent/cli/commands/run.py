@@ -284,7 +284,8 @@ def _cmd_run(args: argparse.Namespace, task_id: str, warm: WarmPool | None) -> i
             options: dict[str, Any] = dict(
                 sandbox_config=sandbox_config,
                 cancel=cancel,
-                limits=Limits(max_steps=args.max_steps, timeout_s=args.timeout, prices=prices),
+                limits=Limits(max_steps=args.max_steps, timeout_s=args.timeout, prices=prices,
+                              test_timeout_s=args.test_timeout, max_test_timeout_s=args.max_test_timeout),
                 ask=_asking(console) if task.policy == "ask" else None,
                 prepared_env=prepared,
                 warm=None if args.isolated else warm,  # an isolated run mounts its workspace, not the repo
