@@ -300,6 +300,9 @@ class TestRun(BaseModel):
     duration_s: float = 0.0
     # The failing tests by name, as the output listed them (pytest, unittest, go test).
     failed_tests: list[str] = Field(default_factory=list)
+    # Why a run that did not pass ended so, in one line (the tool's error: no test command, a timeout,
+    # the exit code); None when it passed.
+    error: str | None = None
 
 
 class PatchSummary(BaseModel):

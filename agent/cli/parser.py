@@ -1,4 +1,4 @@
-"""The `codebox` command: run, batch, eval, env, config, trust, demo, image, view, gc."""
+"""The `codebox` command: run, batch, eval, env, config, trust, demo, image, view, doctor, gc."""
 
 from __future__ import annotations
 
@@ -407,8 +407,23 @@ def build_parser(settings: CodeboxSettings | None = None, chosen: str | None = N
     view.add_argument("--port", type=int, default=8765, help="port for --serve (0: any free port)")
     view.set_defaults(func="agent.cli.commands.maintenance:cmd_view")
 
-    gc = sub.add_parser("gc", help="remove leftover codebox containers of dead runs")
+    doctor = sub.add_parser("doctor", help="is this machine ready? the engine, the sandbox image, the runtimes, "
+                            "Podman, the disk, the model, its key and endpoint: a line each, with the fix",
+                            formatter_class=_HelpFormatter)
+    # The settings the checks read, as `codebox run` reads them (flags, CODEBOX_*, the config files).
+    for key in ("backend", "image", "model", "base_url", "api_key_env", "api"):
+        _setting(doctor, key, c)
+    _setting(doctor, "runtime", c, metavar="NAME")
+    doctor.set_defaults(func="agent.cli.commands.doctor:cmd_doctor")
+
+    gc = sub.add_parser("gc", help="remove leftover codebox containers of dead runs (their owner process is gone, "
+                        "or their lifetime has passed)")
     gc.add_argument("--backend", choices=list(BACKEND_NAMES), default=c.backend, help="the engine to clean")
+    gc.add_argument("--dry-run", action="store_true",
+                    help="remove nothing: say which containers would be removed and which are kept, and why")
+    gc.add_argument("--owner", type=int, metavar="PID",
+                    help="only the containers of this process (its pid on this machine, as `docker ps` shows in "
+                         "the codebox.owner label)")
     gc.set_defaults(func="agent.cli.commands.maintenance:cmd_gc")
     return parser
 

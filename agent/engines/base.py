@@ -199,6 +199,9 @@ def execute_job(
             ahead["prepared_env"] = prepared.env
     if env_log is not None:
         ahead["env_log"] = env_log
+    # A task line with no test_cmd gets the command its repository shows, as `codebox run` does; the
+    # run's first event says which (the board stays quiet: one line per task would drown it).
+    ahead["look_for_tests"] = _found_quietly
     try:
         report, patch, kept = run_task_isolated(
             task, job.model, job.model_options, lines, source=source, sandbox_config=job.sandbox, cancel=cancel,
@@ -211,6 +214,10 @@ def execute_job(
     report = report.model_copy(update={"attempt": job.attempt, "node": node})
     return TaskOutcome(task_id=task.id, report=report, events=lines.lines, patch=patch, attempt=job.attempt,
                        node=node, workspace=str(kept) if kept else None)
+
+
+def _found_quietly(_choice: object) -> None:
+    """A batch task's test command, found: the events carry it (turn.start's test_cmd and tests)."""
 
 
 KindFn = Callable[[TaskJob, Path, CancelToken, "PreparedJob | None"], TaskOutcome]

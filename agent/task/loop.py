@@ -148,6 +148,8 @@ class _Run:
             policy=self.agent.policy.name,
             max_steps=self.max_steps,  # the one that stops this run (a batch's cap is "none" until given)
             timeout_s=min(self.task.timeout_s, self.limits.timeout_s),
+            test_cmd=self.agent.ctx.test_cmd,
+            tests=self.agent.ctx.test_source,  # how the test command was chosen (agent.task.found_tests)
             instructions=self.agent.instructions,
         )
         final: str | None = None
