@@ -40,6 +40,13 @@ DEFAULT_CALL_GRACE_S: Final = 5.0  # host deadline = request timeout + grace
 DEFAULT_TOOL_TIMEOUT_S: Final = 60.0  # a tool call's timeout when the model gives none
 # An environment build, from its first resolve to its image: the deadline of its containers and steps.
 DEFAULT_ENV_BUILD_TIMEOUT_S: Final = 1800.0
+# What may come out of an environment build's box, counted on the host: a box past a cap is removed and the build
+# fails saying so. A layer of the dependencies (a venv: torch with CUDA's libraries is ~7 GB), the project's layer
+# (its install and what its build generated: at most 2 GiB of files in the box), a step's log (only its last 64 KB
+# are kept; the cap bounds the time spent reading the rest).
+ENV_LAYER_MAX_BYTES: Final = 16 * 1024**3
+ENV_PROJECT_LAYER_MAX_BYTES: Final = 3 * 1024**3
+ENV_STEP_LOG_MAX_BYTES: Final = 256 * 1024**2
 
 # Batch tasks at once.
 DEFAULT_JOBS: Final = 2

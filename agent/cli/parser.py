@@ -355,6 +355,13 @@ def build_parser(settings: CodeboxSettings | None = None, chosen: str | None = N
     ev.add_argument("--out", help="folder for results.json, report.json (SWE-bench's keys) and <id>/ (the evidence)")
     ev.add_argument("--repos", metavar="DIR",
                     help="where owner/name repositories are: DIR/owner/name or DIR/owner__name (a clone or a mirror)")
+    ev.add_argument("--trust-dataset", metavar="FILE", action="append", default=[],
+                    help="take every key of FILE's lines (the --tasks or --predictions file): task settings such as "
+                    "runtime, env, image or limits, as a task file's (default: a line carries data only; repeatable)")
+    ev.add_argument("--dataset-image", metavar="GLOB", action="append", default=[],
+                    help="use a line's own image (SWE-bench's image, SWE-smith's image_name) when its name (or its "
+                    "last part) matches GLOB and it is on this machine, e.g. 'sweb.eval.*' "
+                    "(repeatable; default: never)")
     ev.add_argument("--regrade", metavar="OUT", help="judge every instance of a kept run again from its evidence")
     ev.add_argument("--strict", action="store_true", default=None,
                     help="an instance whose patch touches test infrastructure (flagged) counts as unresolved")

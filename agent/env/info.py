@@ -19,6 +19,8 @@ class EnvInfo(BaseModel):
     installed: list[str] = Field(default_factory=list)
     apt: list[str] = Field(default_factory=list)
     python: str = ""
+    pytest_plugins: list[str] | None = None
+    """The project's own pytest11 entry points ("name = module"), as its metadata declares them (None: not known)."""
     notes: list[str] = Field(default_factory=list)
     duration_s: float = 0.0
 

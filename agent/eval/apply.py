@@ -65,10 +65,11 @@ def reset_tree(workspace: Path) -> None:
     git("clean", "-qfdx", cwd=workspace)
 
 
-def reset_to_base(workspace: Path, base: str, patch: str) -> list[str]:
-    """Every path ``patch`` touches back to the base commit: restored when the base has it, removed
-    when it does not (so a model cannot pre-empt a file the test patch creates). Returns the paths."""
-    paths = [p for p in touched_paths(patch) if _inside(workspace, p)]
+def reset_to_base(workspace: Path, base: str, touched: list[str]) -> list[str]:
+    """Every path of ``touched`` (what the test patch changes, as git reads it) back to the base commit:
+    restored when the base has it, removed when it does not (so a model cannot pre-empt a file the test
+    patch creates). Returns the paths."""
+    paths = [p for p in touched if _inside(workspace, p)]
     if not paths:
         return []
     listing = git("ls-tree", "-r", "-z", "--name-only", base, "--", *[f":(literal){p}" for p in paths],

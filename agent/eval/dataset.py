@@ -4,10 +4,18 @@ A line becomes an EvalInstance: the TaskSpec the batch machinery runs (workspace
 engines) and what the line says about its own evaluation (DatasetInfo: the log parser, the
 eval type, the image, the script codebox does not run). Every bad line is one InputError with
 its number; the other lines still load.
+
+A line is data, never settings: it may hold SWE-bench's data keys and the evaluation keys
+docs/evaluation.md documents (``LINE_KEYS``); a line with any other key (``runtime``, ``env``,
+``policy``, ``timeout_s``...) is refused with one line naming it, unless the user names the file as
+trusted (``--trust-dataset FILE``: then every task key applies, as in a task file). A line's
+``image`` is used only when it matches a glob the user gives (``--dataset-image 'sweb.eval.*'``) or
+the file is trusted, and it is on this machine.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import importlib
 import json
 import re
@@ -28,6 +36,13 @@ EVAL_TYPES: tuple[EvalType, ...] = ("pass_and_fail", "fail_only")
 _INSTANCE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 # SWE-bench 5.x keys that describe the evaluation itself (kept in DatasetInfo, not in the TaskSpec).
 _EVAL_KEYS = {"eval_script", "log_parser", "eval_type", "image_assets", "split", "image", "image_name"}
+# The keys a line may hold without --trust-dataset: SWE-bench's data (every version, Verified's difficulty,
+# SWE-bench-extra's meta), codebox's own names for two of them (id, goal), the evaluation's keys, and
+# test_in_copy (the tests run in a copy of /repo: where, not how they are judged).
+DATA_KEYS = {"instance_id", "id", "repo", "base_commit", "patch", "test_patch", "problem_statement", "goal",
+             "hints_text", "created_at", "version", "environment_setup_commit", "FAIL_TO_PASS", "PASS_TO_PASS",
+             "difficulty", "meta"}
+LINE_KEYS = frozenset(DATA_KEYS | _EVAL_KEYS | {"test_in_copy"})
 _PYTEST_PARSERS = re.compile(r"parse_log_pytest\w*")
 NOT_RUN_SCRIPT = ("eval_script not run: codebox runs the named tests itself (pytest, JUnit XML, no network) "
                   "in the environment built for the repository; the script is SWE-bench's image's own")
@@ -71,6 +86,21 @@ class Loaded:
 ImageExists = Callable[[str], bool]
 
 
+@dataclass
+class LineRules:
+    """What the user lets a dataset's lines decide: every task key (a trusted file), and which images."""
+
+    trusted: bool = False
+    """--trust-dataset names this file: its lines may set any task key (runtime, env, limits...)."""
+    image_globs: list[str] = field(default_factory=list)
+    """--dataset-image: a line's image is used when its name matches one of these (fnmatch)."""
+
+    def image_allowed(self, image: str) -> bool:
+        """A glob matches the whole name or its last part (``sweb.eval.*`` matches ``swebench/sweb.eval.x:latest``)."""
+        names = {image, image.rsplit("/", 1)[-1]}
+        return self.trusted or any(fnmatch.fnmatchcase(name, glob) for glob in self.image_globs for name in names)
+
+
 def load_dataset(
     path: Path,
     *,
@@ -79,23 +109,26 @@ def load_dataset(
     split: str | None = None,
     pattern: str | None = None,
     image_exists: ImageExists | None = None,
+    rules: LineRules | None = None,
 ) -> Loaded:
     """Every line of ``path`` that can be evaluated; one error per line that cannot.
 
     ``env`` (the --env flag) sets every instance's environment; ``split`` keeps the lines of that
     split; ``pattern`` (re.search) the instance ids that match; ``image_exists`` says whether a
-    line's image is on this machine (None: never).
+    line's image is on this machine (None: never); ``rules``: what the lines may decide (default:
+    data only, no image).
     """
     loaded = Loaded()
     rows, errors = read_rows(path)
     loaded.errors.extend(errors)
     regex = re.compile(pattern) if pattern else None
-    resolver = RepoResolver(repos_dir)
+    resolver = RepoResolver(repos_dir, path.parent)
     seen: dict[str, str] = {}
     exists = _cached(image_exists or (lambda _name: False))
+    line_rules = rules or LineRules()
     for where, row in rows:
         try:
-            instance = _instance(row, where, resolver, env, exists)
+            instance = _instance(row, where, resolver, env, exists, line_rules)
         except _LineError as exc:
             loaded.errors.append(InputError(where, str(exc)))
             continue
@@ -166,15 +199,21 @@ class _LineError(Exception):
     pass
 
 
-def _instance(row: Any, where: str, resolver: RepoResolver, env: str | None, image_exists: ImageExists) -> EvalInstance:
+def _instance(row: Any, where: str, resolver: RepoResolver, env: str | None, image_exists: ImageExists,
+              rules: LineRules) -> EvalInstance:
     if not isinstance(row, dict):
         raise _LineError("an instance is a JSON object")
+    if not rules.trusted:
+        _only_data(row)
     info = DatasetInfo()
     fields = _task_fields(row, info)
     image = row.get("image") or row.get("image_name")
     if isinstance(image, str) and image.strip():
         info.image = image
-        if image_exists(image):
+        if not rules.image_allowed(image):
+            info.notes.append(f"image {image} not used: it matches no --dataset-image glob (a line does not choose "
+                              "the sandbox); the environment is built from the repository instead")
+        elif image_exists(image):
             info.image_used = True
             fields["image"] = image
         else:
@@ -204,6 +243,17 @@ def _instance(row: Any, where: str, resolver: RepoResolver, env: str | None, ima
     except ValidationError as exc:
         raise _LineError("; ".join(error_message(e, {}) for e in exc.errors(include_url=False))) from None
     return EvalInstance(task=task, dataset=info, where=where)
+
+
+def _only_data(row: dict[str, Any]) -> None:
+    """A line of an untrusted file holds data keys only: the first other key is the line's error."""
+    others = [str(key) for key in row if key not in LINE_KEYS]
+    if others:
+        setting = " (a task setting)" if others[0] in TaskSpec.model_fields else ""
+        more = f" (and {len(others) - 1} more: {', '.join(others[1:4])})" if len(others) > 1 else ""
+        raise _LineError(f"key {others[0]!r}{setting} is not one a dataset line may set{more}: a line carries "
+                         "SWE-bench's data and evaluation keys only; pass --trust-dataset FILE to take every key "
+                         "of this file")
 
 
 def _task_fields(row: dict[str, Any], info: DatasetInfo) -> dict[str, Any]:

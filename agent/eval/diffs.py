@@ -1,15 +1,24 @@
-"""The paths a unified diff touches (git's spelling included: quoted names, renames, binary files)."""
+"""The paths a unified diff may touch, read from its text: only for a check made BEFORE a program applies it.
+
+GNU patch runs on the host only when every path here stays inside the workspace (apply.py); each
+`---`/`+++` name counts in every way a program may read it (cut at a tab, or with a date after a
+space removed, as GNU patch and git both take it). What a patch did is never judged from this
+reading: integrity uses what git sees in the workspace afterwards (changed.py).
+"""
 
 from __future__ import annotations
 
 import re
 
 _DIFF_GIT = re.compile(r'^diff --git (?P<a>"(?:[^"\\]|\\.)*"|\S+) (?P<b>"(?:[^"\\]|\\.)*"|\S+)$')
+# A traditional diff's date after the name, with a space instead of a tab ("2020-01-01 00:00:00.000000000 +0000").
+_DATED = re.compile(r"\s+\d{4}-\d\d-\d\d[ T]\d\d:\d\d(:\d\d(\.\d+)?)?( ?[+-]\d{4})?$")
 _ESCAPES = {"a": "\a", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v", '"': '"', "\\": "\\"}
 
 
 def touched_paths(diff: str) -> list[str]:
-    """Every path the diff reads or writes (old and new names), without a/ b/ prefixes or /dev/null, in order."""
+    """Every path the diff may read or write (old and new names, each name in every reading), without a/ b/
+    prefixes or /dev/null, in order."""
     found: dict[str, None] = {}
     for line in diff.splitlines():
         for path in _paths_of(line):
@@ -21,7 +30,8 @@ def touched_paths(diff: str) -> list[str]:
 def _paths_of(line: str) -> list[str]:
     if line.startswith(("--- ", "+++ ")):
         name = line[4:].split("\t", 1)[0].rstrip()
-        return [_strip_prefix(_unquote(name))]
+        readings = [name, _DATED.sub("", name)]
+        return list(dict.fromkeys(_strip_prefix(_unquote(n)) for n in readings))
     for key in ("rename from ", "rename to ", "copy from ", "copy to "):
         if line.startswith(key):
             return [_unquote(line[len(key):])]

@@ -2,7 +2,8 @@
 
 1. a workspace at base_commit (made ahead by the engine, or here), its environment (the same as
    batch's), the sandbox starting in the background;
-2. the model_patch by SWE-bench's apply chain; test infrastructure it touches is flagged; a patch
+2. the model_patch by SWE-bench's apply chain; what it changed (git's view of the workspace) is
+   judged by integrity.py's rules (flagged: test infrastructure, dependencies, plugins); a patch
    that changes what the project's build reads (C, Cython, build files) gets the environment
    built again for the patched tree, as SWE-bench's eval script installs the project again;
 3. the files the test_patch touches back to the base commit, then the test_patch (`git apply`);
@@ -25,8 +26,8 @@ from agent.env.errors import ProjectBuildFailed
 from agent.errors import CodeboxError
 from agent.eval import env as envs
 from agent.eval.apply import apply_patch, reset_to_base
-from agent.eval.diffs import touched_paths
-from agent.eval.integrity import flagged_paths
+from agent.eval.changed import changed_paths, patch_paths
+from agent.eval.integrity import flag_environment, flag_patch, flagged_paths
 from agent.eval.job import ApplyRecord, EvalEvidence, EvalJob
 from agent.eval.junit import node_file
 from agent.eval.pytest_run import (
@@ -121,6 +122,7 @@ class _Run:
                 return
         repo = self.workspace.path.resolve()
         config = envs.sandbox_config(task, config)
+        evidence.backend, evidence.runtime = config.backend, config.runtime
         with self.step("env"):
             try:
                 if not env_chosen:
@@ -152,8 +154,7 @@ class _Run:
         (a compiled project's C or Cython, its build files; see envs.patch_rebuilds). A project built
         by its own backend is keyed by its whole tree, so it is built again, on the same dependencies
         layer; any other is the same cache hit. False when the tests must not run."""
-        patch = self.job.prediction.model_patch or ""
-        changed = envs.patch_rebuilds(touched_paths(patch))
+        changed = envs.patch_rebuilds(self.evidence.changed)
         if not changed or self.job.dataset_image or not envs.installs_the_repo(env):
             return True
         with self.step("env_again"):
@@ -172,6 +173,8 @@ class _Run:
                 return False
         if again is None or again.run_image == env.run_image:
             return True
+        self.evidence.flags += flag_environment(env, again)
+        self.evidence.flagged = flagged_paths(self.evidence.flags)
         self.evidence.env = again
         self.evidence.notes.append(f"the project was built again with the model patch (it changes {changed[0]}"
                                    + (f" and {len(changed) - 1} more" if len(changed) > 1 else "") + ")")
@@ -189,9 +192,14 @@ class _Run:
                 evidence.model_patch = apply_patch(path, patch)
                 if not evidence.model_patch.applied:
                     return False
-                evidence.flagged = flagged_paths(path, patch, task.test_patch, _test_files(task.FAIL_TO_PASS))
+            test_patch_paths = patch_paths(path, task.test_patch) if task.test_patch else []
+            if patch.strip():
+                evidence.changed = changed_paths(path)
+                evidence.flags = flag_patch(path, evidence.changed, test_patch_paths,
+                                            _test_files([*task.FAIL_TO_PASS, *task.PASS_TO_PASS]))
+                evidence.flagged = flagged_paths(evidence.flags)
             base = self.workspace.base_commit if self.workspace is not None else "HEAD"
-            evidence.reset_files = reset_to_base(path, base, task.test_patch or "")
+            evidence.reset_files = reset_to_base(path, base, test_patch_paths)
             if task.test_patch and task.test_patch.strip():
                 evidence.test_patch = _apply_test_patch(path, task.test_patch)
                 if not evidence.test_patch.applied:

@@ -32,6 +32,14 @@ class EvalJob(BaseModel):
     """The task's image is the dataset's own (a SWE-bench image): its testbed env goes first on PATH."""
 
 
+class Flag(BaseModel):
+    """What in a model_patch changes how the tests run: the rule (integrity.RULES), the path, why."""
+
+    rule: str
+    path: str
+    why: str = ""
+
+
 class ApplyRecord(BaseModel):
     """How a patch went in: the command that applied it (None: none did), and every try before."""
 
@@ -52,10 +60,19 @@ class EvalEvidence(BaseModel):
     model_patch: ApplyRecord | None = None
     """None: the prediction's patch was empty (nothing to apply)."""
     flagged: list[str] = Field(default_factory=list)
+    """The paths ``flags`` name, each once."""
+    flags: list[Flag] = Field(default_factory=list)
+    """Each rule of integrity.RULES that the model_patch trips, with the path it tripped on."""
+    changed: list[str] = Field(default_factory=list)
+    """The paths the model_patch changed, as the workspace shows them after it applied (git's view)."""
     reset_files: list[str] = Field(default_factory=list)
     """The paths the test_patch touches, put back to the base commit before it applied."""
     test_patch: ApplyRecord | None = None
     env: EnvInfo | None = None
+    backend: str | None = None
+    """The sandbox backend the tests ran on (docker, podman)."""
+    runtime: str | None = None
+    """The OCI runtime the tests ran under (runc, runsc: gVisor...): the user's, or a trusted line's."""
     image_id: str | None = None
     """The image the tests ran in, by id (sha256:...)."""
     test_command: list[str] = Field(default_factory=list)

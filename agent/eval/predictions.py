@@ -1,4 +1,9 @@
-"""A predictions file as SWE-bench takes it: JSONL, a JSON list, a JSON object by instance_id, or `gold`."""
+"""A predictions file as SWE-bench takes it: JSONL, a JSON list, a JSON object by instance_id, or `gold`.
+
+A prediction is data: its keys are SWE-bench's three (``PREDICTION_KEYS``); a line with any other key
+is refused with one line naming it, unless the user names the file as trusted (--trust-dataset FILE:
+its other keys are then carried and ignored).
+"""
 
 from __future__ import annotations
 
@@ -10,10 +15,11 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 GOLD = "gold"
+PREDICTION_KEYS = frozenset({"instance_id", "model_patch", "model_name_or_path"})
 
 
 class Prediction(BaseModel):
-    """One prediction (SWE-bench's keys; other keys are carried and ignored)."""
+    """One prediction (SWE-bench's keys; other keys, from a trusted file only, are carried and ignored)."""
 
     model_config = ConfigDict(extra="allow")
 
@@ -38,8 +44,10 @@ class InputError:
         return f"{self.where}: {self.message}"
 
 
-def load_predictions(path: Path) -> tuple[dict[str, Prediction], list[InputError]]:
-    """Every prediction of ``path``; every bad line is reported with its number (the rest load)."""
+def load_predictions(path: Path, trusted: bool = False) -> tuple[dict[str, Prediction], list[InputError]]:
+    """Every prediction of ``path``; every bad line is reported with its number (the rest load).
+
+    ``trusted``: the user named the file with --trust-dataset (keys beyond SWE-bench's are let through)."""
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -60,17 +68,35 @@ def load_predictions(path: Path) -> tuple[dict[str, Prediction], list[InputError
             errors.append(InputError(where, "a prediction is a JSON object (instance_id, model_patch, ...)"))
             continue
         try:
-            prediction = (Prediction.model_validate_json(item) if isinstance(item, str)
-                          else Prediction.model_validate(item))
-        except ValidationError as exc:
-            problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'line'}: {e['msg']}" for e in exc.errors())
-            errors.append(InputError(where, problems))
+            prediction = _prediction(item, trusted)
+        except ValueError as exc:
+            errors.append(InputError(where, str(exc)))
             continue
         if prediction.instance_id in found:
             errors.append(InputError(where, f"duplicate instance_id {prediction.instance_id!r}"))
             continue
         found[prediction.instance_id] = prediction
     return found, errors
+
+
+def _prediction(item: str | dict[str, Any], trusted: bool) -> Prediction:
+    """One prediction from its JSON line or object; ValueError with the line's one-line reason."""
+    if isinstance(item, str):
+        try:
+            item = json.loads(item)
+        except ValueError as exc:
+            raise ValueError(f"not JSON: {exc}") from None
+    if not isinstance(item, dict):
+        raise ValueError("a prediction is a JSON object (instance_id, model_patch, ...)")
+    other = next((str(k) for k in item if k not in PREDICTION_KEYS), None)
+    if other is not None and not trusted:
+        raise ValueError(f"key {other!r} is not one a prediction may hold (instance_id, model_patch, "
+                         "model_name_or_path); pass --trust-dataset FILE to let this file's other keys through")
+    try:
+        return Prediction.model_validate(item)
+    except ValidationError as exc:
+        raise ValueError("; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'line'}: {e['msg']}"
+                                   for e in exc.errors())) from None
 
 
 def _whole_json(text: str) -> Any:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from agent.escape import printable
 from agent.eval.job import INFRASTRUCTURE
-from agent.eval.verdict import STATUSES, InstanceEval
+from agent.eval.verdict import STATUSES, InstanceEval, flag_list
 
 RESULTS, RUN_REPORT = "results.json", "report.json"
 AMBIGUOUS = ("timeout", "no_report")  # the environment or the patch: reported apart, never counted as either
@@ -20,6 +20,7 @@ def results_summary(results: list[InstanceEval], strict: bool) -> dict[str, obje
     summary["total"] = len(results)
     summary["empty_patch"] = [r.instance_id for r in results if r.empty_patch]
     summary["flagged"] = {r.instance_id: r.flagged for r in results if r.flagged}
+    summary["flags"] = {r.instance_id: [f.model_dump() for f in r.flags] for r in results if r.flags}
     summary["strict"] = strict
     return summary
 
@@ -105,7 +106,7 @@ def _note(result: InstanceEval) -> str:
     if result.error:
         return result.error
     if result.flagged:
-        return f"flagged: {', '.join(result.flagged)}"
+        return f"flagged: {flag_list(result)}"
     if result.empty_patch:
         return "empty patch (report.json: empty_patch_ids)"
     return ""

@@ -1,8 +1,12 @@
-"""Where a dataset's `repo` is on this machine: a folder, or `owner/name` under --repos DIR; and its commits.
+"""Where a dataset's `repo` is on this machine: `owner/name` under --repos DIR, or a folder inside --repos or
+inside the dataset file's own folder; and its commits.
 
 Datasets name repositories as GitHub does (``django/django``); codebox never clones from the
 network, so ``--repos DIR`` holds them: ``DIR/owner/name`` or ``DIR/owner__name`` (SWE-bench's
-instance-id spelling), each a clone or a bare mirror (``.git`` suffixes too).
+instance-id spelling), each a clone or a bare mirror (``.git`` suffixes too). A line is data: its
+``repo`` never names a folder elsewhere (``"."``, ``/home/me/project``, a link out): a relative
+folder is read from the dataset's folder (or --repos), and the folder found, links resolved, must
+be strictly inside one of the two.
 """
 
 from __future__ import annotations
@@ -32,10 +36,13 @@ def is_repository(path: Path) -> bool:
 
 
 class RepoResolver:
-    """``repo`` values to local paths, each looked up once; RepoNotFound says why not."""
+    """``repo`` values to local paths, each looked up once; RepoNotFound says why not.
 
-    def __init__(self, repos_dir: Path | None) -> None:
+    ``dataset_dir``: the dataset file's folder (a folder inside it may be a line's repository)."""
+
+    def __init__(self, repos_dir: Path | None, dataset_dir: Path | None = None) -> None:
         self.repos_dir = repos_dir
+        self.roots = [r.resolve() for r in (repos_dir, dataset_dir) if r is not None]
         self._found: dict[str, Path | RepoNotFound] = {}
 
     def resolve(self, repo: str) -> Path:
@@ -50,20 +57,37 @@ class RepoResolver:
         return found
 
     def _resolve(self, repo: str) -> Path:
-        given = Path(repo).expanduser()
-        if given.is_dir():
-            return given.resolve()
-        if not _OWNER_NAME.fullmatch(repo) or repo.startswith(("./", "../")):
-            raise RepoNotFound(f"repo {repo!r} is not a directory")
-        if self.repos_dir is None:
-            raise RepoNotFound(f"repo {repo!r} is not a directory here: pass --repos DIR with a clone at "
+        owner_name = _OWNER_NAME.fullmatch(repo) is not None and not repo.startswith(("./", "../", "."))
+        if owner_name and self.repos_dir is not None:
+            for path in candidates(repo, self.repos_dir):
+                if is_repository(path):
+                    return path.resolve()
+        folder = self._folder(repo)
+        if folder is not None:
+            return folder
+        if owner_name and self.repos_dir is None:
+            raise RepoNotFound(f"repo {repo!r} is not here: pass --repos DIR with a clone at "
                                f"DIR/{repo} or DIR/{repo.replace('/', '__')}")
-        for path in candidates(repo, self.repos_dir):
-            if is_repository(path):
-                return path.resolve()
-        raise RepoNotFound(f"repo {repo!r}: no clone at {self.repos_dir / repo} or "
-                           f"{self.repos_dir / repo.replace('/', '__')} (git clone --mirror "
-                           f"https://github.com/{repo} {self.repos_dir / repo.replace('/', '__')})")
+        if owner_name:
+            assert self.repos_dir is not None
+            raise RepoNotFound(f"repo {repo!r}: no clone at {self.repos_dir / repo} or "
+                               f"{self.repos_dir / repo.replace('/', '__')} (git clone --mirror "
+                               f"https://github.com/{repo} {self.repos_dir / repo.replace('/', '__')})")
+        where = " or ".join(str(r) for r in self.roots) or "--repos"
+        raise RepoNotFound(f"repo {repo!r} is not owner/name under --repos nor a folder inside {where}: "
+                           "a dataset line names its repository, it does not choose a folder")
+
+    def _folder(self, repo: str) -> Path | None:
+        """The folder ``repo`` names when it is one strictly inside --repos or the dataset's folder."""
+        given = Path(repo).expanduser()
+        tries = [given] if given.is_absolute() else [root / given for root in self.roots]
+        for path in tries:
+            if not path.is_dir():
+                continue
+            real = path.resolve()
+            if any(real != root and real.is_relative_to(root) for root in self.roots):
+                return real
+        return None
 
 
 def missing_commits(repo: Path, revisions: list[str]) -> set[str]:

@@ -26,7 +26,7 @@ from agent.eval.dataset import EvalInstance
 from agent.eval.job import EvalEvidence, EvalJob
 from agent.eval.predictions import Prediction
 from agent.eval.report import write_summaries
-from agent.eval.verdict import InstanceEval, judge
+from agent.eval.verdict import InstanceEval, flag_list, judge
 from agent.eval.worker import eval_job
 from agent.sandboxes.config import SandboxConfig
 
@@ -46,12 +46,14 @@ class EvalOptions:
     progress: TextIO | None = None
 
 
-def fingerprint(instance: EvalInstance, prediction: Prediction) -> str:
-    """The inputs that decide a verdict: the same ones give the same evaluation."""
+def fingerprint(instance: EvalInstance, prediction: Prediction, sandbox: SandboxConfig) -> str:
+    """The inputs that decide a verdict: the same ones give the same evaluation. The sandbox's backend
+    and runtime are among them (a verdict under runc is not one under gVisor)."""
     task = instance.task
     material = {"task": task.model_dump(mode="json", include={"repo", "base_commit", "test_patch", "FAIL_TO_PASS",
                                                               "PASS_TO_PASS", "env", "image", "test_in_copy"}),
-                "eval_type": instance.dataset.eval_type, "patch": prediction.model_patch or ""}
+                "eval_type": instance.dataset.eval_type, "patch": prediction.model_patch or "",
+                "backend": sandbox.backend, "runtime": task.runtime or sandbox.runtime}
     return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()[:24]
 
 
@@ -65,11 +67,11 @@ def run_eval(instances: list[EvalInstance], predictions: dict[str, Prediction], 
     out.mkdir(parents=True, exist_ok=True)
     paired = [(i, predictions[i.task.id]) for i in instances if i.task.id in predictions]
     _write_run(out, instances, predictions, options.strict)
-    driver = _Driver(out, {i.task.id: (i, p) for i, p in paired}, options.strict, progress)
+    driver = _Driver(out, {i.task.id: (i, p) for i, p in paired}, options.strict, progress, options.sandbox)
     config = options.sandbox.replace(output_limit=defaults.EVAL_LOG_LIMIT)
     jobs: list[TaskJob] = []
     for instance, prediction in paired:
-        kept = store.finished(out / instance.task.id, fingerprint(instance, prediction))
+        kept = store.finished(out / instance.task.id, fingerprint(instance, prediction, options.sandbox))
         if kept is not None and not (options.retry_errors and kept.status == "error"):
             driver.resumed(kept)
             continue
@@ -118,8 +120,9 @@ class _Driver:
     """The only writer of --out: clears an instance when it starts, judges and keeps it when it ends."""
 
     def __init__(self, out: Path, pairs: dict[str, tuple[EvalInstance, Prediction]], strict: bool,
-                 progress: TextIO) -> None:
+                 progress: TextIO, sandbox: SandboxConfig) -> None:
         self.out, self.pairs, self.strict, self.progress = out, pairs, strict, progress
+        self.sandbox = sandbox
         self.results: dict[str, InstanceEval] = {}
         self._lock = threading.Lock()
 
@@ -142,8 +145,9 @@ class _Driver:
         result = InstanceEval(instance_id=outcome.task_id, status="error", strict=self.strict,
                               model_name_or_path=prediction.model_name_or_path, empty_patch=prediction.empty,
                               eval_type=instance.dataset.eval_type, dataset=instance.dataset,
-                              notes=list(instance.dataset.notes), fingerprint=fingerprint(instance, prediction),
-                              node=outcome.node, duration_s=outcome.report.duration_s)
+                              notes=list(instance.dataset.notes),
+                              fingerprint=fingerprint(instance, prediction, self.sandbox), node=outcome.node,
+                              duration_s=outcome.report.duration_s)
         judge(result, instance.task.FAIL_TO_PASS, instance.task.PASS_TO_PASS, evidence, evidence.junit_xml)
         try:
             store.write_instance(self.out / outcome.task_id, result, evidence, prediction.model_patch)
@@ -155,7 +159,7 @@ class _Driver:
 
     def _say(self, result: InstanceEval, when: str) -> None:
         cause = f": {result.error}" if result.error and result.status != "resolved" else ""
-        flag = f" [flagged: {', '.join(result.flagged)}]" if result.flagged else ""
+        flag = f" [flagged: {flag_list(result)}]" if result.flagged else ""
         line = f"  {result.instance_id}: {result.status} ({when}){flag}{cause}"
         print(printable(line)[:400], file=self.progress, flush=True)
 

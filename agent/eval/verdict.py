@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field
 
 from agent.eval import grading
 from agent.eval.dataset import DatasetInfo, EvalType
-from agent.eval.job import ApplyRecord, ErrorKind, EvalEvidence
+from agent.eval.job import ApplyRecord, ErrorKind, EvalEvidence, Flag
 from agent.eval.junit import XPASS, Key, collection_errors, junit_cases, junit_key, status_map
 from agent.protocol import EnvInfo
 
@@ -55,7 +55,11 @@ class InstanceEval(BaseModel):
     """SWE-bench's report: FAIL_TO_PASS / PASS_TO_PASS, each with its success and failure lists."""
     missing_tests: list[str] = Field(default_factory=list)
     flagged: list[str] = Field(default_factory=list)
-    """Test infrastructure the model_patch touches (conftest.py, pytest's settings, the tests' files)."""
+    """The paths of ``flags``: what in the model_patch changes how the tests run (conftest.py, pytest's settings...)."""
+    flags: list[Flag] = Field(default_factory=list)
+    """Which rule (integrity.RULES; docs/evaluation.md's table) flagged which path, and why."""
+    changed: list[str] = Field(default_factory=list)
+    """The paths the model_patch changed, as git saw the workspace after it applied."""
     strict: bool = False
     model_patch: ApplyRecord | None = None
     """How the model_patch went in: the command that applied it (None: empty patch)."""
@@ -65,6 +69,9 @@ class InstanceEval(BaseModel):
     exit_code: int | None = None
     run_outcome: str | None = None
     env: EnvInfo | None = None
+    backend: str | None = None
+    runtime: str | None = None
+    """The OCI runtime the tests ran under (runc, runsc...): recorded, and part of the fingerprint."""
     image_id: str | None = None
     dataset: DatasetInfo = Field(default_factory=DatasetInfo)
     files: dict[str, str] = Field(default_factory=dict)
@@ -105,8 +112,10 @@ def judge(result: InstanceEval, f2p: list[str], p2p: list[str], evidence: EvalEv
 def _take_evidence(result: InstanceEval, evidence: EvalEvidence) -> None:
     result.model_patch, result.test_patch = evidence.model_patch, evidence.test_patch
     result.flagged, result.reset_files = evidence.flagged, evidence.reset_files
+    result.flags, result.changed = evidence.flags, evidence.changed
     result.test_command, result.exit_code = evidence.test_command, evidence.exit_code
     result.run_outcome, result.env, result.image_id = evidence.run_outcome, evidence.env, evidence.image_id
+    result.backend, result.runtime = evidence.backend, evidence.runtime
     result.cancelled, result.timings = evidence.cancelled, evidence.timings
     result.notes = [*result.notes, *evidence.notes]
     result.harness_error, result.no_report = evidence.error, evidence.no_report
@@ -151,7 +160,14 @@ def _grade(result: InstanceEval, junit_xml: str | None) -> None:
         result.status = "unresolved"
     if result.status == "resolved" and result.strict and result.flagged:
         result.status = "unresolved"
-        result.error = f"--strict: the model_patch touches test infrastructure ({', '.join(result.flagged)})"
+        result.error = f"--strict: the model_patch changes how the tests run ({flag_list(result)})"
+
+
+def flag_list(result: InstanceEval) -> str:
+    """``path (rule)``, one for each flag (the paths alone for a verdict kept before flags had rules)."""
+    if not result.flags:
+        return ", ".join(result.flagged)
+    return ", ".join(dict.fromkeys(f"{f.path} ({f.rule})" for f in result.flags))
 
 
 def _resolved(name: str, status: dict[Key, str]) -> Key | None:

@@ -175,7 +175,8 @@ def test_the_environment_is_batch_s_and_recorded_with_its_image_id_and_lock(
                                               for i in ("auto", "plain")))
     out = tmp_path / "out"
     code = evaluate("--tasks", str(tmp_path / "d.jsonl"), "--predictions", str(tmp_path / "p.jsonl"),
-                    "--out", str(out), "--repos", str(tmp_path / "repos"))
+                    "--out", str(out), "--repos", str(tmp_path / "repos"),
+                    "--trust-dataset", str(tmp_path / "d.jsonl"))  # the second line sets env: a setting
     auto, plain = verdict(out, "auto"), verdict(out, "plain")
     built = auto["env"]["image"]
     try:
@@ -261,8 +262,9 @@ def test_a_cancel_stops_a_test_run_under_way_and_the_next_run_evaluates_it(tmp_p
 
 def test_a_dataset_image_on_this_machine_is_the_environment(tmp_path: Path, sandbox_image: str,
                                                             docker_client: Any) -> None:
-    """SWE-bench 5.x's `image`: used as it is when it is here (its testbed env first on PATH, the repo first on
-    sys.path); recorded as not here otherwise, and the environment is built from the repository."""
+    """SWE-bench 5.x's `image`, allowed by a --dataset-image glob: used as it is when it is here (its testbed env
+    first on PATH, the repo first on sys.path); recorded as not here otherwise, and the environment is built from
+    the repository."""
     base, test_patch, cases = build(tmp_path / "repos" / "acme" / "calc")
     tag = f"codebox-evaltest/sweb.eval.x86_64.acme__calc-{tmp_path.name[-6:].lower()}:latest"
     docker_client.images.get(sandbox_image).tag(tag)  # a local "instance image" (only a tag: removed below)
@@ -273,7 +275,7 @@ def test_a_dataset_image_on_this_machine_is_the_environment(tmp_path: Path, sand
         tasks.write_text("".join(json.dumps(line) + "\n" for line in lines))
         out = tmp_path / "out"
         assert evaluate("--tasks", str(tasks), "--predictions", str(preds), "--out", str(out),
-                        "--repos", str(tmp_path / "repos")) == 0
+                        "--repos", str(tmp_path / "repos"), "--dataset-image", "sweb.eval.*") == 0
         here, away = verdict(out, "here"), verdict(out, "away")
         assert here["status"] == away["status"] == "resolved"
         assert here["dataset"]["image_used"] and here["env"] is None

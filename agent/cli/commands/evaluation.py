@@ -77,25 +77,29 @@ def _with_env_flags(args: argparse.Namespace, instances: list[Any]) -> list[Any]
 def _inputs(args: argparse.Namespace, pattern: str | None) -> tuple[list[Any], dict[str, Any], bool] | int:
     """The instances with a prediction and the predictions; each bad line named (the rest still run)."""
     from agent.containers.image import image_exists
-    from agent.eval.dataset import load_dataset
+    from agent.eval.dataset import LineRules, load_dataset
     from agent.eval.predictions import GOLD, InputError, gold_predictions, load_predictions, match
 
     repos = Path(args.repos).expanduser() if args.repos else None
     if repos is not None and not repos.is_dir():
         return usage_error(f"--repos {args.repos}: not a directory")
+    trusted = _trusted_files(args)
+    if isinstance(trusted, int):
+        return trusted
     def local_image(name: str) -> bool:
         try:
             return image_exists(name)
         except CodeboxError:  # the daemon went away: the line's image is not here
             return False
 
+    rules = LineRules(trusted="tasks" in trusted, image_globs=list(args.dataset_image))
     loaded = load_dataset(Path(args.tasks), repos_dir=repos, env=args.env, split=args.split, pattern=pattern,
-                          image_exists=local_image)
+                          image_exists=local_image, rules=rules)
     if args.predictions == GOLD:
         predictions = gold_predictions({i.task.id: i.task.patch for i in loaded.instances})
         prediction_errors: list[InputError] = []
     else:
-        predictions, prediction_errors = load_predictions(Path(args.predictions))
+        predictions, prediction_errors = load_predictions(Path(args.predictions), trusted="predictions" in trusted)
     errors = [*loaded.errors, *prediction_errors]
     for error in errors:
         print(f"codebox: {printable(str(error))} (skipped)", file=sys.stderr)
@@ -113,6 +117,19 @@ def _inputs(args: argparse.Namespace, pattern: str | None) -> tuple[list[Any], d
     if unpredicted:
         print(f"codebox: {len(unpredicted)} instance(s) have no prediction and are not evaluated", file=sys.stderr)
     return loaded.instances, predictions, bool(errors)
+
+
+def _trusted_files(args: argparse.Namespace) -> set[str] | int:
+    """Which input files --trust-dataset names ("tasks", "predictions"); a usage error for any other file."""
+    named: set[str] = set()
+    for given in args.trust_dataset:
+        path = Path(given).expanduser().resolve()
+        matches = {flag for flag, value in (("tasks", args.tasks), ("predictions", args.predictions))
+                   if value and value != "gold" and Path(value).expanduser().resolve() == path}
+        if not matches:
+            return usage_error(f"--trust-dataset {given}: names neither the --tasks nor the --predictions file")
+        named |= matches
+    return named
 
 
 def _run(args: argparse.Namespace, instances: list[Any], predictions: dict[str, Any], config: Any,

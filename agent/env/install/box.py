@@ -16,7 +16,16 @@ the work happens in steps, each a ``docker exec``:
 A cancel, or the deadline passing, removes the container at once (which ends the step).
 Files come out through the Engine API: a small one into memory (its archive endpoint), a
 layer as a step's standard output into a host file codebox chose: a name the repository
-controls never becomes a host path.
+controls never becomes a host path. Every stream out of a box is counted on the host: a step
+whose output passes its cap (``max_bytes``: a layer's; ENV_STEP_LOG_MAX_BYTES: its log), or a
+file read past its limit, removes the box and fails the build saying which cap it passed.
+
+codebox's own steps after repository or package code ran (collecting the project layer, the
+venv's install and bytecode) run no program that code could replace: ``/bin/sh``, the base
+image's interpreter by its absolute path (probed before anything ran, not writable by the build
+user) with ``-I -S``, absolute tools, a fixed system PATH; and they first end whatever the build
+user left running (``REAP``). The keep-alive of a box without root steps runs as ``KEEPER_USER``,
+which the build user cannot signal.
 """
 
 from __future__ import annotations
@@ -41,6 +50,11 @@ if TYPE_CHECKING:
     import docker
 
 BUILD_USER = "65534:65534"  # nobody:nogroup: what repository and package code runs as
+KEEPER_USER = "65533:65533"  # the keep-alive of a box without root steps: a uid the build user cannot signal
+SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"  # root's folders only
+# The first line of codebox's own steps that follow repository or package code: every process of the build user
+# but this shell ends (a daemon a build left behind could write into the step's output otherwise).
+REAP = "kill -9 -1 2>/dev/null || :"
 ROLE_BUILD = "env-build"
 DPKG_CAPS = ["CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID"]  # what dpkg -i needs as root, nothing more
 SETUP_CAPS = ["CHOWN"]  # root's only power in a box without dpkg: giving BUILD_USER its folders
@@ -118,7 +132,7 @@ class Box:
         return {
             "command": _KEEP_ALIVE,
             # the keep-alive only: root's steps need it, BUILD_USER's steps never get it
-            "user": "0:0" if self.root_steps else BUILD_USER,
+            "user": "0:0" if self.root_steps else KEEPER_USER,
             "init": True,  # reaps what a step leaves behind (a build's daemon) instead of filling the pids limit
             "network_mode": "none",
             "cap_drop": ["ALL"],
@@ -173,30 +187,33 @@ class Box:
         thread.start()
         return thread
 
-    def root(self, script: str, what: str = "setup", stdout_to: Path | None = None) -> str:
+    def root(self, script: str, what: str = "setup", stdout_to: Path | None = None,
+             max_bytes: int = defaults.ENV_LAYER_MAX_BYTES) -> str:
         """Run ``script`` (sh) as root: only for steps that run no repository or package code."""
         if not self.root_steps:
             raise EnvError(f"the {self.purpose} container was made without root steps")
-        return self._exec(script, "0:0", {}, what, stdout_to=stdout_to)
+        return self._exec(script, "0:0", {}, what, stdout_to=stdout_to, max_bytes=max_bytes)
 
     def run(self, script: str, what: str, env: dict[str, str] | None = None, ok: tuple[int, ...] = (0,),
-            stdout_to: Path | None = None) -> str:
+            stdout_to: Path | None = None, max_bytes: int = defaults.ENV_LAYER_MAX_BYTES) -> str:
         """Run ``script`` (sh) as BUILD_USER; StepFailed when it exits with a status not in ``ok``.
 
         ``stdout_to``: a host file (codebox's) that gets the step's standard output, e.g. a layer
         tar written to stdout (never a file in the container: on fuse-overlayfs writing it and
-        reading it back costs seconds); the log is then its standard error.
+        reading it back costs seconds); the log is then its standard error. ``max_bytes``: what
+        that file may hold (StreamCapExceeded past it, the box removed).
         """
-        return self._exec(script, BUILD_USER, env or {}, what, ok, stdout_to)
+        return self._exec(script, BUILD_USER, env or {}, what, ok, stdout_to, max_bytes)
 
     def _exec(self, script: str, user: str, env: dict[str, str], what: str, ok: tuple[int, ...] = (0,),
-              stdout_to: Path | None = None) -> str:
+              stdout_to: Path | None = None, max_bytes: int = defaults.ENV_LAYER_MAX_BYTES) -> str:
         check(self.cancel)
         api = self.client.api
-        exec_id = api.exec_create(self.container.id, ["sh", "-c", script], user=user,
+        exec_id = api.exec_create(self.container.id, ["/bin/sh", "-c", script], user=user,
                                   environment={"HOME": "/tmp", **env}, workdir="/")["Id"]
         tail: collections.deque[bytes] = collections.deque()
         size = [0]
+        counted = _Counted(max_bytes, defaults.ENV_STEP_LOG_MAX_BYTES)
 
         def frames() -> Iterator[bytes]:
             if stdout_to is None:
@@ -205,6 +222,8 @@ class Box:
             with stdout_to.open("wb") as out:
                 for data, log in api.exec_start(exec_id, stream=True, demux=True):
                     if data:
+                        if not counted.take_output(len(data)):
+                            return
                         out.write(data)
                     if log:
                         yield log
@@ -212,11 +231,13 @@ class Box:
         def pump() -> None:
             pending = b""
             for chunk in frames():
+                if not counted.take_log(len(chunk)):
+                    return
                 tail.append(chunk)
                 size[0] += len(chunk)
                 while size[0] > TAIL_BYTES and len(tail) > 1:
                     size[0] -= len(tail.popleft())
-                pending += chunk
+                pending = (pending + chunk)[-TAIL_BYTES:]  # a line longer than the tail is not progress
                 *lines, pending = pending.split(b"\n")
                 for line in lines:
                     text = line.decode("utf-8", "replace")
@@ -228,6 +249,10 @@ class Box:
         except TimeoutError:
             raise EnvError(f"the environment build did not finish in {self.deadline.timeout_s:g} s "
                            f"(the build deadline; it was in the {what} step)") from None
+        if counted.over:
+            self.close()  # the step is still writing: the box goes, with whatever it runs
+            raise StreamCapExceeded(f"the {what} step of the {self.purpose} build wrote more than {counted.over}; "
+                                    "the build container was removed")
         status = api.exec_inspect(exec_id).get("ExitCode")
         output = b"".join(tail).decode("utf-8", "replace")
         if status not in ok:
@@ -250,6 +275,31 @@ class Box:
         return chunks
 
 
+class StreamCapExceeded(EnvError):
+    """A box's step wrote more than its cap (a layer, a log): the box was removed."""
+
+
+class _Counted:
+    """The bytes a step sent so far, against its caps; ``over`` names the first cap passed."""
+
+    def __init__(self, max_output: int, max_log: int) -> None:
+        self.output = self.logged = 0
+        self.max_output, self.max_log = max_output, max_log
+        self.over = ""
+
+    def take_output(self, size: int) -> bool:
+        self.output += size
+        if self.output > self.max_output:
+            self.over = self.over or f"{self.max_output} bytes of output (its layer)"
+        return not self.over
+
+    def take_log(self, size: int) -> bool:
+        self.logged += size
+        if self.logged > self.max_log:
+            self.over = self.over or f"{self.max_log} bytes of log"
+        return not self.over
+
+
 def _first_member(chunks: Iterator[bytes], limit: int, path: str) -> bytes:
     buffer = io.BytesIO()
     for chunk in chunks:
@@ -257,7 +307,7 @@ def _first_member(chunks: Iterator[bytes], limit: int, path: str) -> bytes:
         if buffer.tell() > limit + 64 * 1024:
             raise EnvError(f"{path} in the build container is larger than {limit} bytes; refused")
     buffer.seek(0)
-    with tarfile.open(fileobj=buffer) as archive:
+    with tarfile.open(fileobj=buffer, mode="r:") as archive:  # a plain tar: no decompression of the box's bytes
         member = archive.next()
         data = archive.extractfile(member) if member is not None and member.isfile() else None
         if data is None or member is None or member.size > limit:

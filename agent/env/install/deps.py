@@ -13,6 +13,11 @@ lock, base image and Debian packages are the same (its key). Steps, in one box:
    the lock, and take ``/opt/codebox-env`` as a layer (files owned by root), which Docker
    loads meanwhile as an untagged image;
 3. the build user: compile the venv's bytecode, its ``__pycache__`` folders the last layer.
+
+An sdist's build (package code) is a step of its own, before the install; the install and the
+bytecode are codebox's own steps: they end whatever a build left running (box.REAP), run the
+base image's interpreter by its absolute path (``-I -S`` for the bytecode) and ``/bin/tar``, and
+their layers are capped on the host and checked as plain tars.
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ import docker
 from agent.env.cancel import NEVER, Cancel, check
 from agent.env.errors import EnvError, why_it_failed
 from agent.env.install import images
-from agent.env.install.box import BUILD_USER, Box, BuildLimits, Deadline, StepFailed
+from agent.env.install.box import BUILD_USER, REAP, SYSTEM_PATH, Box, BuildLimits, Deadline, StepFailed
 from agent.env.install.deps_box import BUILD, PREFIX, EarlyBox, box_plan, fits_in_memory, mounts, tmpfs
 from agent.env.install.layer import PROJECT, VENV, BackgroundLoad, Stacked, check_layer, load_stack
 from agent.env.resolve import apt
@@ -41,6 +46,7 @@ FORMAT = "deps-1"
 UV_CACHE = f"{VENV}/.uv-cache"  # on the venv's file system, so uv hard-links instead of copying; not in the layer
 SDIST_FAILED = 5  # the install script's exit status when an sdist does not build
 BYTECODE = "_codebox_bytecode.py"
+_BUILT = "/tmp/codebox-built"  # the wheels built from sdists
 Log = Callable[[str], None]
 
 
@@ -114,7 +120,9 @@ def _install_and_load(box: Box, base_image: str, target: Target, folder: Path, d
         box.root(_root_script(debs), "dependencies setup", stdout_to=layers[0] if debs else None)
     layers.append(folder / "venv.tar")
     try:
-        box.run(_install_script(target), "dependencies install", stdout_to=layers[-1])
+        if (folder / "stage" / "sdists.txt").stat().st_size:
+            box.run(_sdist_script(target), "sdist builds", env={"PATH": SYSTEM_PATH})
+        box.run(_install_script(target), "dependencies install", env={"PATH": SYSTEM_PATH}, stdout_to=layers[-1])
     except StepFailed as exc:
         if exc.status == SDIST_FAILED:
             why = why_it_failed(exc.tail)
@@ -122,17 +130,20 @@ def _install_and_load(box: Box, base_image: str, target: Target, folder: Path, d
                            f"of the build log:\n{exc.tail}", usage=True) from None
         raise EnvError(f"installing the environment failed offline (exit {exc.status}); the end of "
                        f"the build log:\n{exc.tail}") from None
-    # The daemon unpacks the venv (~1 ms a file on fuse-overlayfs) while the box compiles its bytecode,
-    # which is then a layer of its own on top.
-    with BackgroundLoad(box.client, base_image, layers, stack[0].labels) as venv:
+    # The venv's layer is checked, then unpacked by the daemon (~1 ms a file on fuse-overlayfs), while the box
+    # compiles its bytecode, which is then a layer of its own on top.
+    venv_layer = layers[-1]
+    with BackgroundLoad(box.client, base_image, layers, stack[0].labels, box.cancel,
+                        lambda: check_layer(venv_layer, VENV.lstrip("/"), box.cancel)) as venv:
         bytecode = folder / "bytecode.tar"
-        box.run(_bytecode_script(target), "bytecode", stdout_to=bytecode)
-        check_layer(bytecode, VENV.lstrip("/"))
+        box.run(_bytecode_script(target), "bytecode", env={"PATH": SYSTEM_PATH}, stdout_to=bytecode)
+        check_layer(bytecode, VENV.lstrip("/"), box.cancel)
         removing = box.close_in_background()
         try:
             check(box.cancel)
             parent = venv.wait()
-            return load_stack(box.client, parent, [stack[0]._replace(layers=[bytecode]), *stack[1:]])
+            return load_stack(box.client, parent, [stack[0]._replace(layers=[bytecode]), *stack[1:]],
+                              cancel=box.cancel)
         finally:
             removing.join()
 
@@ -166,7 +177,7 @@ dpkg --force-unsafe-io -i {BUILD}/debs/*.deb > /tmp/codebox-dpkg.log 2>&1 \
 find / -xdev \\( -path /proc -o -path /sys -o -path /dev -o -path /tmp -o -path {VENV} -o -path /etc/hosts \\
   -o -path /etc/hostname -o -path /etc/resolv.conf \\) -prune -o -cnewer /tmp/codebox-marker -print \\
   | sed -e 's#^/##' -e '/^$/d' > /tmp/codebox-apt-files
-tar --no-recursion -cf - -C / -T /tmp/codebox-apt-files >&3
+/bin/tar --no-recursion -cf - -C / -T /tmp/codebox-apt-files >&3
 """
     return script
 
@@ -177,41 +188,57 @@ def _bytecode_script(target: Target) -> str:
     By the base interpreter, isolated and without site: no .pth of the installed packages runs
     (``inside/_codebox_bytecode.py``).
     """
-    return f"""set -eu
+    return f"""{REAP}
+set -eu
 exec 3>&1 1>&2
-python3 -I -S {BUILD}/stage/{BYTECODE} {site_packages(target)}
+{_python(target)} -I -S {BUILD}/stage/{BYTECODE} {site_packages(target)}
 cd /
 find {VENV.lstrip("/")} -path {UV_CACHE.lstrip("/")} -prune -o -type d -name __pycache__ -print \\
-  | tar --owner=0 --group=0 --numeric-owner -cf - -T - >&3
+  | /bin/tar --owner=0 --group=0 --numeric-owner -cf - -T - >&3
+"""
+
+
+def _python(target: Target) -> str:
+    """The base image's interpreter by its absolute path (probe.py); python3 on the system PATH when unprobed."""
+    return target.executable or "python3"
+
+
+def _sdist_script(target: Target) -> str:
+    """The build user's sdist builds (package code runs here), offline, from the wheelhouse, into /tmp/codebox-built."""
+    return f"""set -eu
+export UV_CACHE_DIR=/tmp/codebox-sdist-cache UV_NO_PROGRESS=1 NO_COLOR=1
+mkdir -p {_BUILT}
+while read -r sdist; do  # dependencies with no wheel: built here, offline, from the wheelhouse
+  echo "codebox: building $sdist from source (offline)"
+  if ! {BUILD}/uv build --no-config --offline --no-index --find-links {BUILD}/wheels --wheel \\
+      --python {_python(target)} -o {_BUILT} "{BUILD}/wheels/$sdist" > /tmp/codebox-sdist.log 2>&1; then
+    echo "codebox: building $sdist failed offline; the end of its build log:"
+    tail -n 25 /tmp/codebox-sdist.log
+    exit {SDIST_FAILED}
+  fi
+done < {BUILD}/stage/sdists.txt
 """
 
 
 def _install_script(target: Target) -> str:
-    """The build user's part: sdists built offline, the venv, the lock installed, the venv as a layer (on stdout)."""
+    """codebox's own step, as the build user: the venv, the lock installed (wheels only: no package code runs),
+    the venv as a layer (on stdout)."""
     site = site_packages(target)
     short = ".".join(target.python.split(".")[:2])
-    built = "/tmp/codebox-built"
-    return f"""set -eu
+    return f"""{REAP}
+set -eu
 exec 3>&1 1>&2
 export UV_CACHE_DIR={UV_CACHE} UV_NO_PROGRESS=1 NO_COLOR=1
-python=$(command -v python3)
+python={_python(target)}
+case "$python" in /*) ;; *) python=$(command -v "$python") ;; esac
 # The venv by hand (what `python -m venv --without-pip` writes), one interpreter start cheaper than uv venv.
-mkdir -p {VENV}/bin {site} {built}
+mkdir -p {VENV}/bin {site} {_BUILT}
 ln -s lib {VENV}/lib64
 ln -s "$python" {VENV}/bin/python
 ln -s python {VENV}/bin/python3
 ln -s python {VENV}/bin/python{short}
 printf 'home = %s\\ninclude-system-site-packages = false\\nversion = {target.python}\\n' "$(dirname "$python")" \\
   > {VENV}/pyvenv.cfg
-while read -r sdist; do  # dependencies with no wheel: built here, offline, from the wheelhouse
-  echo "codebox: building $sdist from source (offline)"
-  if ! {BUILD}/uv build --no-config --offline --no-index --find-links {BUILD}/wheels --wheel \\
-      --python "$python" -o {built} "{BUILD}/wheels/$sdist" > /tmp/codebox-sdist.log 2>&1; then
-    echo "codebox: building $sdist failed offline; the end of its build log:"
-    tail -n 25 /tmp/codebox-sdist.log
-    exit {SDIST_FAILED}
-  fi
-done < {BUILD}/stage/sdists.txt
 if [ -s {BUILD}/stage/sdists.txt ]; then  # a built wheel's hash is its own: the lock's is the sdist's
   sed 's/ --hash=.*//' {BUILD}/stage/requirements.txt > /tmp/codebox-requirements.txt
   hashes=""
@@ -219,11 +246,11 @@ else
   cp {BUILD}/stage/requirements.txt /tmp/codebox-requirements.txt
   hashes="--require-hashes"
 fi
-{BUILD}/uv pip install --no-config --offline --no-index --find-links {built} --find-links {BUILD}/wheels \\
+{BUILD}/uv pip install --no-config --offline --no-index --find-links {_BUILT} --find-links {BUILD}/wheels \\
   --only-binary :all: --no-deps $hashes --link-mode hardlink --python {VENV}/bin/python \\
   -r /tmp/codebox-requirements.txt
 cp {BUILD}/stage/_codebox_project.pth {site}/
 cp {BUILD}/stage/requirements.txt {VENV}/codebox-lock.txt
 echo "codebox: dependencies layer written"
-tar --owner=0 --group=0 --numeric-owner --exclude={UV_CACHE.lstrip("/")} -cf - -C / {VENV.lstrip("/")} >&3
+/bin/tar --owner=0 --group=0 --numeric-owner --exclude={UV_CACHE.lstrip("/")} -cf - -C / {VENV.lstrip("/")} >&3
 """

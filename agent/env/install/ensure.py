@@ -55,6 +55,7 @@ if TYPE_CHECKING:
     from agent.env.install.layer import Stacked
 
 FORMAT_VERSION = "2"
+PLUGIN_GROUP = "pytest11"  # the entry points pytest loads: recorded, so eval can tell when a patch changes them
 Log = Callable[[str], None]
 __all__ = ["ROLE_BUILD", "EnvRequest", "ensure_env"]
 
@@ -183,7 +184,7 @@ def _info(entry: images.Entry, request: EnvRequest, built: bool, start: float) -
     return EnvInfo(
         image=entry.tag, image_id=entry.id, base_image=request.base_image, built=built, lock=entry.lock,
         installed=list(entry.packages), apt=list(entry.apt), python=entry.python, notes=list(entry.notes),
-        as_of=entry.as_of, duration_s=round(time.monotonic() - start, 3),
+        as_of=entry.as_of, pytest_plugins=entry.pytest_plugins, duration_s=round(time.monotonic() - start, 3),
     )
 
 
@@ -227,7 +228,8 @@ class _Build:
             # When the dependencies image is built, one load for both images.
             deps, image_id = self._locked_deps(declared.requirements + self.inputs.pip, declared.project.name,
                                                self._stacked(layer))
-            return self._finish(deps, layer, declared.project.name or "", image_id)
+            return self._finish(deps, layer, declared.project.name or "", image_id,
+                                _plugins(declared.project.entry_points))
 
     def _with_project_build(self, folder: Path, compiles: bool) -> images.Entry:
         from agent.env.install import metadata
@@ -245,11 +247,12 @@ class _Build:
         build_requires = plan.build_requirements(inputs.build_requires, inputs.backend, declared, needs_cython)
         with ProjectBuild(self.client, image, request.repo, inputs.tree, inputs.backend, inputs.recipe,
                           declared.project.import_root, declared.project.version, folder / "project",
-                          request.limits, self.deadline, self.cancel, self.log) as box:
+                          request.limits, self.deadline, self.cancel, self.log, self.target.executable) as box:
             self.log("starting the project's build container (network none, unprivileged)")
             box.start(self.installed)
             requirements = list(declared.requirements)
             name = declared.project.name or ""
+            plugins = _plugins(declared.project.entry_points)
             if inputs.backend.name:
                 build_lock = self.resolve(build_requires, "build requirements")
                 box.install_build_requirements(build_lock)
@@ -263,6 +266,7 @@ class _Build:
                 extras = [*DEFAULT_EXTRAS, *inputs.recipe.extras]
                 requirements += metadata.requirements(meta, extras, self.target)
                 name = meta.name
+                plugins = metadata.entry_point_group(meta.entry_points, PLUGIN_GROUP)
                 self.log(f"the project's backend says {meta.name} {meta.version}, "
                          f"{len(meta.requires_dist)} Requires-Dist")
             else:
@@ -270,7 +274,7 @@ class _Build:
             deps, _ = self._locked_deps(requirements + inputs.pip, name)
             self.log("installing the project with its own build backend")
             layer = box.build(folder / "project.tar")
-        return self._finish(deps, layer, name)
+        return self._finish(deps, layer, name, plugins=plugins)
 
     def _lock(self, requirements: list[Requirement], project: str | None) -> Lock:
         from packaging.utils import canonicalize_name
@@ -321,7 +325,8 @@ class _Build:
         labels = {images.LABEL_KIND: images.KIND, images.LABEL_REPO: self.request.shown()}
         return Stacked([layer], f"{images.REPOSITORY}:{self.key[:16]}", labels)
 
-    def _finish(self, deps: images.Entry, layer: Path, name: str, image_id: str | None = None) -> images.Entry:
+    def _finish(self, deps: images.Entry, layer: Path, name: str, image_id: str | None = None,
+                plugins: list[str] | None = None) -> images.Entry:
         """Record the environment image (``image_id``: loaded already with its dependencies image)."""
         from agent.env.install.layer import load_stack
 
@@ -333,7 +338,7 @@ class _Build:
         entry = images.Entry(
             kind="env", key=self.key, id=image_id, tag=tag, repo=self.request.shown(), base=self.request.base_image,
             base_id=self.base_id, python=self.target.python, lock=deps.lock, packages=deps.packages, apt=deps.apt,
-            as_of=self.request.as_of, deps=deps.id,
+            as_of=self.request.as_of, deps=deps.id, pytest_plugins=plugins or [],
             notes=[*self.inputs.declared.notes, *([f"the project ({name}) was installed by its own build backend"]
                                                   if self.inputs.build and name else [])],
         )
@@ -354,6 +359,10 @@ def _build(request: EnvRequest, inputs: _Inputs, engine: images.Engine, base_id:
         return _Build(request, inputs, engine, client, base_id, key, log, cancel).run()
     finally:
         client.close()
+
+
+def _plugins(entry_points: dict[str, dict[str, str]]) -> list[str]:
+    return sorted(f"{name} = {target}" for name, target in entry_points.get(PLUGIN_GROUP, {}).items())
 
 
 def static_layer(declared: Declared, dest: Path) -> Path:

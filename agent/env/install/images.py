@@ -62,6 +62,7 @@ class Entry(BaseModel):
     apt: list[str] = Field(default_factory=list)
     as_of: str = ""
     deps: str = ""  # an env image's dependencies image (its id)
+    pytest_plugins: list[str] | None = None  # the project's pytest11 entry points (None: a record made before)
     notes: list[str] = Field(default_factory=list)
     created: float = Field(default_factory=time.time)
 

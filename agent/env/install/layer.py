@@ -1,6 +1,12 @@
 """Image layers: loaded into Docker as ``parent + layers`` (``docker load``; the parent's layers are named,
 not sent; several images stacked in one load), made in memory from files codebox writes, and checked
-before a container's layer is loaded."""
+before a container's layer is loaded.
+
+A layer a box wrote is read as a plain tar only (never decompressed: a compressed stream could spin the
+host's CPU for minutes, and the daemon would decompress it too), up to a size cap, its members checked
+one by one with the cancel watched between them. Hashing a layer and sending it to the daemon watch the
+cancel every MiB; the daemon's unpacking, once the load is sent, is bounded by its client's timeout.
+"""
 
 from __future__ import annotations
 
@@ -14,8 +20,10 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple
 
+from agent import defaults
+from agent.env.cancel import NEVER, Cancel, check
 from agent.env.errors import EnvError
 
 if TYPE_CHECKING:
@@ -35,17 +43,17 @@ class Stacked(NamedTuple):
 
 
 def load_image(client: docker.DockerClient, parent: str, layers: list[Path], tag: str,
-               labels: dict[str, str]) -> str:
+               labels: dict[str, str], cancel: Cancel = NEVER) -> str:
     """``tag`` = the image ``parent`` plus ``layers`` (uncompressed tars), via ``docker load``; its image id.
 
     Why not ``docker commit``: on fuse-overlayfs it diffs the whole base file by file (11 s
     for a 210 MB base here); loading ready layers takes well under a second.
     """
-    return load_stack(client, parent, [Stacked(layers, tag, labels)])[0]
+    return load_stack(client, parent, [Stacked(layers, tag, labels)], cancel=cancel)[0]
 
 
 def load_stack(client: docker.DockerClient, parent: str, stack: list[Stacked],
-               before: Callable[[list[str]], None] | None = None) -> list[str]:
+               before: Callable[[list[str]], None] | None = None, cancel: Cancel = NEVER) -> list[str]:
     """Each image of ``stack`` = the one before it (the first: ``parent``) plus its layers, all in
     one ``docker load`` (one request, one pass of the daemon); their image ids (given to ``before``
     too, before the load starts)."""
@@ -61,7 +69,7 @@ def load_stack(client: docker.DockerClient, parent: str, stack: list[Stacked],
     files: list[tuple[Path, str]] = []
     ids: list[str] = []
     for n, image in enumerate(stack):
-        digests = [f"sha256:{_sha256(layer)}" for layer in image.layers]
+        digests = [f"sha256:{_sha256(layer, cancel)}" for layer in image.layers]
         config = {
             "architecture": attrs.get("Architecture", "amd64"),
             "os": attrs.get("Os", "linux"),
@@ -86,12 +94,14 @@ def load_stack(client: docker.DockerClient, parent: str, stack: list[Stacked],
             info.size = len(data)
             tar.addfile(info, io.BytesIO(data))
         for layer, name in files:
-            tar.add(layer, arcname=name)
+            info = tar.gettarinfo(str(layer), arcname=name)
+            with layer.open("rb") as source:
+                tar.addfile(info, _Watched(source, cancel))
     try:
         if before is not None:
             before(ids)
         with archive.open("rb") as f:
-            client.images.load(f)
+            client.images.load(_Watched(f, cancel))
     except docker.errors.APIError as exc:
         raise EnvError(f"Docker could not load the environment image {what}: {exc.explanation or exc}") from exc
     finally:
@@ -105,8 +115,11 @@ class BackgroundLoad:
     layers). The record names the image while it may exist (images.mark_loading): one a killed build
     left is removed by the next build that loads one, or by ``codebox env rm --all``."""
 
-    def __init__(self, client: docker.DockerClient, parent: str, layers: list[Path], labels: dict[str, str]) -> None:
+    def __init__(self, client: docker.DockerClient, parent: str, layers: list[Path], labels: dict[str, str],
+                 cancel: Cancel = NEVER, check_first: Callable[[], object] | None = None) -> None:
         self.client = client
+        self.cancel = cancel
+        self.check_first = check_first  # run in the thread before the load (a layer's check: off the caller's path)
         self.image = Stacked(layers, "", labels)
         self.parent = parent
         self.result: dict[str, Any] = {}
@@ -124,7 +137,9 @@ class BackgroundLoad:
             self.marked = ids[0], images.mark_loading(ids[0])
 
         try:
-            self.result["id"] = load_stack(self.client, self.parent, [self.image], mark)[0]
+            if self.check_first is not None:
+                self.check_first()
+            self.result["id"] = load_stack(self.client, self.parent, [self.image], mark, self.cancel)[0]
         except Exception as exc:  # given to the caller by wait()
             self.result["error"] = exc
 
@@ -148,12 +163,33 @@ class BackgroundLoad:
         marker.unlink(missing_ok=True)
 
 
-def _sha256(path: Path) -> str:
+def _sha256(path: Path, cancel: Cancel = NEVER) -> str:
     digest = hashlib.sha256()
     with path.open("rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
+            check(cancel)
             digest.update(block)
     return digest.hexdigest()
+
+
+class _Watched:
+    """A file read in blocks of at most 1 MiB, the cancel checked before each (EnvCancelled mid-read). Its
+    fileno and tell are the file's: an HTTP client sends it with its length, block by block."""
+
+    def __init__(self, source: BinaryIO, cancel: Cancel) -> None:
+        self.source, self.cancel = source, cancel
+
+    def read(self, size: int = -1) -> bytes:
+        check(self.cancel)
+        return self.source.read(1 << 20 if size is None or size < 0 or size > 1 << 20 else size)
+
+    mode = "rb"  # what an HTTP client checks before it sends a file by its length
+
+    def fileno(self) -> int:
+        return self.source.fileno()
+
+    def tell(self) -> int:
+        return self.source.tell()
 
 
 def image_config(attrs: dict[str, Any], labels: dict[str, str]) -> dict[str, Any]:
@@ -200,13 +236,19 @@ def layer_from_files(dest: Path, files: dict[str, tuple[str, int]]) -> Path:
     return dest
 
 
-def check_layer(path: Path, inside: str) -> int:
-    """Refuse a layer tar a build container wrote unless every member is under ``inside`` (e.g.
-    ``opt/codebox-project``) with a plain relative name and no device; the member count."""
+def check_layer(path: Path, inside: str, cancel: Cancel = NEVER,
+                max_bytes: int = defaults.ENV_LAYER_MAX_BYTES) -> int:
+    """Refuse a layer tar a build container wrote unless it is a plain (uncompressed) tar of at most
+    ``max_bytes`` whose every member is under ``inside`` (e.g. ``opt/codebox-project``) with a plain
+    relative name and no device; the member count."""
+    size = path.stat().st_size
+    if size > max_bytes:
+        raise EnvError(f"the build container's layer is {size} bytes, over the cap of {max_bytes}; refused")
     count = 0
     try:
-        with tarfile.open(path) as tar:
+        with tarfile.open(path, mode="r:") as tar:  # plain tar only: never decompress what a box wrote
             for member in tar:
+                check(cancel)
                 name = member.name.rstrip("/")
                 parts = name.split("/")
                 link = member.linkname.rstrip("/") if member.islnk() else inside

@@ -9,6 +9,7 @@ extras asked for, so uv gets plain requirements; a requirement naming the projec
 
 from __future__ import annotations
 
+import configparser
 import platform as host_platform
 from email.parser import HeaderParser
 
@@ -54,6 +55,25 @@ def parse_metadata(dist_info: str, text: str, entry_points: str = "") -> Backend
         requires_python=(headers.get("Requires-Python") or "").strip() or None,
         dist_info=dist_info, metadata=text, entry_points=entry_points,
     )
+
+
+class _CaseKept(configparser.ConfigParser):
+    """Entry point names keep their case (configparser lowers keys by default)."""
+
+    def optionxform(self, optionstr: str) -> str:
+        return optionstr
+
+
+def entry_point_group(text: str, group: str) -> list[str]:
+    """``name = target`` of each entry point of ``group`` in an entry_points.txt text (none when unreadable)."""
+    parser = _CaseKept(interpolation=None, delimiters=("=",))
+    try:
+        parser.read_string(text)
+    except configparser.Error:
+        return []
+    if not parser.has_section(group):
+        return []
+    return sorted(f"{name} = {target.strip()}" for name, target in parser.items(group))
 
 
 def marker_environment(target: Target) -> dict[str, str]:

@@ -21,8 +21,15 @@ PROBE_TIMEOUT_S = 120.0
 _PROBE = (
     "import os, platform, sys, sysconfig; v = sys.version_info; libc = platform.libc_ver();"
     "h = os.path.exists(os.path.join(sysconfig.get_paths()['include'], 'Python.h'));"
-    "print(f'{v[0]}.{v[1]}.{v[2]} {platform.machine()} {libc[0]} {libc[1]} {int(h)}')"
+    "print(f'{v[0]}.{v[1]}.{v[2]} {platform.machine()} {libc[0]} {libc[1]} {int(h)}');"
+    # The interpreter, and whether the build user (the probe runs as it) could replace it or its standard library.
+    "exe = os.path.realpath(sys.executable); lib = sysconfig.get_paths()['stdlib'];"
+    "w = any(os.access(p, os.W_OK) for p in (exe, os.path.dirname(exe), lib));"
+    "print('codebox-python', int(w), exe)"
 )
+# What codebox's own steps in a box run when the probe could not say (a Target made elsewhere): the image's python3
+# found on root's folders only.
+FALLBACK_PYTHON = "python3"
 
 
 def probe(client: docker.DockerClient, image: str, with_debs: bool = False,
@@ -31,7 +38,7 @@ def probe(client: docker.DockerClient, image: str, with_debs: bool = False,
 
     Kept per image id in the cache folder: an image's Python does not change.
     """
-    saved = cache_dir() / "probe-v2" / f"{_image_id(client, image).replace(':', '-')}.json"
+    saved = cache_dir() / "probe-v3" / f"{_image_id(client, image).replace(':', '-')}.json"
     if not with_debs and saved.is_file():
         with contextlib.suppress(ValueError, OSError):
             return Target.model_validate_json(saved.read_text(encoding="utf-8")), set()
@@ -62,7 +69,8 @@ def _probe(client: docker.DockerClient, image: str, with_debs: bool, cancel: Can
         script += "; dpkg-query -W -f '${Package}\\n' 2>/dev/null || true"
     with Box(client, image, "probe", [], BuildLimits(), Deadline(PROBE_TIMEOUT_S), cancel, caps=[]) as box:
         output = box.run(script, "probe")
-    lines = output.splitlines()
+    lines = [line for line in output.splitlines() if not line.startswith("codebox-python ")]
+    executable = _executable(output, image)
     try:
         version, machine, libc, libc_version, headers = [*lines[0].split(), "", "", "", ""][:5]
     except IndexError:
@@ -73,4 +81,14 @@ def _probe(client: docker.DockerClient, image: str, with_debs: bool, cancel: Can
     major, _, minor = libc_version.partition(".")
     platform = f"{machine}-manylinux_{major}_{minor}"
     installed = {line.strip() for line in lines[1:] if line.strip()}
-    return Target(python=version, platform=platform, headers=headers == "1"), installed
+    return Target(python=version, platform=platform, headers=headers == "1", executable=executable), installed
+
+
+def _executable(output: str, image: str) -> str:
+    """The interpreter's absolute path the probe printed; EnvError when the build user could replace it."""
+    line = next((line for line in output.splitlines() if line.startswith("codebox-python ")), "")
+    _, writable, path = [*line.split(" ", 2), "", "", ""][:3]
+    if writable == "1":
+        raise EnvError(f"the image {image}'s python3 ({path}) or its standard library is writable by the build user "
+                       "(uid 65534): codebox's own build steps could not trust it; use an image whose Python is root's")
+    return path if path.startswith("/") else ""

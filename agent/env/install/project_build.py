@@ -14,6 +14,11 @@ packages; no repository code has run yet. Then, as the build user, offline:
 
 A version tool that cannot read the git metadata (no ``.git``, a clone whose objects are
 elsewhere) gets ``SETUPTOOLS_SCM_PRETEND_VERSION``: the version the static reading found.
+
+Step 3's collection is codebox's own, after repository code ran: it ends what the build left
+running (box.REAP), runs the base image's interpreter by its absolute path with ``-I -S`` and
+``/bin/tar`` on a system PATH, sources nothing the build wrote, and its layer is capped on the
+host (ENV_PROJECT_LAYER_MAX_BYTES), checked as a plain tar, never decompressed.
 """
 
 from __future__ import annotations
@@ -28,9 +33,21 @@ from typing import Any
 import docker
 from packaging.version import InvalidVersion, Version
 
+from agent import defaults
 from agent.env.cancel import NEVER, Cancel, check
 from agent.env.errors import EnvError, ProjectBuildFailed, why_it_failed
-from agent.env.install.box import BUILD_USER, DPKG_CAPS, SETUP_CAPS, Box, BuildLimits, Deadline, Mount, StepFailed
+from agent.env.install.box import (
+    BUILD_USER,
+    DPKG_CAPS,
+    REAP,
+    SETUP_CAPS,
+    SYSTEM_PATH,
+    Box,
+    BuildLimits,
+    Deadline,
+    Mount,
+    StepFailed,
+)
 from agent.env.install.layer import PROJECT, VENV, check_layer
 from agent.env.install.metadata import BackendMetadata, parse_metadata
 from agent.env.install.plan import Backend
@@ -57,8 +74,9 @@ class ProjectBuild:
 
     def __init__(self, client: docker.DockerClient, image: str, repo: Path, tree: Tree, backend: Backend,
                  recipe: Recipe, import_root: str, version: str, folder: Path, limits: BuildLimits,
-                 deadline: Deadline, cancel: Cancel = NEVER, log: Log = lambda _: None) -> None:
+                 deadline: Deadline, cancel: Cancel = NEVER, log: Log = lambda _: None, python: str = "") -> None:
         self.client = client
+        self.python = python or "python3"  # the base image's, by its absolute path (probe.py): codebox's own steps
         self.image = image
         self.repo = repo
         self.tree = tree
@@ -220,14 +238,18 @@ echo "codebox: the backend has no editable builds: setup.py build_ext --inplace"
                     raise ProjectBuildFailed(f"the project's own build failed offline (setup.py build_ext --inplace, "
                                              f"exit {exc.status}){_why(exc.tail)}; the end of its log:\n{exc.tail}",
                                              exc.status) from None
-        self._run(f"""exec 3>&1 1>&2
-python3 {BUILD}/stage/_codebox_collect.py {BUILD}/stage/collect.json
-tar --owner=0 --group=0 --numeric-owner -cf - -C / {PROJECT.lstrip("/")} >&3
-""", "project install", stdout_to=dest)
-        layer = dest
+        assert self.box is not None, "start() first"
+        # codebox's own step: nothing the build wrote or left running takes part (see the module docstring)
+        self.box.run(f"""{REAP}
+set -eu
+exec 3>&1 1>&2
+cd /repo
+{self.python} -I -S {BUILD}/stage/_codebox_collect.py {BUILD}/stage/collect.json
+/bin/tar --owner=0 --group=0 --numeric-owner -cf - -C / {PROJECT.lstrip("/")} >&3
+""", "project install", env={"PATH": SYSTEM_PATH}, stdout_to=dest, max_bytes=defaults.ENV_PROJECT_LAYER_MAX_BYTES)
         check(self.cancel)
-        check_layer(layer, PROJECT.lstrip("/"))
-        return layer
+        check_layer(dest, PROJECT.lstrip("/"), self.cancel, defaults.ENV_PROJECT_LAYER_MAX_BYTES)
+        return dest
 
     def _hook(self, hook: str) -> dict[str, Any]:
         try:

@@ -34,6 +34,9 @@ class Target(BaseModel):
     python: str  # full version, e.g. "3.11.2"
     platform: str  # uv's --python-platform, e.g. "x86_64-manylinux_2_36"
     headers: bool = True  # Python.h is there (building C extensions needs it)
+    # The interpreter itself, resolved to an absolute path before anything ran in a box of the image, and not
+    # writable by the build user: what codebox's own steps in a box run (with -I -S). "": not probed.
+    executable: str = ""
 
 
 class IndexConfig(BaseModel):

@@ -106,7 +106,8 @@ def test_an_all_wheels_lock_is_installed_with_no_root_no_capability_no_cpu_quota
     assert "pthpkg==1.0" in info.installed
     deps = next(o for o in boxes if o["purpose"] == "deps")
     assert deps["network_mode"] == "none" and deps["cap_drop"] == ["ALL"] and deps["cap_add"] == []
-    assert deps["security_opt"] == ["no-new-privileges"] and deps["user"] == box.BUILD_USER
+    # the keep-alive: neither root nor the build user (which ends every process of its own before codebox's steps)
+    assert deps["security_opt"] == ["no-new-privileges"] and deps["user"] == box.KEEPER_USER
     assert deps["nano_cpus"] == 0  # no quota; the memory, pids and time limits stay
     assert deps["mem_limit"] == "700m" and deps["memswap_limit"] == "700m" and deps["pids_limit"] == 111
     assert all(v["mode"] == "ro" for v in deps["volumes"].values())
@@ -172,13 +173,14 @@ def test_the_static_path_loads_the_dependencies_and_the_environment_image_in_one
 @pytest.fixture()
 def partials(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The ids of the untagged images the builds loaded (the venv while its bytecode compiles)."""
+    from agent.env.cancel import NEVER
     from agent.env.install import layer
 
     seen: list[str] = []
     real = layer.load_stack
 
-    def spy(client: Any, parent: str, stack: list[layer.Stacked], before: Any = None) -> list[str]:
-        ids = real(client, parent, stack, before)
+    def spy(client: Any, parent: str, stack: list[layer.Stacked], before: Any = None, cancel: Any = NEVER) -> list[str]:
+        ids = real(client, parent, stack, before, cancel)
         seen.extend(i for i, image in zip(ids, stack, strict=True) if not image.tag)
         return ids
 

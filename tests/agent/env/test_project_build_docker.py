@@ -64,10 +64,9 @@ def steps(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str, str]]:
     seen: list[tuple[str, str, str]] = []
     real = box.Box._exec
 
-    def spy(self: box.Box, script: str, user: str, env: dict[str, str], what: str, ok: tuple[int, ...] = (0,),
-            stdout_to: Path | None = None) -> str:
+    def spy(self: box.Box, script: str, user: str, *args: Any, **kwargs: Any) -> str:
         seen.append((self.purpose, user, script))
-        return real(self, script, user, env, what, ok, stdout_to)
+        return real(self, script, user, *args, **kwargs)
 
     monkeypatch.setattr(box.Box, "_exec", spy)
     return seen

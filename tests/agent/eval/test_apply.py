@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from agent.eval.apply import GNU_PATCH, apply_patch, reset_to_base
+from agent.eval.changed import patch_paths
 from agent.eval.diffs import touched_paths
 from agent.task.workspace import create_workspace
 from tests.agent.eval.repos import CALC, calc_repo, diff_of, make_repo
@@ -100,12 +101,12 @@ def test_reset_puts_every_touched_path_back_to_the_base(repo: Path) -> None:
     (ws / "tests" / "test_mul.py").write_text("def test_mul():\n    pass  # the model's\n")
     (ws / "tests" / "test_new.py").write_text("def test_new():\n    pass  # pre-empted by the model\n")
     (ws / "calc.py").write_text("kept\n")
-    paths = reset_to_base(ws, "HEAD", test_patch)
+    paths = reset_to_base(ws, "HEAD", patch_paths(ws, test_patch))
     assert sorted(paths) == ["tests/test_mul.py", "tests/test_new.py"]
     assert (ws / "tests" / "test_mul.py").read_text() == (repo / "tests" / "test_mul.py").read_text()
     assert not (ws / "tests" / "test_new.py").exists() and (ws / "calc.py").read_text() == "kept\n"
     assert apply_patch(ws, test_patch).command == "git apply --verbose"
-    assert reset_to_base(ws, "HEAD", "--- a/../../etc/passwd\n+++ b/../../etc/passwd\n") == []
+    assert reset_to_base(ws, "HEAD", ["../../etc/passwd", "link/../x"]) == []
 
 
 def test_touched_paths_reads_git_spelling() -> None:
@@ -116,3 +117,7 @@ def test_touched_paths_reads_git_spelling() -> None:
             'diff --git a/img.png b/img.png\nBinary files a/img.png and b/img.png differ\n'
             '--- a/tab.py\t2024-01-01\n+++ b/tab.py\t2024-01-01\n')
     assert touched_paths(diff) == ["x.py", "café z.py", "old.py", "new.py", "img.png", "tab.py"]
+    # a traditional diff's date after a space: both readings count for the check before GNU patch runs
+    date = " 2020-01-01 00:00:00.000000000 +0000"
+    dated = f"--- a/t/conftest.py{date}\n+++ b/t/conftest.py{date}\n"
+    assert touched_paths(dated) == ["t/conftest.py 2020-01-01 00:00:00.000000000 +0000", "t/conftest.py"]

@@ -47,6 +47,8 @@ def test_flags_that_cannot_work_are_usage_errors(tmp_path: Path, capsys: pytest.
     assert main([*args, "--jobs", "0"]) == 2 and "--jobs" in capsys.readouterr().err
     assert main([*args, "--filter", "(("]) == 2 and "bad --filter" in capsys.readouterr().err
     assert main([*args, "--repos", str(tmp_path / "nope")]) == 2 and "not a directory" in capsys.readouterr().err
+    assert main([*args, "--trust-dataset", str(tmp_path / "other.jsonl")]) == 2
+    assert "--trust-dataset" in capsys.readouterr().err  # it names a file of this run, or nothing is trusted
 
 
 def test_instances_that_cannot_be_evaluated_say_why(tmp_path: Path) -> None:

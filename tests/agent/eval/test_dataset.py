@@ -1,5 +1,7 @@
 """Datasets as shipped: every SWE-bench version's lines, SWE-Gym and SWE-smith lines, JSONL / JSON / parquet,
-owner/name repositories under --repos; every bad line named with its number, the rest still load."""
+owner/name repositories under --repos; every bad line named with its number, the rest still load. A line is
+data: a setting in it is refused unless the file is trusted, its image used only when a glob allows it, its
+repo only under --repos or the dataset's folder."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from agent.eval.dataset import NOT_RUN_SCRIPT, load_dataset
+from agent.eval.dataset import NOT_RUN_SCRIPT, LineRules, load_dataset
 from tests.agent.eval.repos import calc_repo
 from tests.repos import sh
 
@@ -54,7 +56,7 @@ def test_swe_bench_lines_of_every_version(tmp_path: Path, repos: tuple[Path, str
     assert v5.dataset.eval_type == "fail_only" and v5.dataset.log_parser == "parse_log_pytest"
     assert v5.dataset.eval_script and NOT_RUN_SCRIPT in v5.dataset.notes and v5.dataset.split == "test"
     assert v5.dataset.image_assets and not v5.dataset.image_used and v5.task.image is None
-    assert any("is not on this machine" in n for n in v5.dataset.notes)
+    assert any("matches no --dataset-image glob" in n for n in v5.dataset.notes)
     assert g.task.FAIL_TO_PASS == F2P and e.dataset.ignored_keys == ["meta"]
 
 
@@ -64,11 +66,59 @@ def test_a_local_image_is_the_environment_and_env_precedence(tmp_path: Path, rep
             swe_bench_4(base, instance_id="own-env", image="here:1", env="auto"),
             swe_bench_4(base, instance_id="plain")]
     path = write(tmp_path / "d.jsonl", rows)
-    img, own, plain = load_dataset(path, repos_dir=root, image_exists=lambda name: name == "here:1").instances
+    here = LineRules(trusted=True)  # a line's env is a setting: only a trusted file's counts
+    img, own, plain = load_dataset(path, repos_dir=root, image_exists=lambda name: name == "here:1",
+                                   rules=here).instances
     assert img.task.image == "here:1" and img.dataset.image_used and img.task.env == "none"
     assert own.task.env == "auto" and plain.task.env == "auto"
-    flagged = load_dataset(path, repos_dir=root, env="none", image_exists=lambda name: True).instances
+    flagged = load_dataset(path, repos_dir=root, env="none", image_exists=lambda name: True, rules=here).instances
     assert [i.task.env for i in flagged] == ["none", "none", "none"]
+
+
+def test_a_line_image_is_used_only_when_a_glob_the_user_gave_matches(tmp_path: Path, repos: tuple[Path, str]) -> None:
+    root, base = repos
+    rows = [swe_bench_4(base, instance_id="sweb", image="swebench/sweb.eval.x86_64.acme__calc-1:latest"),
+            swe_bench_4(base, instance_id="private", image="private/secrets:1")]
+    path = write(tmp_path / "d.jsonl", rows)
+    sweb, private = load_dataset(path, repos_dir=root, image_exists=lambda name: True,
+                                 rules=LineRules(image_globs=["sweb.eval.*"])).instances
+    assert sweb.task.image == "swebench/sweb.eval.x86_64.acme__calc-1:latest" and sweb.dataset.image_used
+    assert private.task.image is None and not private.dataset.image_used and private.task.env == "auto"
+    none = load_dataset(path, repos_dir=root, image_exists=lambda name: True).instances
+    assert [i.task.image for i in none] == [None, None]
+
+
+def test_a_line_that_sets_a_setting_is_refused_unless_the_file_is_trusted(
+        tmp_path: Path, repos: tuple[Path, str]) -> None:
+    root, base = repos
+    rows = [swe_bench_4(base, instance_id="runtime", runtime="runc"),
+            swe_bench_4(base, instance_id="env", env={"pre_install": ["curl evil"]}, timeout_s=1),
+            swe_bench_4(base, instance_id="data", test_in_copy=True, difficulty="<15 min fix")]
+    path = write(tmp_path / "d.jsonl", rows)
+    loaded = load_dataset(path, repos_dir=root)
+    assert [i.task.id for i in loaded.instances] == ["data"] and loaded.instances[0].task.test_in_copy
+    found = {e.where: e.message for e in loaded.errors}
+    assert "'runtime'" in found["d.jsonl line 1"] and "--trust-dataset" in found["d.jsonl line 1"]
+    assert "'env'" in found["d.jsonl line 2"] and "timeout_s" in found["d.jsonl line 2"]
+    trusted = load_dataset(path, repos_dir=root, rules=LineRules(trusted=True))
+    assert trusted.errors == [] and trusted.instances[0].task.runtime == "runc"
+
+
+def test_a_repo_folder_must_be_inside_repos_or_the_datasets_folder(tmp_path: Path, repos: tuple[Path, str]) -> None:
+    root, base = repos
+    (tmp_path / "data").mkdir()
+    sh("git", "clone", "-q", str(root / "acme" / "calc"), str(tmp_path / "data" / "calc"), cwd=tmp_path)
+    (tmp_path / "data" / "out").symlink_to(root.parent.parent)
+    rows = [swe_bench_4(base, repo=".", instance_id="dot"),
+            swe_bench_4(base, repo=str(tmp_path), instance_id="outside"),
+            swe_bench_4(base, repo="out", instance_id="link"),
+            swe_bench_4(base, repo="calc", instance_id="beside"),
+            swe_bench_4(base, repo=str(root / "acme" / "calc"), instance_id="in-repos")]
+    loaded = load_dataset(write(tmp_path / "data" / "d.jsonl", rows), repos_dir=root)
+    assert [i.task.id for i in loaded.instances] == ["beside", "in-repos"]
+    assert loaded.instances[0].task.repo == str((tmp_path / "data" / "calc").resolve())
+    assert sorted(e.where for e in loaded.errors) == [f"d.jsonl line {n}" for n in (1, 2, 3)]
+    assert all("is not owner/name under --repos nor a folder inside" in e.message for e in loaded.errors)
 
 
 def test_swe_smith_lines_start_from_the_branch_named_for_the_instance(tmp_path: Path, repos: tuple[Path, str]) -> None:
@@ -93,14 +143,14 @@ def test_owner_name_resolves_through_repos_both_layouts_and_says_what_to_do(
     root, base = repos
     rows = [swe_bench_4(base, repo="acme/mirror", instance_id="m"),
             swe_bench_4(base, repo="acme/absent", instance_id="a"),
-            swe_bench_4(base, repo=str(root / "acme" / "calc"), instance_id="path")]
+            swe_bench_4(base, repo=str(root / "acme" / "calc"), instance_id="path")]  # a folder inside --repos
     loaded = load_dataset(write(tmp_path / "d.jsonl", rows), repos_dir=root)
     assert [i.task.id for i in loaded.instances] == ["m", "path"]
     assert loaded.instances[0].task.repo == str((root / "acme__mirror").resolve())
     [absent] = loaded.errors
     assert absent.where == "d.jsonl line 2" and "no clone at" in absent.message and "acme__absent" in absent.message
     without = load_dataset(write(tmp_path / "e.jsonl", rows[:1]))
-    assert "pass --repos DIR" in without.errors[0].message and "\n" not in without.errors[0].message
+    assert "--repos DIR" in without.errors[0].message and "\n" not in without.errors[0].message
 
 
 def test_every_bad_line_is_one_line_with_its_number(tmp_path: Path, repos: tuple[Path, str]) -> None:

@@ -19,9 +19,14 @@ def test_every_bad_line_is_named_and_the_rest_load(tmp_path: Path) -> None:
         json.dumps({"instance_id": "c", "model_patch": 5}),
     ]) + "\n")
     found, errors = load_predictions(path)
-    assert sorted(found) == ["a", "b"] and found["b"].model_patch is None and found["b"].empty
-    assert [e.where for e in errors] == ["p.jsonl line 2", "p.jsonl line 3", "p.jsonl line 4", "p.jsonl line 6"]
+    assert sorted(found) == ["a"]
+    assert [e.where for e in errors] == ["p.jsonl line 2", "p.jsonl line 3", "p.jsonl line 4", "p.jsonl line 5",
+                                         "p.jsonl line 6"]
     assert "instance_id" in errors[1].message and "duplicate" in errors[2].message
+    assert "'extra'" in errors[3].message and "--trust-dataset" in errors[3].message
+    trusted, errors = load_predictions(path, trusted=True)  # the user named the file: its other keys pass, ignored
+    assert sorted(trusted) == ["a", "b"] and trusted["b"].model_patch is None and trusted["b"].empty
+    assert [e.where for e in errors] == ["p.jsonl line 2", "p.jsonl line 3", "p.jsonl line 4", "p.jsonl line 6"]
 
 
 def test_json_list_object_by_id_and_a_single_object(tmp_path: Path) -> None:

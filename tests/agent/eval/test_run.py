@@ -80,3 +80,18 @@ def test_regrade_rebuilds_every_summary_from_the_kept_evidence(tmp_path: Path) -
     assert "flagged: resolved -> unresolved" in said.getvalue()
     assert json.loads((out / "results.json").read_text())["strict"] is True
     assert [r.status for r in regrade(out)] == ["resolved", "unresolved"]  # the run's own setting stays
+
+
+def test_the_runtime_is_part_of_the_resume_fingerprint(tmp_path: Path) -> None:
+    """A verdict kept from a run under runc is not kept for a run under gVisor: that instance runs again."""
+    from agent.sandboxes.config import SandboxConfig
+
+    tasks, preds = instances(tmp_path, ["a"])
+    out = tmp_path / "out"
+    run_eval(tasks, preds, out, EvalOptions(engine=FakeEngine(), sandbox=SandboxConfig(runtime="runc"),
+                                            progress=io.StringIO()))
+    same, other = FakeEngine(), FakeEngine()
+    run_eval(tasks, preds, out, EvalOptions(engine=same, sandbox=SandboxConfig(runtime="runc"), progress=io.StringIO()))
+    run_eval(tasks, preds, out, EvalOptions(engine=other, sandbox=SandboxConfig(runtime="runsc"),
+                                            progress=io.StringIO()))
+    assert same.ran == [] and other.ran == ["a"]
