@@ -145,7 +145,7 @@ class EngineClient:
         return cls(parse_docker_host(), timeout_s)
 
     def close(self) -> None:
-        """Nothing to release (no connection outlives its request); for docker-py's shape."""
+        """Nothing to release (no connection outlives its request)."""
 
     # -- operations ------------------------------------------------------------------------------
     def ping(self) -> str:
@@ -232,6 +232,18 @@ class EngineClient:
     def kill(self, container_id: str, signal: str = "KILL") -> None:
         self._call("POST", f"/containers/{_q(container_id)}/kill", {"signal": signal})
 
+    def logs(self, container_id: str, stdout: bool = True, stderr: bool = False, limit: int = 16 << 20) -> bytes:
+        """What a container (without a tty) wrote so far to the streams asked for, at most ``limit`` bytes
+        (EngineError beyond: a log is never read whole into memory unbounded)."""
+        kept = bytearray()
+        with self._stream("GET", f"/containers/{_q(container_id)}/logs",
+                          {"stdout": int(stdout), "stderr": int(stderr)}) as body:
+            for _stream, data in frames(body):
+                kept += data
+                if len(kept) > limit:
+                    raise EngineError(f"the log of {container_id[:12]} is over {limit} bytes")
+        return bytes(kept)
+
     # -- exec and archives (environment builds) -----------------------------------------------------
     def exec_create(self, container_id: str, argv: list[str], user: str = "", env: Mapping[str, str] | None = None,
                     workdir: str = "") -> str:
@@ -272,6 +284,15 @@ class EngineClient:
     def save_image(self, name: str, timeout_s: float | None = None) -> Body:
         """``docker save`` of one image (its tags, when ``name`` is a tag) as a tar stream."""
         return self._stream("GET", f"/images/{_q(name)}/get", timeout_s=timeout_s)
+
+    def disk_usage(self) -> dict[str, Any]:
+        """``docker system df -v``: each image's ``Size``, ``SharedSize`` ... (``Images``), containers, volumes."""
+        return dict(self._call("GET", "/system/df", timeout_s=max(self.timeout_s, 600.0)).json() or {})
+
+    def images(self, filters: dict[str, list[str]] | None = None) -> list[dict[str, Any]]:
+        """The engine's images (``docker images``), those ``filters`` select (e.g. {"label": ["k=v"]})."""
+        query = {"filters": json.dumps(filters)} if filters else None
+        return list(self._call("GET", "/images/json", query).json() or [])
 
     def remove_image(self, name: str, force: bool = False, timeout_s: float | None = None) -> None:
         """Remove an image (untag it, and delete it when nothing else names it). NotFound: not there;

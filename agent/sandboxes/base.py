@@ -1,7 +1,8 @@
 """The backend seam: what a sandbox backend offers (``Backend``), what one task's sandbox is
-(``Session``) and a container started ahead of its task (``Prestarted``).
+(``Session``) and a container started ahead of its task (``Prestarted``); what an environment
+build asks of it is agent/sandboxes/build.py (``Builder``).
 
-A backend is one module under agent/sandboxes/ with one object that has these methods, listed
+A backend is one module under agent/backends/ with one object that has these methods, listed
 in agent.backends.registry; tests/conformance/ is the suite every backend and runtime passes.
 Every method says what it raises; nothing else escapes (a bug aside).
 """
@@ -12,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
+from agent.sandboxes.build import Builder
 from agent.sandboxes.config import SandboxConfig
 from agent.sandboxes.result import ToolResult
 
@@ -126,4 +128,11 @@ class Backend(Protocol):
         """Remove the containers left by dead owners or past their lifetime (`codebox gc`); their ids.
 
         Raises SandboxError when the engine does not answer."""
+        ...
+
+    def builder(self) -> Builder:
+        """This backend's build boxes and image store: environments are built, kept and found there, so
+        its sandboxes run them (agent.sandboxes.build). The caller closes it.
+
+        Raises SandboxError with what to do when the engine does not answer."""
         ...

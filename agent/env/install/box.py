@@ -1,8 +1,9 @@
 """The environment build container: no network, every capability dropped, the task's limits, a
 deadline, and repository code never as root.
 
-A box is one container whose first process (docker's init and a sleep) only keeps it alive;
-the work happens in steps, each a ``docker exec``:
+A box is one container of the task's backend (``Backend.builder()``, agent.sandboxes.build) whose
+first process only keeps it alive and reaps what the steps leave behind (no engine's init is
+needed: Podman's may be missing); the work happens in steps, each an ``exec``:
 
 - ``root(script)``: setup that runs no repository or package code (creating the folders the
   build user owns, ``dpkg`` of host-downloaded Debian packages). Root holds only the
@@ -14,9 +15,9 @@ the work happens in steps, each a ``docker exec``:
   keeps setuid programs from giving any back.
 
 A cancel, or the deadline passing, removes the container at once (which ends the step).
-Files come out through the Engine API: a small one into memory (its archive endpoint), a
-layer as a step's standard output into a host file codebox chose: a name the repository
-controls never becomes a host path.
+Files come out through the engine: a small one into memory (a tar of it), a layer as a step's
+standard output into a host file codebox chose: a name the repository controls never becomes
+a host path.
 """
 
 from __future__ import annotations
@@ -28,17 +29,16 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import IO
 
 from pydantic import BaseModel
 
 from agent import defaults
-from agent.containers.leftovers import owner_labels, remove_container
 from agent.env.cancel import NEVER, Cancel, check, wait_thread
 from agent.env.errors import EnvError
-
-if TYPE_CHECKING:
-    import docker
+from agent.errors import SandboxError
+from agent.sandboxes.build import BoxOptions, BuildBox, Builder
+from agent.sandboxes.owner import owner_labels
 
 BUILD_USER = "65534:65534"  # nobody:nogroup: what repository and package code runs as
 ROLE_BUILD = "env-build"
@@ -46,7 +46,13 @@ DPKG_CAPS = ["CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID"]  # what dpkg -i needs 
 SETUP_CAPS = ["CHOWN"]  # root's only power in a box without dpkg: giving BUILD_USER its folders
 TAIL_BYTES = 64 * 1024
 LOG_PREFIX = "codebox: "  # lines of our own scripts that are progress for the user
-_KEEP_ALIVE = ["python3", "-c", "import time\nwhile True:\n    time.sleep(3600)"]
+# PID 1 of a box: sleeps until a child ends, then reaps every one that has (a build's daemon would fill the
+# pids limit otherwise). SIGCHLD is blocked for sigwait; a step's processes do not inherit it (the engine
+# starts them, not this process).
+KEEP_ALIVE = ["python3", "-c", "import os, signal\nsignal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})\n"
+               "while True:\n    signal.sigwait({signal.SIGCHLD})\n    try:\n"
+               "        while os.waitpid(-1, os.WNOHANG)[0]:\n            pass\n"
+               "    except ChildProcessError:\n        pass\n"]
 Log = Callable[[str], None]
 
 
@@ -96,7 +102,7 @@ class Mount(BaseModel):
 class Box:
     """One build container; see the module docstring. Use it as a context manager."""
 
-    def __init__(self, client: docker.DockerClient, image: str, purpose: str, mounts: list[Mount],
+    def __init__(self, client: Builder, image: str, purpose: str, mounts: list[Mount],
                  limits: BuildLimits, deadline: Deadline, cancel: Cancel = NEVER, caps: list[str] | None = None,
                  log: Log = _quiet, tmpfs: dict[str, str] | None = None, root_steps: bool = True) -> None:
         self.client = client
@@ -110,16 +116,15 @@ class Box:
         self.log = log
         self.tmpfs = dict(tmpfs or {})  # path -> mount options (in memory: counted in the memory limit)
         self.root_steps = root_steps  # False: nothing in the box ever runs as root, its keep-alive included
-        self.container: Any = None
+        self.container: BuildBox | None = None
 
-    def create_options(self) -> dict[str, Any]:
+    def create_options(self) -> BoxOptions:
         """Every option the container is created with (the tests read them)."""
         expires = time.time() + self.deadline.remaining() + 60
         return {
-            "command": _KEEP_ALIVE,
+            "command": KEEP_ALIVE,  # it reaps what a step leaves behind (a build's daemon), so no init is needed
             # the keep-alive only: root's steps need it, BUILD_USER's steps never get it
             "user": "0:0" if self.root_steps else BUILD_USER,
-            "init": True,  # reaps what a step leaves behind (a build's daemon) instead of filling the pids limit
             "network_mode": "none",
             "cap_drop": ["ALL"],
             "cap_add": self.caps,
@@ -136,20 +141,12 @@ class Box:
         }
 
     def __enter__(self) -> Box:
-        import docker.errors  # docker-py: only when a box starts (a cache hit never loads it)
-
         check(self.cancel)
         options = self.create_options()
         try:
-            self.container = self.client.containers.create(self.image, **options)
-            self.container.start()
-        except docker.errors.APIError as exc:
-            self.close()
-            raise EnvError(f"Docker could not start the {self.purpose} container from {self.image}: "
-                           f"{exc.explanation or exc}") from exc
-        except BaseException:
-            self.close()
-            raise
+            self.container = self.client.create_box(self.image, options)
+        except SandboxError as exc:
+            raise EnvError(f"the {self.purpose} container did not start: {exc}") from exc
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -157,7 +154,7 @@ class Box:
 
     def close(self) -> None:
         if self.container is not None:
-            remove_container(self.client, self.container.id)
+            self.container.remove()
             self.container = None
 
     def close_in_background(self) -> threading.Thread:
@@ -167,7 +164,7 @@ class Box:
 
         def remove() -> None:
             if container is not None:
-                remove_container(self.client, container.id)
+                container.remove()
 
         thread = threading.Thread(target=remove, name="codebox-env-remove", daemon=True)
         thread.start()
@@ -192,43 +189,47 @@ class Box:
     def _exec(self, script: str, user: str, env: dict[str, str], what: str, ok: tuple[int, ...] = (0,),
               stdout_to: Path | None = None) -> str:
         check(self.cancel)
-        api = self.client.api
-        exec_id = api.exec_create(self.container.id, ["sh", "-c", script], user=user,
-                                  environment={"HOME": "/tmp", **env}, workdir="/")["Id"]
+        box = self.container
+        if box is None:
+            raise EnvError(f"the {self.purpose} container is gone (it was in the {what} step)")
         tail: collections.deque[bytes] = collections.deque()
         size = [0]
+        pending = [b""]
+        statuses: list[int | None] = []
 
-        def frames() -> Iterator[bytes]:
-            if stdout_to is None:
-                yield from api.exec_start(exec_id, stream=True)
-                return
-            with stdout_to.open("wb") as out:
-                for data, log in api.exec_start(exec_id, stream=True, demux=True):
-                    if data:
-                        out.write(data)
-                    if log:
-                        yield log
+        def logged(chunk: bytes) -> None:
+            tail.append(chunk)
+            size[0] += len(chunk)
+            while size[0] > TAIL_BYTES and len(tail) > 1:
+                size[0] -= len(tail.popleft())
+            *lines, pending[0] = (pending[0] + chunk).split(b"\n")
+            for line in lines:
+                text = line.decode("utf-8", "replace")
+                if text.startswith(LOG_PREFIX):
+                    self.log(text[len(LOG_PREFIX):])
+
+        def run(out: IO[bytes] | None) -> None:
+            def on_output(stream: int, data: bytes) -> None:
+                if out is not None and stream == 1:
+                    out.write(data)
+                else:
+                    logged(data)
+
+            statuses.append(box.exec(["sh", "-c", script], user, {"HOME": "/tmp", **env}, on_output))
 
         def pump() -> None:
-            pending = b""
-            for chunk in frames():
-                tail.append(chunk)
-                size[0] += len(chunk)
-                while size[0] > TAIL_BYTES and len(tail) > 1:
-                    size[0] -= len(tail.popleft())
-                pending += chunk
-                *lines, pending = pending.split(b"\n")
-                for line in lines:
-                    text = line.decode("utf-8", "replace")
-                    if text.startswith(LOG_PREFIX):
-                        self.log(text[len(LOG_PREFIX):])
+            if stdout_to is None:
+                run(None)
+                return
+            with stdout_to.open("wb") as out:
+                run(out)
 
         try:
             wait_thread(pump, self.cancel, self.deadline.remaining(), self.close)
         except TimeoutError:
             raise EnvError(f"the environment build did not finish in {self.deadline.timeout_s:g} s "
                            f"(the build deadline; it was in the {what} step)") from None
-        status = api.exec_inspect(exec_id).get("ExitCode")
+        status = statuses[0] if statuses else None
         output = b"".join(tail).decode("utf-8", "replace")
         if status not in ok:
             lines = output.splitlines()[-40:]
@@ -240,13 +241,12 @@ class Box:
         return _first_member(self._archive(path), limit, path)
 
     def _archive(self, path: str) -> Iterator[bytes]:
-        import docker.errors
-
         try:
-            stream, _ = self.container.get_archive(path)
-        except docker.errors.NotFound:
-            raise EnvError(f"the {self.purpose} container did not write {path}") from None
-        chunks: Iterator[bytes] = stream
+            chunks = self.container.archive(path) if self.container is not None else None
+        except SandboxError as exc:
+            raise EnvError(str(exc)) from exc
+        if chunks is None:
+            raise EnvError(f"the {self.purpose} container did not write {path}")
         return chunks
 
 
