@@ -382,7 +382,7 @@ class EngineClient:
             if isinstance(raw, bytes):
                 sock.sendall(raw)
             elif raw is not None:
-                sock.sendfile(raw)
+                sock.sendfile(raw, offset=raw.tell())  # sendfile starts at 0 unless told
             if on_sent is not None:
                 on_sent()
             status, headers, rest = _read_head(sock)
