@@ -10,13 +10,15 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent.containers.engine_api import Conflict, EngineClient, EngineError, NotFound
 from agent.containers.leftovers import remove_container
 from agent.errors import SandboxError
-from agent.sandboxes.build import BoxOptions, OnOutput
-from agent.sandboxes.config import size_bytes
+from agent.sandboxes.build import BoxOptions
+
+if TYPE_CHECKING:
+    from agent.sandboxes.build import OnOutput
 
 # Loading or removing an image on a busy daemon (fuse-overlayfs) can take minutes, not one.
 SLOW_S = 900.0
@@ -28,6 +30,8 @@ def box_body(image: str, options: BoxOptions, host_config: Mapping[str, Any] | N
              tmpfs: Mapping[str, str] | None = None) -> dict[str, Any]:
     """The create body of a build box: every one of ``options``, or SandboxError naming the one it cannot make.
     ``tmpfs``: the tmpfs mounts in this engine's own options, when they differ (Podman's)."""
+    from agent.sandboxes.config import size_bytes  # a box's start needs it; an image lookup does not
+
     unknown = sorted(set(options) - _KNOWN)
     if unknown:
         raise SandboxError(f"a build box option the Engine API builder does not know: {', '.join(unknown)}")

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from agent.sandboxes.build import Builder
-from agent.sandboxes.config import SandboxConfig
-from agent.sandboxes.result import ToolResult
+if TYPE_CHECKING:  # annotations only
+    from agent.sandboxes.build import Builder
+    from agent.sandboxes.config import SandboxConfig
+    from agent.sandboxes.result import ToolResult
 
 
 class Session(Protocol):
