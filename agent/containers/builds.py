@@ -15,10 +15,9 @@ from typing import TYPE_CHECKING, Any
 from agent.containers.engine_api import Conflict, EngineClient, EngineError, NotFound
 from agent.containers.leftovers import remove_container
 from agent.errors import SandboxError
-from agent.sandboxes.build import BoxOptions
 
 if TYPE_CHECKING:
-    from agent.sandboxes.build import OnOutput
+    from agent.sandboxes.build import BoxOptions, OnOutput
 
 # Loading or removing an image on a busy daemon (fuse-overlayfs) can take minutes, not one.
 SLOW_S = 900.0
@@ -30,9 +29,10 @@ def box_body(image: str, options: BoxOptions, host_config: Mapping[str, Any] | N
              tmpfs: Mapping[str, str] | None = None) -> dict[str, Any]:
     """The create body of a build box: every one of ``options``, or SandboxError naming the one it cannot make.
     ``tmpfs``: the tmpfs mounts in this engine's own options, when they differ (Podman's)."""
-    from agent.sandboxes.config import size_bytes  # a box's start needs it; an image lookup does not
+    from agent.sandboxes.build import BoxOptions  # a box's start needs these; an image lookup does not
+    from agent.sandboxes.config import size_bytes
 
-    unknown = sorted(set(options) - _KNOWN)
+    unknown = sorted(set(options) - set(BoxOptions.__annotations__))
     if unknown:
         raise SandboxError(f"a build box option the Engine API builder does not know: {', '.join(unknown)}")
     if options["network_mode"] != "none":
@@ -60,9 +60,6 @@ def box_body(image: str, options: BoxOptions, host_config: Mapping[str, Any] | N
         "Env": [f"{key}={value}" for key, value in options["environment"].items()],
         "HostConfig": config,
     }
-
-
-_KNOWN = frozenset(BoxOptions.__annotations__)
 
 
 def _read_only(mode: str) -> str:

@@ -29,7 +29,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 from pydantic import BaseModel
 
@@ -37,8 +37,10 @@ from agent import defaults
 from agent.env.cancel import NEVER, Cancel, check, wait_thread
 from agent.env.errors import EnvError
 from agent.errors import SandboxError
-from agent.sandboxes.build import BoxOptions, BuildBox, Builder
 from agent.sandboxes.owner import owner_labels
+
+if TYPE_CHECKING:  # annotations only: a cache hit imports this module for BuildLimits, and no box
+    from agent.sandboxes.build import BoxOptions, BuildBox, Builder
 
 BUILD_USER = "65534:65534"  # nobody:nogroup: what repository and package code runs as
 ROLE_BUILD = "env-build"
