@@ -259,6 +259,7 @@ def summary_rows(reports: list[Report]) -> list[dict[str, object]]:
             "lines_removed": r.patch.removed if r.patch else 0,
             "base_commit": r.base_commit,
             "last_test": r.last_test.outcome if r.last_test else None,
+            "last_test_error": r.last_test.error if r.last_test else None,
             "duration_s": r.duration_s,
             "tokens": r.usage.total_tokens if r.usage else None,
             "cost": r.cost,

@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
-from agent.defaults import DEFAULT_MAX_STEPS, DEFAULT_POLICY, DEFAULT_TIMEOUT_S, PolicyName
+from agent.defaults import DEFAULT_MAX_STEPS, DEFAULT_POLICY, DEFAULT_TIMEOUT_S, PolicyName, field_bounds
 from agent.env.info import EnvInfo as EnvInfo  # re-exported: its home keeps a cache hit light
 from agent.env.recipe import EnvSpec as EnvSpec  # re-exported: a task's env object
 from agent.sandboxes.result import Outcome
@@ -193,8 +193,8 @@ class TaskSpec(BaseModel):
     env: Annotated[str, Field(min_length=1)] | EnvSpec = "auto"
     # Resolve what the repository's own package sources would serve from the user's index (--allow-public-fallback).
     allow_public_fallback: bool = False
-    max_steps: int = Field(default=DEFAULT_MAX_STEPS, ge=1)
-    timeout_s: float = Field(default=DEFAULT_TIMEOUT_S, gt=0)
+    max_steps: int = Field(default=DEFAULT_MAX_STEPS, **field_bounds("max_steps"))
+    timeout_s: float = Field(default=DEFAULT_TIMEOUT_S, **field_bounds("timeout"))
     model: str | None = None
     # The commit the task starts from (batch and eval run in a workspace made at it); default:
     # the repo's HEAD plus its uncommitted changes, so the task sees what the user sees.
@@ -214,8 +214,8 @@ class TaskSpec(BaseModel):
     difficulty: str | None = None
 
     # Stop (reason "budget") before a model request that would take the run past these.
-    max_total_tokens: int | None = Field(default=None, ge=1)
-    max_cost: float | None = Field(default=None, gt=0)
+    max_total_tokens: int | None = Field(default=None, **field_bounds("max_total_tokens"))
+    max_cost: float | None = Field(default=None, **field_bounds("max_cost"))
 
     @model_validator(mode="before")
     @classmethod
@@ -300,6 +300,9 @@ class TestRun(BaseModel):
     duration_s: float = 0.0
     # The failing tests by name, as the output listed them (pytest, unittest, go test).
     failed_tests: list[str] = Field(default_factory=list)
+    # Why a run that did not pass ended so, in one line (the tool's error: no test command, a timeout,
+    # the exit code); None when it passed.
+    error: str | None = None
 
 
 class PatchSummary(BaseModel):

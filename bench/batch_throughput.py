@@ -33,7 +33,7 @@ from agent.containers.image import ensure_sandbox_image  # noqa: E402
 from agent.protocol import Report, TaskSpec  # noqa: E402
 from agent.sandboxes.config import SandboxConfig  # noqa: E402
 
-DEMO = ROOT / "agent" / "demo"
+DEMO = ROOT / "agent" / "cli" / "demo_data"
 CGROUP = Path("/sys/fs/cgroup/memory/docker")
 
 

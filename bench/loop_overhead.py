@@ -110,7 +110,7 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="codebox-bench-loop-"))
     try:
         repo = work / "repo"
-        shutil.copytree(ROOT / "agent" / "demo" / "repo", repo)
+        shutil.copytree(ROOT / "agent" / "cli" / "demo_data" / "repo", repo)
         loop_ms, bare_ms, host_ms = loop_per_call(repo, args.calls, image)
         make_suite(repo, args.suite_tests)
         inside, host = suite_times(repo, args.rounds, image)

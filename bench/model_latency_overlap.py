@@ -39,7 +39,7 @@ def main() -> None:
     ensure_sandbox_image()
     work = Path(tempfile.mkdtemp(prefix="codebox-bench-overlap-"))
     repo = work / "repo"
-    shutil.copytree(ROOT / "agent" / "demo" / "repo", repo)
+    shutil.copytree(ROOT / "agent" / "cli" / "demo_data" / "repo", repo)
     times = []
     try:
         for _ in range(args.runs + 1):  # the first run warms up

@@ -43,13 +43,15 @@ def on_a_pty(
     signal_when: bytes | None = None,
     signum: int = signal.SIGINT,
     cwd: Path = ROOT,
+    program: list[str] | None = None,
 ) -> tuple[bytes, int]:
-    """Run `python -m agent.cli.parser ARGS` on a pty; all it wrote, and its exit code. With
-    ``signal_when``, ``signum`` goes to it once those bytes have appeared in its output."""
+    """Run `python -m agent.cli.parser ARGS` (or ``program`` and ARGS) on a pty; all it wrote, and its exit
+    code. With ``signal_when``, ``signum`` goes to it once those bytes have appeared in its output."""
+    argv = [*(program or [sys.executable, "-m", "agent.cli"]), *args]
     pid, fd = pty.fork()
     if pid == 0:
         os.chdir(cwd)
-        os.execve(sys.executable, [sys.executable, "-m", "agent.cli", *args], env)
+        os.execve(argv[0], argv, env)
     ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLUMNS, 0, 0))
     seen = b""
     sent = False

@@ -90,10 +90,10 @@ class EngineBackend:
             raise SandboxError(f"{self.name} did not list its containers: {exc}") from exc
         return [str(info["Id"]) for info in found]
 
-    def reap(self, log: Callable[[str], None]) -> list[str]:
+    def reap(self, log: Callable[[str], None], *, dry_run: bool = False, owner: int | None = None) -> list[str]:
         from agent.containers.leftovers import reap_leftovers
 
-        return reap_leftovers(self.connect(), log=log)
+        return reap_leftovers(self.connect(), log=log, dry_run=dry_run, owner=owner)
 
     def builder(self) -> Builder:
         from agent.containers.builds import EngineBuilder

@@ -49,9 +49,9 @@ def _diff(before: dict[str, str], after: dict[str, str]) -> str:
 
 
 def run_demo(keep: bool = False, image: str | None = None, out: Path | None = None, runtime: str | None = None) -> int:
+    """The demo, in a temporary folder removed at the end (whatever happens) unless ``keep``.
+    ``out``: where the events and the report go (default: the temporary folder)."""
     from agent.containers.image import ImageError, ensure_sandbox_image
-    from agent.defaults import DEFAULT_RUNTIME
-    from agent.sandboxes.config import SandboxConfig
 
     say = print
     say("codebox demo — the model is SCRIPTED (agent/cli/demo_data/script.json): no model key or network needed.")
@@ -62,6 +62,18 @@ def run_demo(keep: bool = False, image: str | None = None, out: Path | None = No
         print(f"codebox: {exc}", file=sys.stderr)
         return 1
     workdir = Path(tempfile.mkdtemp(prefix="codebox-demo-"))
+    try:
+        return _run_in(workdir, tag, out or workdir, runtime, keep)
+    finally:
+        if not keep:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _run_in(workdir: Path, tag: str, out: Path, runtime: str | None, keep: bool) -> int:
+    from agent.defaults import DEFAULT_RUNTIME
+    from agent.sandboxes.config import SandboxConfig
+
+    say = print
     repo = workdir / "repo"
     shutil.copytree(DEMO_DIR / "repo", repo)
     before = _snapshot(repo)
@@ -77,7 +89,7 @@ def run_demo(keep: bool = False, image: str | None = None, out: Path | None = No
         max_steps=20,
         timeout_s=300,
     )
-    events = (out or workdir) / "events.jsonl"
+    events = out / "events.jsonl"
     sink = FanoutSink(RunConsole(sys.stdout), JsonlSink(events))
     cancel = CancelToken()
     try:
@@ -94,15 +106,18 @@ def run_demo(keep: bool = False, image: str | None = None, out: Path | None = No
     print_summary(report, sys.stdout)
     diff = _diff(before, _snapshot(repo))
     say("\ndiff of the repository:\n" + (printable(diff, multiline=True) or "(no change)"))
-    say(f"events: {events}")
-    report_path = (out or workdir) / "report.json"
+    report_path = out / "report.json"
     report_path.write_text(report.model_dump_json(indent=2), encoding="utf-8")
-    say(f"report: {report_path}")
+    if keep or out != workdir:
+        say(f"events: {events}\nreport: {report_path}")
+    if keep:
+        say(f"kept: {workdir} (the repository, its events and report)")
+    else:
+        say(f"removed the demo's temporary folder {workdir} (--keep keeps it: the repository, events and report)")
     say(
         "\nTo use a real model: codebox run --repo PATH --model gpt-4.1 "
         '--policy workspace-write --test-cmd "python3 -m pytest -q" "your goal"\n'
-        "  (OPENAI_API_KEY for OpenAI; --base-url http://127.0.0.1:8000/v1 for vLLM, Ollama, llama.cpp, LM Studio)"
+        "  (OPENAI_API_KEY for OpenAI; --base-url http://127.0.0.1:8000/v1 for vLLM, Ollama, llama.cpp, LM Studio)\n"
+        "  No key? A script of your own drives it the demo's way: --model scripted:FILE (docs/scripted-model.md)"
     )
-    if not keep:
-        shutil.rmtree(repo, ignore_errors=True)  # the events and the report stay
     return 0 if report.status == "completed" else 1

@@ -1,4 +1,4 @@
-"""The `codebox` command: run, batch, eval, env, config, trust, demo, image, view, gc."""
+"""The `codebox` command: run, batch, eval, env, config, trust, demo, image, view, doctor, gc."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from typing import Any, cast
 
 from agent.cli.commands.common import usage_error
 from agent.cli.errors import OneLineParser, parse_args
-from agent.defaults import BACKEND_NAMES, DEFAULT_EVAL_TIMEOUT_S, POLICY_NAMES
+from agent.defaults import BACKEND_NAMES, DEFAULT_EVAL_TIMEOUT_S, SETTINGS
 from agent.settings.environment import unknown_variables
 from agent.settings.sources import KNOWN_KEYS, CodeboxSettings, ConfigError, load_settings, shown, user_config_file
 from agent.task.host_run import HOST_RUN_HELP
@@ -116,6 +116,18 @@ class _SettingListFlag(argparse.Action):
         _note_given(namespace, self.dest)
 
 
+def _setting(p: Any, key: str, c: CodeboxSettings, what: str = "", **extra: Any) -> None:
+    """A setting's flag (--key-name): its type, choices and help from agent.defaults.SETTINGS, its default the
+    setting in effect (agent.settings.sources), noted as given when given. ``what`` ends the help line."""
+    setting = SETTINGS[key]
+    options: dict[str, Any] = {"default": getattr(c, key), "action": _SettingFlag, "help": setting.help + what}
+    if setting.kind in ("integer", "number"):
+        options["type"] = int if setting.kind == "integer" else float
+    if setting.choices:
+        options["choices"] = list(setting.choices)
+    p.add_argument("--" + key.replace("_", "-"), **{**options, **extra})
+
+
 class _HelpFormatter(argparse.HelpFormatter):
     """Shows each option's default (after the config file) unless it has none."""
 
@@ -128,17 +140,8 @@ class _HelpFormatter(argparse.HelpFormatter):
 
 def _add_model_options(p: argparse.ArgumentParser, c: CodeboxSettings) -> None:
     g = p.add_argument_group("model")
-    g.add_argument("--model", default=c.model, action=_SettingFlag,
-                   help="model name for an OpenAI-compatible API, or scripted:FILE (env CODEBOX_MODEL)")
-    g.add_argument("--base-url", default=c.base_url, action=_SettingFlag,
-                   help="OpenAI-compatible endpoint (env CODEBOX_BASE_URL, then OPENAI_BASE_URL)")
-    g.add_argument("--api-key-env", default=c.api_key_env, action=_SettingFlag,
-                   help="variable that holds the API key (default OPENAI_API_KEY)")
-    g.add_argument("--request-timeout", type=float, default=c.request_timeout, action=_SettingFlag,
-                   help="seconds per model request")
-    g.add_argument("--temperature", type=float, default=c.temperature, action=_SettingFlag)
-    g.add_argument("--api", choices=["chat", "responses"], default=c.api, action=_SettingFlag,
-                   help="Chat Completions (default) or Responses")
+    for key in ("model", "base_url", "api_key_env", "request_timeout", "temperature", "api"):
+        _setting(g, key, c)
     g.add_argument("--max-tokens", type=int, default=None, help="cap on the output tokens of one model reply")
     g.add_argument(
         "--tool-choice",
@@ -151,29 +154,23 @@ def _add_model_options(p: argparse.ArgumentParser, c: CodeboxSettings) -> None:
 
 def _add_sandbox_options(p: argparse.ArgumentParser, c: CodeboxSettings) -> None:
     g = p.add_argument_group("sandbox")
-    g.add_argument("--image", default=c.image, action=_SettingFlag,
-                   help="sandbox image (any image with python3; default codebox-sandbox:latest)")
+    _setting(g, "image", c)
     g.add_argument("--env", default=None, metavar="auto|none|IMAGE",
                    help="dependency environment: auto builds or reuses one from what the repo declares (default "
                         "for run; for batch, the task's own `env`, which may also be a recipe object), none uses the "
                         "image as it is, IMAGE an image from `codebox env ls` (or any local image)")
-    g.add_argument("--memory", default=c.memory, action=_SettingFlag, help="container memory limit, e.g. 512m or 2g")
-    g.add_argument("--pids", type=int, default=c.pids, action=_SettingFlag, help="container process limit")
-    g.add_argument("--cpus", type=float, default=c.cpus, action=_SettingFlag, help="container CPU limit")
-    g.add_argument("--backend", choices=list(BACKEND_NAMES), default=c.backend, action=_SettingFlag,
-                   help="container engine of the sandbox (docs/backends.md)")
-    g.add_argument("--runtime", default=c.runtime, action=_SettingFlag, metavar="NAME",
-                   help="OCI runtime of the sandbox: runc, runsc (gVisor), or any the engine lists")
+    for key in ("memory", "pids", "cpus", "backend"):
+        _setting(g, key, c)
+    _setting(g, "runtime", c, metavar="NAME")
 
 
 def _add_write_options(p: argparse.ArgumentParser, c: CodeboxSettings) -> None:
-    p.add_argument("--policy", choices=list(POLICY_NAMES), default=c.policy, action=_SettingFlag,
-                   help="what the model may write: nothing, the --allow paths, or what you approve")
+    _setting(p, "policy", c)
     p.add_argument("--allow", action=_SettingListFlag, default=None, metavar="GLOB",
-                   help=f"writable paths, gitignore-style globs (default: {' '.join(c.allow) or '**'}). "
+                   help=f"{SETTINGS['allow'].help} (default: {' '.join(c.allow) or '**'}). "
                    + HOST_RUN_HELP)
     p.add_argument("--deny", action=_SettingListFlag, default=None, metavar="GLOB",
-                   help=f"paths never written, gitignore-style globs (default: {' '.join(c.deny) or 'none'})")
+                   help=f"{SETTINGS['deny'].help} (default: {' '.join(c.deny) or 'none'})")
     p.set_defaults(_allow=c.allow, _deny=c.deny)
 
 
@@ -183,8 +180,9 @@ def _add_settings_parsers(sub: Any, c: CodeboxSettings, epilog: str) -> None:
     config.add_argument("--repo", help="also the settings of this repository (as `codebox run --repo` reads them)")
     config.add_argument("--json", action="store_true", help="as one JSON object")
     _add_write_options(config, c)
-    config.add_argument("--test-cmd", default=c.test_cmd, action=_SettingFlag, help="the test command")
-    config.add_argument("--jobs", type=int, default=c.jobs, action=_SettingFlag, help="batch tasks at once")
+    _setting(config, "test_cmd", c)
+    _add_test_timeouts(config, c)
+    _setting(config, "jobs", c)
     _add_limits(config, c, c.max_steps, c.timeout, "")
     _add_model_options(config, c)
     _add_sandbox_options(config, c)
@@ -200,23 +198,22 @@ def _add_settings_parsers(sub: Any, c: CodeboxSettings, epilog: str) -> None:
 
 def _add_limits(p: argparse.ArgumentParser, c: CodeboxSettings, max_steps: int | None, timeout: float | None,
                 what: str) -> None:
-    p.add_argument("--max-steps", type=int, default=max_steps, action=_SettingFlag,
-                   help=f"model steps before the run stops{what}")
-    p.add_argument("--timeout", type=float, default=timeout, action=_SettingFlag,
-                   help=f"wall-clock budget per task, seconds{what}")
+    _setting(p, "max_steps", c, what, default=max_steps)
+    _setting(p, "timeout", c, what, default=timeout)
     _add_budget_options(p, c, what)
+
+
+def _add_test_timeouts(p: argparse.ArgumentParser, c: CodeboxSettings) -> None:
+    _setting(p, "test_timeout", c)
+    _setting(p, "max_test_timeout", c)
 
 
 def _add_budget_options(p: argparse.ArgumentParser, c: CodeboxSettings, what: str) -> None:
     g = p.add_argument_group("budget")
-    g.add_argument("--max-total-tokens", type=int, default=c.max_total_tokens, action=_SettingFlag,
-                   help=f"stop (reason budget) before a model request that would pass this many tokens{what}")
-    g.add_argument("--max-cost", type=float, default=c.max_cost, action=_SettingFlag,
-                   help=f"the same for the cost (needs the prices){what}")
-    g.add_argument("--price-input", type=float, default=c.price_input, action=_SettingFlag, metavar="PRICE",
-                   help="price per million input tokens")
-    g.add_argument("--price-output", type=float, default=c.price_output, action=_SettingFlag, metavar="PRICE",
-                   help="price per million output tokens")
+    _setting(g, "max_total_tokens", c, f": the run stops (reason budget) before a request that would pass it{what}")
+    _setting(g, "max_cost", c, f": the same for the cost{what}")
+    _setting(g, "price_input", c, metavar="PRICE")
+    _setting(g, "price_output", c, metavar="PRICE")
 
 
 def version_text() -> str:
@@ -322,6 +319,7 @@ def build_parser(settings: CodeboxSettings | None = None, chosen: str | None = N
     run.add_argument("--require-tests", action="store_true",
                      help="exit 1 unless the last test run passed (a failing or missing test run fails the command)")
     _add_limits(run, c, c.max_steps, c.timeout, "")
+    _add_test_timeouts(run, c)
     _add_model_options(run, c)
     _add_sandbox_options(run, c)
     _add_fallback_option(run)
@@ -331,7 +329,7 @@ def build_parser(settings: CodeboxSettings | None = None, chosen: str | None = N
     batch = sub.add_parser("batch", help="run a JSONL file of tasks, N at a time", formatter_class=_HelpFormatter,
                            epilog=epilog)
     batch.add_argument("tasks", help="JSONL: one task a line (id, repo, goal, policy, test_cmd, ...)")
-    batch.add_argument("--jobs", type=int, default=c.jobs, action=_SettingFlag, help="tasks at once")
+    _setting(batch, "jobs", c)
     batch.add_argument("--out", default="codebox-out", help="folder for reports, event logs, patches and the summary")
     batch.add_argument("--filter", metavar="REGEX", help="run only the tasks whose id matches (re.search)")
     batch.add_argument("--retry-errors", action="store_true", help="run again the tasks that ended in error")
@@ -349,6 +347,7 @@ def build_parser(settings: CodeboxSettings | None = None, chosen: str | None = N
                        help="tokens the whole batch may spend: no task starts once they are spent")
     batch.add_argument("--budget-cost", type=float, default=None, help="the same for the cost (needs the prices)")
     _add_limits(batch, c, None, None, " (caps every task's own value; default: the task's)")
+    _add_test_timeouts(batch, c)
     _add_model_options(batch, c)
     _add_sandbox_options(batch, c)
     _add_fallback_option(batch)
@@ -409,8 +408,23 @@ def build_parser(settings: CodeboxSettings | None = None, chosen: str | None = N
     view.add_argument("--port", type=int, default=8765, help="port for --serve (0: any free port)")
     view.set_defaults(func="agent.cli.commands.maintenance:cmd_view")
 
-    gc = sub.add_parser("gc", help="remove leftover codebox containers of dead runs")
+    doctor = sub.add_parser("doctor", help="is this machine ready? the engine, the sandbox image, the runtimes, "
+                            "Podman, the disk, the model, its key and endpoint: a line each, with the fix",
+                            formatter_class=_HelpFormatter)
+    # The settings the checks read, as `codebox run` reads them (flags, CODEBOX_*, the config files).
+    for key in ("backend", "image", "model", "base_url", "api_key_env", "api"):
+        _setting(doctor, key, c)
+    _setting(doctor, "runtime", c, metavar="NAME")
+    doctor.set_defaults(func="agent.cli.commands.doctor:cmd_doctor")
+
+    gc = sub.add_parser("gc", help="remove leftover codebox containers of dead runs (their owner process is gone, "
+                        "or their lifetime has passed)")
     gc.add_argument("--backend", choices=list(BACKEND_NAMES), default=c.backend, help="the engine to clean")
+    gc.add_argument("--dry-run", action="store_true",
+                    help="remove nothing: say which containers would be removed and which are kept, and why")
+    gc.add_argument("--owner", type=int, metavar="PID",
+                    help="only the containers of this process (its pid on this machine, as `docker ps` shows in "
+                         "the codebox.owner label)")
     gc.set_defaults(func="agent.cli.commands.maintenance:cmd_gc")
     return parser
 

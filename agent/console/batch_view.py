@@ -1,5 +1,6 @@
 """The batch on the console: fed by task events and reports, it shows one row per running task
-(id, step, current tool, elapsed), the finished count, and at the end a table with each error.
+(id, step, current tool, elapsed), the finished count, and at the end a table with each error (a task's
+own, else why its last test run did not pass).
 
 On a terminal it redraws in place with rich; elsewhere it writes one plain line per finished
 task. It knows nothing of how tasks run: engines call started / sink / finished / skipped.
@@ -19,7 +20,7 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from agent.console.render import STATUS_STYLE, tests_passed_or_none
+from agent.console.render import STATUS_STYLE, test_reason, tests_passed_or_none
 from agent.console.terminal import Writer, safe_styled
 from agent.escape import one_line
 from agent.protocol import AgentEvent, Report
@@ -60,6 +61,7 @@ class BatchView:
         self.writer = Writer(stream or sys.stderr, styled)
         self.running: dict[str, _Running] = {}
         self.done = self.failed = self.cancelled = self.resumed = 0
+        self.tests_not_passing = 0  # completed tasks whose last test run did not pass
         self._lock = threading.RLock()
         self._live: Live | None = None
         if self.writer.console is not None:
@@ -120,9 +122,13 @@ class BatchView:
             self.cancelled += 1
         elif report.status != "completed":
             self.failed += 1
+        elif not tests_passed_or_none(report):
+            self.tests_not_passing += 1
 
     def counts(self) -> str:
         line = f"{self.done}/{self.total} done · {self.failed} failed · {len(self.running)} running"
+        if self.tests_not_passing:
+            line += f" · {self.tests_not_passing} completed with tests not passing"
         if self.cancelled:
             line += f" · {self.cancelled} cancelled"
         if self.resumed:
@@ -151,6 +157,9 @@ class BatchView:
         line.append(f" {report.status} ({report.stop_reason}) {report.duration_s:.1f}s")
         if tests_failed and report.last_test is not None:
             line.append(f" · last test {one_line(report.last_test.outcome)}", style="yellow")
+            reason = test_reason(report.last_test)
+            if reason:
+                line.append(": " + one_line(reason, ERROR_WIDTH), style="yellow")
         if resumed:
             line.append(" (resumed: finished earlier)", style="dim")
         if report.error:
@@ -206,10 +215,17 @@ def table_rows(reports: list[Report]) -> list[tuple[str, ...]]:
             f"{r.duration_s:.1f}s",
             str(r.usage.total_tokens) if r.usage else "-",
             f"{r.cost:.4f}" if r.cost is not None else "-",
-            one_line(r.error, ERROR_WIDTH) if r.error else "",
+            one_line(r.error or _test_error(r), ERROR_WIDTH),
         )
         for r in reports
     ]
+
+
+def _test_error(report: Report) -> str:
+    """The error column of a task with no error of its own whose last test run did not pass: why."""
+    test = report.last_test
+    reason = test_reason(test) if test is not None else None
+    return f"last test {test.outcome}: {reason}" if test is not None and reason else ""
 
 
 def table_text(reports: list[Report]) -> str:
@@ -229,14 +245,16 @@ def print_table(reports: list[Report], stream: TextIO, styled: bool | None = Non
     # One space between columns, none at the edges: on a 100-column terminal the numbers keep their
     # width and the error has room to fold into; no error column when no task has an error.
     table = Table(header_style="bold", box=box.SIMPLE_HEAD, padding=(0, 1), collapse_padding=True, pad_edge=False)
-    errors = any(r.error for r in reports)
+    rows = table_rows(reports)
+    errors = any(row[-1] for row in rows)
     names = HEADER if errors else HEADER[:-1]
     for name in names:  # every column keeps its width; the error folds into what is left
         table.add_column(name, no_wrap=name != "error", overflow="fold" if name == "error" else "ellipsis",
                          min_width=20 if name == "error" else None)
     error_column = HEADER.index("error")
-    for report, row in zip(reports, table_rows(reports), strict=True):
+    for report, row in zip(reports, rows, strict=True):
         style = STATUS_STYLE.get(report.status, "")
-        table.add_row(*(Text(cell, style=style if i == 1 else ("red" if i == error_column else ""))
+        error_style = "red" if report.error else "yellow"
+        table.add_row(*(Text(cell, style=style if i == 1 else (error_style if i == error_column else ""))
                         for i, cell in enumerate(row[:len(names)])))
     writer.console.print(table)

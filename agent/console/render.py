@@ -15,7 +15,7 @@ from agent.console.terminal import safe_styled as safe
 from agent.escape import printable
 
 if TYPE_CHECKING:  # protocol imports this module (Report.render): no import back at run time
-    from agent.protocol import AgentEvent, Report
+    from agent.protocol import AgentEvent, Report, TestRun
 
 STATUS_STYLE = {"completed": "bold green", "stopped": "bold yellow", "cancelled": "bold yellow", "error": "bold red"}
 OUTCOME_STYLE = {"ok": "green", "failed": "red", "error": "red", "timeout": "yellow"}
@@ -43,6 +43,17 @@ class ChangeLog:
 def tests_passed_or_none(report: Report) -> bool:
     """The last test run passed, or the run ran none: what a green mark may promise."""
     return report.last_test is None or report.last_test.outcome == "ok"
+
+
+def test_reason(test: TestRun) -> str | None:
+    """Why the last test run did not pass, in one unescaped line: its failing tests, else the tool's error
+    (no test command, a timeout, a test program that is missing). None when it passed."""
+    if test.outcome == "ok":
+        return None
+    if test.failed_tests:
+        names = ", ".join(test.failed_tests[:3]) + (", …" if len(test.failed_tests) > 3 else "")
+        return f"{len(test.failed_tests)} failing: {names}"
+    return test.error
 
 
 def summary_lines(report: Report) -> list[Styled]:
@@ -92,6 +103,8 @@ def _test_lines(report: Report) -> list[Styled]:
     line = Styled("last test: ", style="bold") + safe(" ".join(t.command)) + Styled(" -> ")
     line.append(printable(t.outcome), style=OUTCOME_STYLE.get(t.outcome, "yellow"))
     line.append(f" (exit {t.exit_code})")
+    if t.error and not t.failed_tests:
+        line += safe(f" — {t.error}", OUTCOME_STYLE.get(t.outcome, "yellow"))
     lines = [line]
     if t.failed_tests:
         lines.append(Styled(f"failing tests ({len(t.failed_tests)}):", style="red"))

@@ -93,12 +93,17 @@ def _wait_gone(client: EngineClient, container_id: str, timeout_s: float = REMOV
 def reap_leftovers(
     client: EngineClient | None = None,
     log: Callable[[str], None] = _log.info,
+    *,
+    dry_run: bool = False,
+    owner: int | None = None,
 ) -> list[str]:
     """Remove codebox containers left by dead runs; return their ids.
 
     A container is removed when its owner process (labels codebox.owner,
     codebox.owner_start, codebox.host) is dead on this host, or when its
     lifetime (label codebox.expires) has passed, whoever owns it.
+    ``dry_run``: remove nothing; say what would be removed and what is kept, and why (the ids
+    returned are those that would go). ``owner``: only the containers of that process on this host.
     """
     client = client or connect_engine(SandboxError)  # `codebox gc` says it in one line
     hostname = socket.gethostname()
@@ -111,28 +116,43 @@ def reap_leftovers(
         return removed
     for info in containers:
         labels: dict[str, str] = info.get("Labels") or {}
-        cid: str = info["Id"]
-        reason = None
-        try:
-            expires = float(labels.get(LABEL_EXPIRES, "inf"))
-        except ValueError:
-            expires = math.inf
-        if now > expires + EXPIRY_GRACE_S:
-            reason = "its lifetime has passed"
-        elif labels.get(LABEL_HOST) == hostname:
-            try:
-                pid = int(labels.get(LABEL_OWNER, ""))
-            except ValueError:
-                pid = -1
-            if pid <= 0 or not _pid_alive(pid, labels.get(LABEL_OWNER_START)):
-                reason = f"its owner process {labels.get(LABEL_OWNER)} is gone"
-        if reason is None:
+        if owner is not None and (labels.get(LABEL_OWNER) != str(owner) or labels.get(LABEL_HOST) != hostname):
             continue
-        names = info.get("Names") or [cid[:12]]
-        log(f"removing leftover sandbox container {names[0].lstrip('/')}: {reason}")
-        remove_container(client, cid)
+        cid: str = info["Id"]
+        name = (info.get("Names") or [cid[:12]])[0].lstrip("/")
+        reason, kept = _why_leftover(labels, hostname, now)
+        if reason is None:
+            if dry_run:
+                log(f"would keep sandbox container {name}: {kept}")
+            continue
+        if dry_run:
+            log(f"would remove leftover sandbox container {name}: {reason}")
+        else:
+            log(f"removing leftover sandbox container {name}: {reason}")
+            remove_container(client, cid)
         removed.append(cid)
     return removed
+
+
+def _why_leftover(labels: dict[str, str], hostname: str, now: float) -> tuple[str | None, str]:
+    """Why a container is a leftover (None: it is not), and else why it is kept."""
+    try:
+        expires = float(labels.get(LABEL_EXPIRES, "inf"))
+    except ValueError:
+        expires = math.inf
+    if now > expires + EXPIRY_GRACE_S:
+        return "its lifetime has passed", ""
+    until = "" if math.isinf(expires) else f"; its lifetime ends in {max(0, int(expires - now))} s"
+    owner = labels.get(LABEL_OWNER)
+    if labels.get(LABEL_HOST) != hostname:
+        return None, f"its owner {owner} runs on another host ({labels.get(LABEL_HOST)}){until}"
+    try:
+        pid = int(labels.get(LABEL_OWNER, ""))
+    except ValueError:
+        pid = -1
+    if pid <= 0 or not _pid_alive(pid, labels.get(LABEL_OWNER_START)):
+        return f"its owner process {owner} is gone", ""
+    return None, f"its owner process {owner} is running{until}"
 
 
 def reap_in_background(

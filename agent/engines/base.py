@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from pydantic import BaseModel, Field
 
 from agent.cancel import CancelToken
+from agent.defaults import SETTINGS, field_bounds
 from agent.protocol import AgentEvent, EnvInfo, Report, TaskSpec
 from agent.sandboxes.config import SandboxConfig
 from agent.task.budget import Prices
@@ -35,10 +36,15 @@ if TYPE_CHECKING:  # the agent's loop and runner load only for agent jobs: an ev
 class JobLimits(BaseModel):
     """Caps over the task's own max_steps / timeout_s (None: the task's value applies)."""
 
-    max_steps: int | None = Field(default=None, ge=1)
-    timeout_s: float | None = Field(default=None, gt=0)
-    max_total_tokens: int | None = Field(default=None, ge=1)
-    max_cost: float | None = Field(default=None, gt=0)
+    max_steps: int | None = Field(default=None, **field_bounds("max_steps"))
+    timeout_s: float | None = Field(default=None, **field_bounds("timeout"))
+    max_total_tokens: int | None = Field(default=None, **field_bounds("max_total_tokens"))
+    max_cost: float | None = Field(default=None, **field_bounds("max_cost"))
+    test_timeout_s: float = Field(default=SETTINGS["test_timeout"].default, **field_bounds("test_timeout"))
+    """run_test's timeout when the model names none."""
+    max_test_timeout_s: float = Field(default=SETTINGS["max_test_timeout"].default,
+                                      **field_bounds("max_test_timeout"))
+    """The most a run_test call may take, whatever the model asks."""
     prices: Prices | None = None
     """Prices per million tokens: the report's cost, and what max_cost is counted in."""
 
@@ -51,6 +57,8 @@ class JobLimits(BaseModel):
             max_total_tokens=self.max_total_tokens,
             max_cost=self.max_cost,
             prices=self.prices,
+            test_timeout_s=self.test_timeout_s,
+            max_test_timeout_s=self.max_test_timeout_s,
         )
 
 
@@ -191,6 +199,9 @@ def execute_job(
             ahead["prepared_env"] = prepared.env
     if env_log is not None:
         ahead["env_log"] = env_log
+    # A task line with no test_cmd gets the command its repository shows, as `codebox run` does; the
+    # run's first event says which (the board stays quiet: one line per task would drown it).
+    ahead["look_for_tests"] = _found_quietly
     try:
         report, patch, kept = run_task_isolated(
             task, job.model, job.model_options, lines, source=source, sandbox_config=job.sandbox, cancel=cancel,
@@ -203,6 +214,10 @@ def execute_job(
     report = report.model_copy(update={"attempt": job.attempt, "node": node})
     return TaskOutcome(task_id=task.id, report=report, events=lines.lines, patch=patch, attempt=job.attempt,
                        node=node, workspace=str(kept) if kept else None)
+
+
+def _found_quietly(_choice: object) -> None:
+    """A batch task's test command, found: the events carry it (turn.start's test_cmd and tests)."""
 
 
 KindFn = Callable[[TaskJob, Path, CancelToken, "PreparedJob | None"], TaskOutcome]

@@ -1,5 +1,6 @@
 """Any test command no language claims: plain test paths inside the repository, no options; failing tests read
-from the formats codebox knows in any output (go test's ``--- FAIL:`` lines)."""
+from the formats codebox knows in any output (go test's ``--- FAIL:`` lines); the line that says why a run that
+named no failing test failed (an exception, a compiler's error, a panic), whatever the language."""
 
 from __future__ import annotations
 
@@ -10,6 +11,11 @@ from agent.languages.base import CONTROL, Detection, TestArgsError, check_test_p
 
 ALLOWED = "plain test paths inside the repository (no options: the test command is not pytest)"
 _GO = re.compile(r"^\s*--- FAIL: (\S+)", re.M)
+# An exception (Python's, Java's: "ModuleNotFoundError: ...", pytest's "E   " before it), a compiler's error
+# ("error[E0425]: ...", "error: ..."), a panic: the last one is usually the reason.
+_ERROR_LINE = re.compile(r"^(?:E\s+)?((?:[A-Za-z_][\w.]*(?:Error|Exception)|error(?:\[\w+\])?|panic):\s*\S.*?)\s*$",
+                         re.M)
+_SUMMARY = re.compile(r"^error: (aborting due to|could not compile)")  # cargo's closing lines: the cause is above
 
 
 class Generic:
@@ -34,6 +40,11 @@ class Generic:
 
     def failing_tests(self, output: str) -> list[str]:
         return unique_names(_GO.findall(output))
+
+    def error_line(self, output: str) -> str | None:
+        """The last line of ``output`` that says an error happened (unescaped), or None."""
+        found = [line for line in _ERROR_LINE.findall(output) if not _SUMMARY.match(line)]
+        return found[-1] if found else None
 
 
 GENERIC = Generic()

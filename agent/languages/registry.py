@@ -43,3 +43,9 @@ def failing_tests(output: str, test_cmd: list[str] | None = None) -> list[str]:
         if found:
             return found
     return []
+
+
+def error_line(output: str) -> str | None:
+    """Why a test run that named no failing test failed, in the output's own words (the last exception, compiler
+    error or panic it shows), or None."""
+    return GENERIC.error_line(output)

@@ -75,6 +75,16 @@ class OpenAIClientBase:
         """The cap on one reply, when one is set (the loop's budget check reads it)."""
         return self.config.max_tokens
 
+    def listed_models(self) -> list[str]:
+        """The model ids the endpoint lists (GET /models, one attempt, no retry): whether it answers and takes
+        the key (`codebox doctor`). Raises ModelError with the reason, the key scrubbed, and the HTTP status."""
+        try:
+            return [str(model.id) for model in self._client.models.list()]
+        except openai.APIStatusError as exc:
+            raise ModelError(self._reason(exc), status=exc.status_code) from None
+        except Exception as exc:  # no answer, a timeout, a body that is not a model list
+            raise ModelError(self._reason(exc)) from None
+
     # -- messages for people -------------------------------------------------------------------
 
     def _scrub(self, text: str) -> str:

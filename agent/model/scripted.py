@@ -1,6 +1,6 @@
 """A model that replays a script of turns: for tests, the demo, and tools that drive codebox.
 
-File format (stable):
+File format (stable; docs/scripted-model.md documents it for users, and a test checks that page):
 
     {"turns": [
         {"tool_calls": [{"name": "search", "arguments": {"query": "retry"}}]},

@@ -125,8 +125,10 @@ class Backend(Protocol):
         Raises SandboxError when the engine does not answer."""
         ...
 
-    def reap(self, log: Callable[[str], None]) -> list[str]:
+    def reap(self, log: Callable[[str], None], *, dry_run: bool = False, owner: int | None = None) -> list[str]:
         """Remove the containers left by dead owners or past their lifetime (`codebox gc`); their ids.
+        ``dry_run``: remove none, say which would go (their ids are returned) and which stay, and why;
+        ``owner``: only the containers of that process (on this host).
 
         Raises SandboxError when the engine does not answer."""
         ...

@@ -107,8 +107,8 @@ class SandboxConfig:
         _need("runtime", self.runtime, bool(_RUNTIME_NAME.fullmatch(self.runtime)),
               "must be a runtime's name (letters, digits, and _ . + -), e.g. runc or runsc")
         _need("image", self.image, bool(self.image.strip()), "must not be empty")
-        least = defaults.MIN_PIDS
-        _need("pids_limit", self.pids_limit, self.pids_limit >= least, f"must be at least {least}")
+        pids_problem = defaults.bound_problem("pids", self.pids_limit)
+        _need("pids_limit", self.pids_limit, pids_problem is None, pids_problem or "")
         for name in ("cpus", "lifetime_s", "default_timeout_s"):
             _need(name, getattr(self, name), getattr(self, name) > 0, "must be more than 0")
         _need("output_limit", self.output_limit, self.output_limit > 0, "must be more than 0")

@@ -77,32 +77,29 @@ def _allow(value: Any) -> str | None:
     return None
 
 
-RULES: dict[str, Rule] = {
-    "model": _never("it chooses the model"),
-    "base_url": _never("it redirects the model's requests, and the API key with them"),
-    "api_key_env": _never("it chooses which of your variables is sent as the API key"),
-    "api": _never("it chooses the API"),
-    "request_timeout": _at_most(defaults.DEFAULT_REQUEST_TIMEOUT_S, " s"),
-    "temperature": _never("it changes how the model samples"),
+# The rules agent.defaults.SETTINGS names by their key (a project field "policy" is judged by _policy ...).
+_NAMED: dict[str, Rule] = {
     "policy": Rule("make it stricter (read-only < ask < workspace-write)", _policy),
     "allow": Rule("narrow it: no rule that matches every path (`**`), none that names a file the host runs "
                   "(`.husky/**`, `.envrc` ...)", _allow),
     "deny": Rule("set it (any deny rules)", lambda _value: None),
-    "test_cmd": _never("it is a command"),
-    "max_steps": _at_most(defaults.DEFAULT_MAX_STEPS),
-    "timeout": _at_most(defaults.DEFAULT_TIMEOUT_S, " s"),
-    "max_total_tokens": _at_most(None),
-    "max_cost": _at_most(None),
-    "price_input": _never("prices are facts about your account"),
-    "price_output": _never("prices are facts about your account"),
-    "image": _never("it chooses what runs in the sandbox"),
-    "backend": _never("it chooses what isolates the sandbox"),
-    "runtime": _never("it chooses what isolates the sandbox"),
     "memory": Rule(f"lower it (at most {defaults.DEFAULT_MEMORY})", _memory),
-    "pids": _at_most(defaults.DEFAULT_PIDS),
-    "cpus": _at_most(defaults.DEFAULT_CPUS),
-    "jobs": _at_most(defaults.DEFAULT_JOBS),
+    "request_timeout": _at_most(defaults.DEFAULT_REQUEST_TIMEOUT_S, " s"),  # None means the model's own default
 }
+
+
+def _rule(key: str) -> Rule:
+    """The rule SETTINGS[key].project names."""
+    setting = defaults.SETTINGS[key]
+    if setting.project.startswith("never: "):
+        return _never(setting.project.removeprefix("never: "))
+    if setting.project == "at_most":
+        unit = " s" if key.endswith("timeout") else ""
+        return _at_most(setting.default, unit)
+    return _NAMED[setting.project]
+
+
+RULES: dict[str, Rule] = {key: _rule(key) for key in defaults.SETTINGS}
 
 
 def refusal(key: str, value: Any) -> str | None:

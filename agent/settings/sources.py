@@ -23,20 +23,7 @@ import stat
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
-from agent.defaults import (
-    BACKEND_NAMES,
-    DEFAULT_BACKEND,
-    DEFAULT_CPUS,
-    DEFAULT_JOBS,
-    DEFAULT_MAX_STEPS,
-    DEFAULT_MEMORY,
-    DEFAULT_PIDS,
-    DEFAULT_POLICY,
-    DEFAULT_RUNTIME,
-    DEFAULT_TIMEOUT_S,
-    POLICY_NAMES,
-    PolicyName,
-)
+from agent.defaults import SETTINGS, PolicyName, bound_problem
 from agent.errors import CodeboxError
 from agent.escape import one_line
 from agent.settings.environment import config_dir, read_environment
@@ -50,61 +37,45 @@ def user_config_file() -> Path:
     return config_dir() / "codebox.toml"
 
 
+def _default(key: str) -> Any:
+    return SETTINGS[key].default
+
+
 class CodeboxSettings:
     """Every default a user may set once instead of on every command line.
 
     A plain class, not a dataclass (whose import costs `--help` more than the rest of this
-    module): the annotations are the keys, the class attributes their built-in defaults.
+    module): the annotations are the keys with their types (agent.defaults.SETTINGS declares each one's
+    default, bounds, trust rule and help; a test keeps the two the same keys).
     load_settings also says where each value came from (``sources``), which project values were
     refused (``refused``), the projects it read (``projects``) and what it could not read (``notes``).
     """
 
-    model: str | None = None
-    """Model name for an OpenAI-compatible API, or scripted:FILE."""
-    base_url: str | None = None
-    """OpenAI-compatible endpoint (default: OpenAI's)."""
-    api_key_env: str | None = None
-    """The variable that holds the API key (default OPENAI_API_KEY)."""
-    api: Literal["chat", "responses"] | None = None
-    """Chat Completions (default) or Responses."""
-    request_timeout: float | None = None
-    """Seconds per model request (default 60)."""
-    temperature: float | None = None
-    """Sampling temperature."""
-    policy: PolicyName = DEFAULT_POLICY
-    """read-only, workspace-write or ask."""
-    allow: list[str] = []
-    """Writable paths (globs) under workspace-write / ask."""
-    deny: list[str] = []
-    """Paths never written (globs)."""
-    test_cmd: str | None = None
-    """The test command run_test runs, e.g. "python3 -m pytest -q"."""
-    max_steps: int = DEFAULT_MAX_STEPS
-    """Model steps before a run stops."""
-    timeout: float = DEFAULT_TIMEOUT_S
-    """Wall-clock budget per task, seconds."""
-    max_total_tokens: int | None = None
-    """Tokens a task may spend (none: no limit)."""
-    max_cost: float | None = None
-    """What a task may cost, at the prices below (none: no limit)."""
-    price_input: float | None = None
-    """Price per million input tokens."""
-    price_output: float | None = None
-    """Price per million output tokens."""
-    image: str | None = None
-    """Sandbox image (default codebox-sandbox:latest)."""
-    memory: str = DEFAULT_MEMORY
-    """Container memory limit, e.g. 1g."""
-    pids: int = DEFAULT_PIDS
-    """Container process limit."""
-    cpus: float = DEFAULT_CPUS
-    """Container CPU limit."""
-    backend: str = DEFAULT_BACKEND
-    """Sandbox backend: docker or podman."""
-    runtime: str = DEFAULT_RUNTIME
-    """OCI runtime of the sandbox: runc, runsc (gVisor), or any the engine lists."""
-    jobs: int = DEFAULT_JOBS
-    """Batch tasks at once."""
+    model: str | None = _default("model")
+    base_url: str | None = _default("base_url")
+    api_key_env: str | None = _default("api_key_env")
+    api: Literal["chat", "responses"] | None = _default("api")
+    request_timeout: float | None = _default("request_timeout")
+    temperature: float | None = _default("temperature")
+    policy: PolicyName = _default("policy")
+    allow: list[str] = _default("allow")
+    deny: list[str] = _default("deny")
+    test_cmd: str | None = _default("test_cmd")
+    test_timeout: float = _default("test_timeout")
+    max_test_timeout: float = _default("max_test_timeout")
+    max_steps: int = _default("max_steps")
+    timeout: float = _default("timeout")
+    max_total_tokens: int | None = _default("max_total_tokens")
+    max_cost: float | None = _default("max_cost")
+    price_input: float | None = _default("price_input")
+    price_output: float | None = _default("price_output")
+    image: str | None = _default("image")
+    memory: str = _default("memory")
+    pids: int = _default("pids")
+    cpus: float = _default("cpus")
+    backend: str = _default("backend")
+    runtime: str = _default("runtime")
+    jobs: int = _default("jobs")
 
     def __init__(self, **values: Any) -> None:
         """The built-in defaults, replaced by ``values`` (checked already: see load_settings)."""
@@ -131,7 +102,7 @@ class CodeboxSettings:
         return [key for key in KNOWN_KEYS if self.sources[key].kind == "project"]
 
 
-KNOWN_KEYS: tuple[str, ...] = tuple(CodeboxSettings.__annotations__)
+KNOWN_KEYS: tuple[str, ...] = tuple(SETTINGS)  # CodeboxSettings annotates the same keys (a test checks)
 
 SourceKind = Literal["default", "project", "user", "environment", "flag"]
 
@@ -196,30 +167,8 @@ class Refusal(NamedTuple):
         return one_line(f"{self.label}: {self.key} = {value}: refused ({self.why}){hint}", 400)
 
 
-# What each key holds. Values come typed from TOML and as text from the environment; a number
-# given as text is read as one (CODEBOX_JOBS=4).
-_TEXT = frozenset({"model", "base_url", "api_key_env", "test_cmd", "image", "memory", "runtime"})
-_CHOICES: dict[str, tuple[str, ...]] = {"api": ("chat", "responses"), "policy": POLICY_NAMES,
-                                        "backend": BACKEND_NAMES}
-_INTEGERS = frozenset({"max_steps", "pids", "jobs", "max_total_tokens"})
-_NUMBERS = frozenset({"request_timeout", "temperature", "timeout", "cpus", "max_cost", "price_input",
-                      "price_output"})
 # Written as JSON in an environment variable: CODEBOX_DENY='["*.pem", "*.key"]'.
-LISTS = frozenset({"allow", "deny"})
-# The bounds of the numbers: (at least, more than, at most).
-_BOUNDS: dict[str, tuple[float | None, float | None, float | None]] = {
-    "request_timeout": (None, 0, None),
-    "temperature": (0, None, 2),
-    "max_steps": (1, None, None),
-    "timeout": (None, 0, None),
-    "max_total_tokens": (1, None, None),
-    "max_cost": (None, 0, None),
-    "price_input": (0, None, None),
-    "price_output": (0, None, None),
-    "pids": (16, None, None),
-    "cpus": (0.01, None, None),  # Docker's least
-    "jobs": (1, None, None),
-}
+LISTS = frozenset(key for key, setting in SETTINGS.items() if setting.kind == "list")
 
 MAX_PROJECT_FILE_BYTES = 1_000_000  # no real pyproject.toml comes near this
 _PROJECT_FILES: tuple[tuple[str, tuple[str, ...], str], ...] = (
@@ -449,8 +398,11 @@ def shown(value: Any) -> str:
 
 
 def _check(key: str, value: Any) -> Any:
-    """The value as the setting holds it; ValueError saying what is wrong with it."""
-    if key in _TEXT:
+    """The value as the setting holds it (agent.defaults.SETTINGS: its kind and bounds); ValueError saying what is
+    wrong with it. Values come typed from TOML and as text from the environment; a number given as text is read
+    as one (CODEBOX_JOBS=4)."""
+    setting = SETTINGS[key]
+    if setting.kind == "text":
         if not isinstance(value, str):
             raise ValueError("must be a string")
         if key == "memory":
@@ -458,24 +410,20 @@ def _check(key: str, value: Any) -> Any:
 
             return memory_limit(value)
         return value
-    if key in _CHOICES:
-        choices = _CHOICES[key]
+    if setting.kind == "choice":
+        choices = setting.choices
         if value not in choices:
             quoted = [f"'{c}'" for c in choices]
             raise ValueError("must be " + (", ".join(quoted[:-1]) + " or " + quoted[-1]))
         return value
-    if key in LISTS:
+    if setting.kind == "list":
         if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
             raise ValueError("must be a list of strings")
         return list(value)
-    number = _integer(value) if key in _INTEGERS else _number(value)
-    at_least, more_than, at_most = _BOUNDS.get(key, (None, None, None))
-    if at_least is not None and number < at_least:
-        raise ValueError(f"must be at least {at_least:g}")
-    if more_than is not None and number <= more_than:
-        raise ValueError(f"must be more than {more_than:g}")
-    if at_most is not None and number > at_most:
-        raise ValueError(f"must be at most {at_most:g}")
+    number = _integer(value) if setting.kind == "integer" else _number(value)
+    problem = bound_problem(key, number)
+    if problem:
+        raise ValueError(problem)
     return number
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from agent.cancel import CancelToken
+from agent.defaults import SETTINGS
 from agent.errors import SandboxError  # the sandbox itself cannot go on: ends the run
 from agent.model.base import ModelClient, ModelError
 from agent.model.usage import request_chars, settle
@@ -63,6 +64,9 @@ class Limits:
     max_cost: float | None = None
     prices: Prices | None = None
     on_usage: Callable[[Usage], None] | None = None  # each reply's usage as it comes (a batch's budget)
+    # run_test: its timeout when the model names none, and the most the model may ask for (the settings).
+    test_timeout_s: float = SETTINGS["test_timeout"].default
+    max_test_timeout_s: float = SETTINGS["max_test_timeout"].default
 
 
 class _Stop(Exception):
@@ -144,6 +148,8 @@ class _Run:
             policy=self.agent.policy.name,
             max_steps=self.max_steps,  # the one that stops this run (a batch's cap is "none" until given)
             timeout_s=min(self.task.timeout_s, self.limits.timeout_s),
+            test_cmd=self.agent.ctx.test_cmd,
+            tests=self.agent.ctx.test_source,  # how the test command was chosen (agent.task.found_tests)
             instructions=self.agent.instructions,
         )
         final: str | None = None

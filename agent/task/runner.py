@@ -21,6 +21,7 @@ from agent.sandboxes.base import Session
 from agent.sandboxes.config import SandboxConfig
 from agent.sandboxes.result import ToolResult
 from agent.task.events import EventSink
+from agent.task.found_tests import ChosenTests, find_tests, given
 from agent.task.host_run import host_run_globs
 from agent.task.loop import CodingAgent, Limits
 from agent.task.policy import ApproveOncePolicy, AskFn, Policy, ReadOnlyPolicy, WorkspaceWritePolicy
@@ -107,6 +108,7 @@ def run_task(
     prepared_env: EnvInfo | ChooseEnv | None = CHOOSE_ENV,
     warm: WarmPool | None = None,
     repo_name: str | None = None,
+    look_for_tests: Callable[[ChosenTests], None] | None = None,
 ) -> Report:
     """Run one task and always return a report; the sandbox is removed whatever happens.
 
@@ -114,6 +116,8 @@ def run_task(
     is chosen here). ``repo_name``: the repository as the user named it, when ``task.repo`` is a
     workspace made from it (what an environment built here is logged and labelled with).
     ``warm``: a pool (batch, or `codebox run`'s early start) that may hold this task's sandbox.
+    ``look_for_tests``: a task that names no test command gets the one its repository shows (once the
+    environment is chosen: its lock says whether the runner is installed); this is told what was found.
     """
     cancel = cancel or CancelToken()
     try:
@@ -146,7 +150,14 @@ def run_task(
     # The container starts (~0.35 s) while the model thinks about its first reply.
     early = _EarlyStart(sandbox)
     try:
-        ctx = ToolContext(sandbox=early, repo=repo, test_cmd=list(task.test_cmd), test_in_copy=task.test_in_copy)
+        tests = given(task.test_cmd)
+        if look_for_tests is not None and not task.test_cmd:
+            tests = find_tests(repo, env.lock if env is not None else None)
+            look_for_tests(tests)
+        limits = limits or Limits()
+        ctx = ToolContext(sandbox=early, repo=repo, test_cmd=tests.command, test_source=tests.source,
+                          no_tests_message=tests.no_tests_message(), test_in_copy=task.test_in_copy,
+                          default_test_timeout_s=limits.test_timeout_s, max_test_timeout_s=limits.max_test_timeout_s)
         agent = CodingAgent(model, ToolRegistry(), policy, sink, ctx, limits=limits)
         return _with_sandbox(_with_env(agent.run(task, cancel), env), config)
     finally:

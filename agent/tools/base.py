@@ -14,6 +14,7 @@ from typing import Any, ClassVar, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
+from agent.defaults import SETTINGS
 from agent.protocol import TestRun, ToolSpec
 from agent.sandboxes.result import ToolResult
 from sandbox.tools.catalog import WRITE_TOOLS
@@ -35,9 +36,13 @@ class ToolContext:
     sandbox: SandboxPort
     repo: Path
     test_cmd: list[str] = field(default_factory=list)
+    test_source: str = "given"
+    """How test_cmd was chosen, in words (agent.task.found_tests): the run's first event carries it."""
+    no_tests_message: str | None = None
+    """What run_test answers when test_cmd is empty (None: the generic message)."""
     test_in_copy: bool = False
-    max_test_timeout_s: float = 600.0
-    default_test_timeout_s: float = 300.0
+    max_test_timeout_s: float = SETTINGS["max_test_timeout"].default
+    default_test_timeout_s: float = SETTINGS["test_timeout"].default
 
 
 @dataclass

@@ -13,11 +13,13 @@ from pydantic import BaseModel, Field
 
 from agent.defaults import REPO_MOUNT
 from agent.languages.base import TestArgsError
-from agent.languages.registry import check_test_args, failing_tests
+from agent.languages.registry import check_test_args, error_line, failing_tests
 from agent.protocol import TestRun
 from agent.sandboxes.result import ToolResult, failure, wrote_into_repo
 from agent.tools.base import RunEffects, ToolArgs, ToolContext, ToolHandler
 
+NO_TEST_COMMAND = ("No test command is configured for this task (codebox run --test-cmd ..., or test_cmd in a "
+                   "batch task's line).")
 _IN_A_COPY = "the user can run them in a throwaway copy (codebox run --test-in-copy, or test_in_copy in a task)"
 READ_ONLY_NOTE = f"note: the tests tried to write into {REPO_MOUNT}, which is read-only in the sandbox; {_IN_A_COPY}"
 MAYBE_READ_ONLY_NOTE = (f"note: a test hit a read-only file system (the error names no path); {REPO_MOUNT} is "
@@ -32,6 +34,17 @@ def _read_only_note(output: str) -> str | None:
     if wrote_into_repo(output):
         return READ_ONLY_NOTE
     return MAYBE_READ_ONLY_NOTE if _NAMELESS.search(output) else None
+
+
+def _why(result: ToolResult, failed: list[str]) -> str | None:
+    """Why a run did not pass: the tool's one line ("command failed with exit code 4"), or, when the output names
+    no failing test but says why, that ("exit code 4: ModuleNotFoundError: No module named 'flask'")."""
+    line = None if failed or result.outcome not in ("failed", "error") else error_line(result.output)
+    if not line or (result.error and line in result.error):
+        return result.error or line
+    code = result.data.get("exit_code")
+    said = f"exit code {code}" if result.outcome == "failed" and isinstance(code, int) else result.error
+    return f"{said}: {line}" if said else line
 
 
 class RunTestArgs(ToolArgs):
@@ -57,8 +70,7 @@ class RunTestTool(ToolHandler):
     def execute(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
         assert isinstance(args, RunTestArgs)
         if not ctx.test_cmd:
-            return failure("No test command is configured for this task (codebox run --test-cmd ..., or test_cmd "
-                           "in a batch task's line).", "error")
+            return failure(ctx.no_tests_message or NO_TEST_COMMAND, "error")
         try:
             check_test_args(ctx.test_cmd, args.args, ctx.repo)
         except TestArgsError as exc:
@@ -81,10 +93,13 @@ class RunTestTool(ToolHandler):
     def note_effects(self, write_paths: list[str], result: ToolResult, effects: RunEffects) -> None:
         if result.outcome == "refused":  # the arguments never reached the sandbox: no test ran
             return
+        argv = [str(a) for a in result.data.get("argv", [])]
+        failed = failing_tests(result.output, argv or None)
         effects.last_test = TestRun(
-            command=[str(a) for a in result.data.get("argv", [])],
+            command=argv,
             outcome=result.outcome,
             exit_code=result.data.get("exit_code"),
             duration_s=float(result.data.get("duration_s") or 0.0),
-            failed_tests=failing_tests(result.output, [str(a) for a in result.data.get("argv", [])] or None),
+            failed_tests=failed,
+            error=None if result.ok else _why(result, failed),
         )

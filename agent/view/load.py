@@ -224,6 +224,7 @@ def totals(tasks: list[TaskView]) -> Totals:
         failed=sum(t.status in ("stopped", "cancelled") for t in tasks),
         error=sum(t.status == "error" for t in tasks),
         tests_ok=sum(1 for t in tasks if t.test and t.test.outcome == "ok"),
+        tests_not_passing=sum(1 for t in tasks if t.status == "completed" and t.test and t.test.outcome != "ok"),
         tokens=sum(tokens) if tokens else None,
         cost=sum(costs) if costs else None,
         task_time_s=sum(t.duration_s for t in tasks),

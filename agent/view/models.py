@@ -65,6 +65,10 @@ class TestView(BaseModel):
     exit_code: int | None = None
     duration_s: float = 0.0
     failing: list[str] = Field(default_factory=list)
+    error: str = ""
+    """Why a run that did not pass ended so, in one line (no test command, a timeout, the exit code)."""
+    chosen: str = ""
+    """How the test command was chosen: given, found (and what showed it), none (and why)."""
     output: str = ""
 
 
@@ -106,6 +110,8 @@ class Totals(BaseModel):
     """Stopped or cancelled: ended without a final message, but not by an error."""
     error: int = 0
     tests_ok: int = 0
+    tests_not_passing: int = 0
+    """Completed, but the last test run did not pass (the console's count says the same)."""
     tokens: int | None = None
     cost: float | None = None
     task_time_s: float = 0.0

@@ -55,7 +55,7 @@ def build_task(
         events=len(events),
     )
     _usage(view, r)
-    view.test = _test(r, timeline)
+    view.test = _test(r, timeline, start)
     if patch_text is None:  # a `codebox run` in place leaves no patch.diff: its events hold its changes
         patch_text, patch_source = _net_diff(events)
     view.patch = _patch(r, patch_text, patch_source)
@@ -142,7 +142,7 @@ def _last_run_test(timeline: list[StepView]) -> ToolCallView | None:
     return runs[-1] if runs else None
 
 
-def _test(report: dict[str, Any], timeline: list[StepView]) -> TestView | None:
+def _test(report: dict[str, Any], timeline: list[StepView], start: dict[str, Any]) -> TestView | None:
     last = report.get("last_test")
     call = _last_run_test(timeline)
     if not isinstance(last, dict) and call is None:
@@ -153,14 +153,28 @@ def _test(report: dict[str, Any], timeline: list[StepView]) -> TestView | None:
     listed = last.get("failing") or last.get("failed_tests")
     # An empty list from the report (TestRun.failed_tests' default) still lets the output speak.
     failing = [text(t) for t in listed] if isinstance(listed, list) and listed else failing_tests(output)
+    outcome = text(last.get("outcome")) or (call.outcome if call else "")
     return TestView(
         command=" ".join(text(a) for a in command) if isinstance(command, list) else text(command),
-        outcome=text(last.get("outcome")) or (call.outcome if call else ""),
+        outcome=outcome,
         exit_code=last["exit_code"] if isinstance(last.get("exit_code"), int) else None,
         duration_s=number(last.get("duration_s")) or (call.duration_s if call else 0.0),
         failing=failing,
+        error=_test_error(last, outcome, output),
+        chosen=text(start.get("tests")),
         output=output,
     )
+
+
+def _test_error(last: dict[str, Any], outcome: str, output: str) -> str:
+    """Why the run did not pass: the report's (newer reports), else the first line the model read (older ones)."""
+    if outcome in ("", "ok"):
+        return ""
+    said = text(last.get("error"))
+    if said:
+        return clip(said, 500)
+    first = next((line.strip() for line in output.splitlines() if line.strip()), "")
+    return clip(first, 500)
 
 
 def _net_diff(events: list[dict[str, Any]]) -> tuple[str | None, str]:

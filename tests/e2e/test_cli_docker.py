@@ -19,7 +19,7 @@ from tests import engine
 pytestmark = pytest.mark.docker
 
 ROOT = Path(__file__).resolve().parents[2]
-DEMO_REPO = ROOT / "agent" / "demo" / "repo"
+DEMO_REPO = ROOT / "agent" / "cli" / "demo_data" / "repo"
 SLOW_SCRIPT = {"turns": [{"tool_calls": [{"name": "run_test", "arguments": {}}]}, {"message": "never"}]}
 
 
@@ -31,7 +31,7 @@ def _image() -> None:
 
 
 def codebox(*args: str, **kw: object) -> subprocess.Popen[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = kw.pop("env", None) or {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.Popen(
         [sys.executable, "-m", "agent.cli", *args],
         cwd=ROOT, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, **kw,  # type: ignore[call-overload]
@@ -58,14 +58,28 @@ def slow_repo(tmp_path: Path, name: str = "repo") -> Path:
     return repo
 
 
-def test_demo_runs_the_whole_pipeline() -> None:
-    proc = codebox("demo")
+def test_demo_runs_the_whole_pipeline_and_leaves_no_temporary_folder(tmp_path: Path) -> None:
+    proc = codebox("demo", env={**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(tmp_path)})
     out, _ = proc.communicate(timeout=240)
     assert proc.returncode == 0, out
     assert "SCRIPTED" in out and "completed (final_message)" in out
     assert "Failed to find expected lines" in out  # the stale patch, retried
     assert "-    for n in range(1, attempts):" in out and "+    for n in range(attempts):" in out
-    assert "To use a real model" in out
+    assert "To use a real model" in out and "--model scripted:FILE" in out
+    # Its copy of the repository, its events and report: all gone (the image build's lock file stays).
+    assert list(tmp_path.glob("codebox-demo-*")) == []
+    assert "removed the demo's temporary folder" in out and "--keep keeps it" in out
+
+
+def test_demo_keep_leaves_the_fixed_repository_its_events_and_report(tmp_path: Path) -> None:
+    proc = codebox("demo", "--keep", env={**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(tmp_path)})
+    out, _ = proc.communicate(timeout=240)
+    assert proc.returncode == 0, out
+    (kept,) = tmp_path.glob("codebox-demo-*")
+    assert kept.name.startswith("codebox-demo-") and f"kept: {kept}" in out
+    assert sorted(p.name for p in kept.iterdir()) == ["events.jsonl", "repo", "report.json"]
+    assert "for n in range(attempts):" in (kept / "repo" / "backoff.py").read_text()
+    assert json.loads((kept / "report.json").read_text())["status"] == "completed"
 
 
 def test_the_demo_takes_the_runtime_setting_and_a_missing_one_is_said_before_any_step() -> None:

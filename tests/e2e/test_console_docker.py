@@ -20,7 +20,7 @@ from tests.pty_screen import on_a_pty
 pytestmark = pytest.mark.docker
 
 ROOT = Path(__file__).resolve().parents[2]
-DEMO_REPO = ROOT / "agent" / "demo" / "repo"
+DEMO_REPO = ROOT / "agent" / "cli" / "demo_data" / "repo"
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -22,7 +22,7 @@ from tests.fake_openai_server import FakeOpenAIServer, chat_completion, chat_rep
 
 pytestmark = pytest.mark.docker
 
-DEMO_REPO = Path(__file__).resolve().parents[2] / "agent" / "demo" / "repo"
+DEMO_REPO = Path(__file__).resolve().parents[2] / "agent" / "cli" / "demo_data" / "repo"
 FIX = (
     "*** Begin Patch\n*** Update File: backoff.py\n@@\n-    for n in range(1, attempts):\n"
     "+    for n in range(attempts):\n*** End Patch\n"

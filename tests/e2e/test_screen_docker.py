@@ -19,8 +19,8 @@ from tests.fake_openai_server import FakeOpenAIServer, chat_reply
 from tests.pty_screen import ROOT, final_screen, on_a_pty, pty_env
 
 pytestmark = pytest.mark.docker
-DEMO_REPO = ROOT / "agent" / "demo" / "repo"
-DEMO_SCRIPT = ROOT / "agent" / "demo" / "script.json"
+DEMO_REPO = ROOT / "agent" / "cli" / "demo_data" / "repo"
+DEMO_SCRIPT = ROOT / "agent" / "cli" / "demo_data" / "script.json"
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -26,7 +26,7 @@ from tests.fake_openai_server import FakeOpenAIServer, RecordedRequest, Reply, c
 pytestmark = pytest.mark.docker
 
 ROOT = Path(__file__).resolve().parents[2]
-DEMO_REPO = ROOT / "agent" / "demo" / "repo"
+DEMO_REPO = ROOT / "agent" / "cli" / "demo_data" / "repo"
 SECRET = "aws-secret-do-not-send-0123456789"
 USER_KEY = "sk-users-own-key"
 GIB = 2**30

@@ -84,7 +84,8 @@ def cmd_batch(args: argparse.Namespace) -> int:
         budget = _batch_budget(args, prices)
         # Each task's own limits apply; the flags, when given, cap them all.
         limits = JobLimits(max_steps=args.max_steps, timeout_s=args.timeout, max_total_tokens=args.max_total_tokens,
-                           max_cost=args.max_cost, prices=prices)
+                           max_cost=args.max_cost, prices=prices, test_timeout_s=args.test_timeout,
+                           max_test_timeout_s=args.max_test_timeout)
     except SandboxConfigError as exc:
         return usage_error(flag_problem(exc))
     except ValidationError as exc:

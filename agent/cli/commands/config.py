@@ -103,19 +103,10 @@ def render(settings: CodeboxSettings, repo: str | None) -> str:
 
 
 def setting_help() -> dict[str, str]:
-    """Each setting's one-line docstring in agent.settings.sources (read from its source: one home for the words)."""
-    import ast
-    import inspect
-    import itertools
+    """Each setting's help line (agent.defaults.SETTINGS: one home for the words), as a sentence."""
+    from agent.defaults import SETTINGS
 
-    tree = ast.parse(inspect.getsource(CodeboxSettings))
-    body = tree.body[0].body if isinstance(tree.body[0], ast.ClassDef) else []
-    found = {}
-    for node, after in itertools.pairwise(body):
-        if (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and isinstance(after, ast.Expr)
-                and isinstance(after.value, ast.Constant)):
-            found[node.target.id] = str(after.value.value)
-    return found
+    return {key: setting.help[:1].upper() + setting.help[1:] + "." for key, setting in SETTINGS.items()}
 
 
 def settings_markdown() -> str:

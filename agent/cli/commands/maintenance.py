@@ -89,11 +89,15 @@ def cmd_gc(args: argparse.Namespace) -> int:
     from agent.backends.registry import get_backend
     from agent.errors import SandboxError
 
+    if args.owner is not None and args.owner <= 0:
+        return usage_error(f"--owner must be a process id (more than 0), not {args.owner}")
     backend = get_backend(getattr(args, "backend", None) or "docker")
     try:
-        removed = backend.reap(log=lambda line: print(printable(line)))
+        removed = backend.reap(log=lambda line: print(printable(line)), dry_run=args.dry_run, owner=args.owner)
     except SandboxError as exc:
         print(f"codebox: {printable(exc)}", file=sys.stderr)
         return EXIT_STOPPED
-    print(f"codebox: removed {len(removed)} leftover container(s) ({backend.name})")
+    whose = f" of process {args.owner}" if args.owner is not None else ""
+    done = "would remove" if args.dry_run else "removed"
+    print(f"codebox: {done} {len(removed)} leftover container(s){whose} ({backend.name})")
     return EXIT_OK

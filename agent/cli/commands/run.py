@@ -7,6 +7,7 @@ import shlex
 import sys
 import tempfile
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
     from agent.console.render import ChangeLog
     from agent.protocol import Report, TaskSpec
     from agent.task.events import EventSink
+    from agent.task.found_tests import ChosenTests
     from agent.task.policy import Answer, AskFn
     from agent.tools import PreparedCall
 
@@ -273,8 +275,6 @@ def _cmd_run(args: argparse.Namespace, task_id: str, warm: WarmPool | None) -> i
         for s in sinks:
             s.close()
         return prepared
-    if args.test_cmd is None:  # none given anywhere: pytest, where the repository shows it
-        task = _with_found_tests(task, prepared, quiet=args.quiet)
     sink = FanoutSink(*sinks)
     cancel = CancelToken()
     patch_text = ""
@@ -284,10 +284,13 @@ def _cmd_run(args: argparse.Namespace, task_id: str, warm: WarmPool | None) -> i
             options: dict[str, Any] = dict(
                 sandbox_config=sandbox_config,
                 cancel=cancel,
-                limits=Limits(max_steps=args.max_steps, timeout_s=args.timeout, prices=prices),
+                limits=Limits(max_steps=args.max_steps, timeout_s=args.timeout, prices=prices,
+                              test_timeout_s=args.test_timeout, max_test_timeout_s=args.max_test_timeout),
                 ask=_asking(console) if task.policy == "ask" else None,
                 prepared_env=prepared,
                 warm=None if args.isolated else warm,  # an isolated run mounts its workspace, not the repo
+                # none given anywhere: the command the repository shows (pytest, where it shows it)
+                look_for_tests=_say_found_tests(args.quiet) if args.test_cmd is None else None,
             )
             spec, model_options = model_spec(args, task), openai_options(args)
             if args.isolated:
@@ -303,21 +306,16 @@ def _cmd_run(args: argparse.Namespace, task_id: str, warm: WarmPool | None) -> i
     return exit_code(report, args.require_tests)
 
 
-def _with_found_tests(task: TaskSpec, env: Any, quiet: bool) -> TaskSpec:
-    """The task with the test command its repository shows (agent.languages: pytest from its settings, a
-    conftest.py, test modules) when the environment can run it; one line on stderr says which."""
-    from agent.languages.registry import detect
+def _say_found_tests(quiet: bool) -> Callable[[ChosenTests], None]:
+    """One line on stderr saying which test command the repository shows (agent.task.found_tests), if any."""
+    from agent.task.found_tests import tests_line
 
-    found = detect(Path(task.repo), env.lock if env is not None else None)
-    if found is None:
-        return task
-    evidence = one_line(found.evidence, 120)  # names from the repository: escaped like all its text
-    say = (lambda _line: None) if quiet else (lambda line: print(f"codebox: tests: {line}", file=sys.stderr))
-    if found.missing:
-        say(f"none ({evidence} shows {found.language} tests, but {found.missing})")
-        return task
-    say(f"{shlex.join(found.command)} (found {evidence}; --test-cmd to change)")
-    return task.model_copy(update={"test_cmd": found.command})
+    def say(choice: ChosenTests) -> None:
+        line = tests_line(choice, "--test-cmd to change")
+        if line and not quiet:
+            print(f"codebox: tests: {line}", file=sys.stderr)
+
+    return say
 
 
 def _live_console(stream: TextIO) -> RunConsole:

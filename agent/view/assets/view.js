@@ -79,16 +79,31 @@
     { key: "duration_s", label: "duration", value: (t) => t.duration_s, num: true },
     { key: "patch", label: "patch", value: patchSize, num: true },
     { key: "tokens", label: "tokens", value: (t) => t.total_tokens, num: true },
-    { key: "error", label: "error", value: (t) => t.error || "" },
+    { key: "error", label: "error", value: taskError },
   ];
 
-  // A report's error in a table cell: its first line, shortened; the whole text on hover.
+  // Why the last test run did not pass: its failing tests, else its error (the console's table says the same).
+  function testReason(test) {
+    if (!test || test.outcome === "ok") return "";
+    if (test.failing.length) return test.failing.length + " failing: " + test.failing.slice(0, 3).join(", ") + (test.failing.length > 3 ? ", …" : "");
+    return test.error;
+  }
+
+  // A task's error: the report's own, else why its last test run did not pass.
+  function taskError(task) {
+    if (task.error) return task.error;
+    const reason = testReason(task.test);
+    return reason ? "last test " + task.test.outcome + ": " + reason : "";
+  }
+
+  // A task's error in a table cell: its first line, shortened; the whole text on hover.
   function errorCell(task) {
-    if (!task.error) return h("td", { class: "error-cell muted" }, "–");
-    const first = task.error.split("\n")[0];
+    const error = taskError(task);
+    if (!error) return h("td", { class: "error-cell muted" }, "–");
+    const first = error.split("\n")[0];
     const shown = first.length > 120 ? first.slice(0, 119) + "…" : first;
     const kind = task.status === "error" ? "error-cell bad" : "error-cell warn";
-    return h("td", { class: kind, title: task.error }, shown);
+    return h("td", { class: kind, title: error }, shown);
   }
 
   function visibleTasks() {
@@ -97,7 +112,7 @@
       (t) =>
         (!state.status || t.status === state.status) &&
         (!state.reason || t.stop_reason === state.reason) &&
-        (!q || [t.id, t.goal, t.error || "", t.stop_reason].some((s) => s.toLowerCase().includes(q)))
+        (!q || [t.id, t.goal, taskError(t), t.stop_reason].some((s) => s.toLowerCase().includes(q)))
     );
     const column = COLUMNS.find((c) => c.key === state.sortKey);
     if (column) {
@@ -121,7 +136,7 @@
       case "status":
         return h("td", {}, badge(task.status, "status"));
       case "test":
-        return h("td", {}, task.test ? badge(task.test.outcome, "test") : "–");
+        return h("td", testReason(task.test) ? { title: testReason(task.test) } : {}, task.test ? badge(task.test.outcome, "test") : "–");
       case "duration_s":
         return h("td", { class: "num" }, seconds(task.duration_s));
       case "patch":
@@ -181,6 +196,7 @@
       card("failed (stopped)", count(t.failed), t.failed ? "warn" : ""),
       card("error", count(t.error), t.error ? "bad" : ""),
       card("last test passed", count(t.tests_ok)),
+      t.tests_not_passing ? card("completed, tests not passing", count(t.tests_not_passing), "warn") : null,
       card("tokens", count(t.tokens)),
       t.cost !== null ? card("cost", "$" + t.cost.toFixed(4)) : null,
       card("task time (sum)", seconds(t.task_time_s)),
@@ -365,8 +381,10 @@
   function testView(test) {
     return [
       facts([
-        ["command", test.command],
+        ["command", test.command || (test.chosen ? "none" : "")],
+        ["chosen", test.chosen],
         ["outcome", badge(test.outcome, "test")],
+        ["why", test.error],
         ["exit code", test.exit_code === null ? "" : String(test.exit_code)],
         ["duration", seconds(test.duration_s)],
       ]),

@@ -143,7 +143,7 @@ def test_other_shapes_build_and_import(shape: str, tmp_path: Path, local_index: 
 
 def test_a_repo_that_declares_nothing_uses_the_base_image(created: list[dict[str, Any]]) -> None:
     root = Path(__file__).resolve().parents[3]
-    info = ensure_env(EnvRequest(repo=root / "agent" / "demo" / "repo", base_image=BASE))
+    info = ensure_env(EnvRequest(repo=root / "agent" / "cli" / "demo_data" / "repo", base_image=BASE))
     assert info.image == BASE and not info.built and created == []
 
 

@@ -150,7 +150,7 @@ def test_the_runner_is_added_unless_declared(tmp_path: Path) -> None:
 
 
 def test_a_repo_that_declares_nothing_needs_no_environment() -> None:
-    assert not read_declared(ROOT / "agent" / "demo" / "repo").needs_env
+    assert not read_declared(ROOT / "agent" / "cli" / "demo_data" / "repo").needs_env
 
 
 @pytest.mark.parametrize(

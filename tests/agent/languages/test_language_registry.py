@@ -54,3 +54,25 @@ def test_failing_names_are_read_as_the_commands_language_writes_them() -> None:
     assert failing_tests(pytest_out, ["python3", "-m", "pytest"]) == ["tests/test_a.py::test_x"]
     assert failing_tests(go_out, ["go", "test", "./..."]) == ["TestAdd"]
     assert failing_tests(go_out) == ["TestAdd"]  # no command: the first language that finds any
+
+
+@pytest.mark.parametrize(
+    ("output", "line"),
+    [
+        ("ImportError while loading conftest '/repo/tests/conftest.py'.\ntests/conftest.py:9: in <module>\n"
+         "    import flask\nE   ModuleNotFoundError: No module named 'flask'\n",
+         "ModuleNotFoundError: No module named 'flask'"),
+        ("error[E0425]: cannot find value `x` in this scope\n --> src/lib.rs:3:5\n"
+         "error: aborting due to 1 previous error\nerror: could not compile `demo` (lib)\n",
+         "error[E0425]: cannot find value `x` in this scope"),  # not the summaries after it
+        ("goroutine 1 [running]:\npanic: runtime error: index out of range [3] with length 3\n",
+         "panic: runtime error: index out of range [3] with length 3"),
+        ("Exception in thread \"main\" java.lang.IllegalStateException: boom\n",
+         None),  # the exception's name is not at the start of the line: no guess
+        ("3 passed, 1 warning in 0.2s\n", None),
+    ],
+)
+def test_the_line_that_says_why_a_run_failed(output: str, line: str | None) -> None:
+    from agent.languages.registry import error_line
+
+    assert error_line(output) == line

@@ -72,25 +72,36 @@ def test_a_lock_installs_pytest_or_not() -> None:
     assert not lock_has_pytest("pytest-cov==5.0.0\npytest_mock==3.14.0\nhypothesis==6.0.0\n")
 
 
-def test_run_takes_pytest_only_where_the_environment_has_it(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    from agent.cli.commands.run import _with_found_tests
-    from agent.env.info import EnvInfo
-    from agent.protocol import TaskSpec
+def test_a_task_takes_pytest_only_where_the_environment_has_it(tmp_path: Path) -> None:
+    from agent.task.found_tests import find_tests, given, tests_line
 
     repo = write(tmp_path / "repo", {"tests/test_\x1b[31mred.py": ""})
-    task = TaskSpec(id="t", repo=str(repo), goal="g")
-    assert _with_found_tests(task, None, quiet=False).test_cmd == ["python3", "-m", "pytest", "-q"]
-    line = capsys.readouterr().err
-    assert line.startswith("codebox: tests: python3 -m pytest -q (found tests/test_") and "\x1b" not in line
-    with_pytest = EnvInfo(image="i", base_image="b", lock="pytest==8.3.4 --hash=sha256:aa\n")
-    assert _with_found_tests(task, with_pytest, quiet=True).test_cmd and capsys.readouterr().err == ""
-    without = EnvInfo(image="i", base_image="b", lock="attrs==24.2.0 --hash=sha256:aa\n")
-    assert _with_found_tests(task, without, quiet=False).test_cmd == []
-    assert "does not install pytest: --pip pytest, or --test-cmd" in capsys.readouterr().err
-    plain = TaskSpec(id="t", repo=str(write(tmp_path / "plain", {"calc.py": ""})), goal="g")
-    assert _with_found_tests(plain, None, quiet=False).test_cmd == [] and capsys.readouterr().err == ""
+    found = find_tests(repo, None)
+    assert found.command == ["python3", "-m", "pytest", "-q"] and found.missing is None
+    line = tests_line(found, "--test-cmd to change")
+    assert line is not None and line.startswith("python3 -m pytest -q (found tests/test_") and "\x1b" not in line
+    assert line.endswith("; --test-cmd to change)")
+    assert find_tests(repo, "pytest==8.3.4 --hash=sha256:aa\n").command
+    without = find_tests(repo, "attrs==24.2.0 --hash=sha256:aa\n")
+    assert without.command == [] and without.missing and "does not install pytest: --pip pytest" in without.missing
+    message = without.no_tests_message()  # what run_test answers: the reason, not "no test command configured"
+    assert message is not None and message.startswith("No test command: tests/test_") and "\x1b" not in message
+    plain = find_tests(write(tmp_path / "plain", {"calc.py": ""}), None)
+    assert plain.command == [] and tests_line(plain, "x") is None
+    assert (plain.no_tests_message() or "").startswith("No test command: the task names none and the repository")
+    assert given([]).no_tests_message() is None  # nothing looked for: run_test's own message
+
+
+def test_run_says_the_test_command_it_found_on_stderr(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from agent.cli.commands.run import _say_found_tests
+    from agent.task.found_tests import find_tests
+
+    repo = write(tmp_path / "repo", {"tests/test_a.py": ""})
+    _say_found_tests(quiet=False)(find_tests(repo, None))
+    said = capsys.readouterr().err
+    assert said == "codebox: tests: python3 -m pytest -q (found tests/test_a.py; --test-cmd to change)\n"
+    _say_found_tests(quiet=True)(find_tests(repo, None))
+    assert capsys.readouterr().err == ""
 
 
 @pytest.mark.parametrize(
@@ -111,3 +122,4 @@ def test_the_command_gives_no_second_quiet(tmp_path: Path, files: dict[str, str]
     from agent.languages.python.detect import pytest_command
 
     assert pytest_command(write(tmp_path / "repo", files)) == command
+

@@ -178,9 +178,41 @@ def test_typed_values_are_read_as_the_setting_holds_them(places: tuple[Path, Pat
     assert isinstance(settings.max_steps, int) and isinstance(settings.timeout, float)
 
 
-def test_every_key_has_one_kind() -> None:
+def test_every_setting_is_declared_once_and_typed_alike_everywhere() -> None:
+    """agent.defaults.SETTINGS is the one declaration: the settings object annotates the same keys with the type its
+    kind says, only numbers have bounds, only choices have choices, and every flag and model field takes them."""
+    import typing
+
+    from agent.defaults import SETTINGS
     from agent.settings import sources as config
 
-    kinds = [config._TEXT, set(config._CHOICES), config._INTEGERS, config._NUMBERS, config.LISTS]
-    assert sorted(k for kind in kinds for k in kind) == sorted(config.KNOWN_KEYS)
-    assert set(config._BOUNDS) <= config._INTEGERS | config._NUMBERS
+    assert list(typing.get_type_hints(config.CodeboxSettings)) == list(SETTINGS) == list(config.KNOWN_KEYS)
+    python_type = {"text": str, "integer": int, "number": float, "list": list}
+    for key, setting in SETTINGS.items():
+        hint = typing.get_type_hints(config.CodeboxSettings)[key]
+        if setting.kind in python_type:
+            assert python_type[setting.kind] in (typing.get_origin(hint), hint, *typing.get_args(hint)), key
+        bounded = (setting.at_least, setting.more_than, setting.at_most) != (None, None, None)
+        assert not bounded or setting.kind in ("integer", "number"), key
+        assert bool(setting.choices) == (setting.kind == "choice"), key
+        assert getattr(config.CodeboxSettings, key) == setting.default, key
+
+
+@pytest.mark.parametrize(("key", "bad", "says"), [("max_steps", 0, "at least 1"), ("pids", 5, "at least 16"),
+                                                  ("timeout", 0, "more than 0"), ("test_timeout", -1, "more than 0")])
+def test_one_bound_says_the_same_in_a_config_file_a_task_line_and_a_flag(key: str, bad: int, says: str) -> None:
+    from agent.defaults import bound_problem
+    from agent.engines.base import JobLimits
+    from agent.sandboxes.config import SandboxConfig, SandboxConfigError
+    from agent.settings.sources import check_value
+
+    assert bound_problem(key, bad) == f"must be {says}"
+    with pytest.raises(ValueError, match=says):
+        check_value(key, bad)
+    model_field = {"max_steps": "max_steps", "timeout": "timeout_s", "test_timeout": "test_timeout_s"}
+    if key in model_field:
+        with pytest.raises(ValueError):
+            JobLimits(**{model_field[key]: bad})
+    if key == "pids":
+        with pytest.raises(SandboxConfigError, match=says):
+            SandboxConfig(pids_limit=bad)

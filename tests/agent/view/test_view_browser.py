@@ -189,3 +189,35 @@ def test_the_served_page_works_under_its_csp_header(page: Page, batch_out: Path,
         server.server_close()
         thread.join(timeout=5)
     assert page.problems == []
+
+
+def test_a_test_error_shows_its_reason_in_the_table_and_on_the_task_page(
+    page: Page, tmp_path: Path, artifacts: Path
+) -> None:
+    from view_fixtures import RunWriter, _report, _write_report
+
+    from agent.protocol import TestRun
+
+    out = tmp_path / "out"
+    (out / "untested").mkdir(parents=True)
+    why = "No test command: the task names none and the repository shows no tests codebox recognises"
+    run = RunWriter(out / "untested" / "events.jsonl", "untested")
+    run.emit("turn.start", 0, 0.0, goal="Test it", repo="/repos/app", model="gpt-test", policy="read-only",
+             test_cmd=[], tests="none found")
+    run.call(1, 0.5, "run_test", {}, 0.0, why, is_error=True, outcome="error")
+    run.close()
+    _write_report(out / "untested", _report("untested", "Test it", steps=2,
+                                            last_test=TestRun(command=[], outcome="error", error=why)))
+    p = page.page
+    p.goto(_write(out))
+    assert p.locator("#summary").text_content() and "completed, tests not passing" in (
+        p.locator("#summary").text_content() or "")
+    cell = p.locator("tr[data-task=untested] td.error-cell")
+    assert (cell.text_content() or "").startswith("last test error: No test command: the task names none")
+    assert "warn" in (cell.get_attribute("class") or "") and cell.get_attribute("title") == f"last test error: {why}"
+    p.click("tr[data-task=untested] a")
+    facts = dict(zip(p.locator("#test dt").all_text_contents(), p.locator("#test dd").all_text_contents(),
+                     strict=True))
+    assert facts["why"] == why and facts["chosen"] == "none found" and facts["command"] == "none"
+    page.shot(artifacts, "test-error-reason")
+    assert page.problems == []

@@ -21,12 +21,12 @@ def test_a_real_batch_in_the_browser(tmp_path: Path, chromium: Any, artifacts: P
 
     ensure_sandbox_image()
     repo = tmp_path / "repo"
-    shutil.copytree(ROOT / "agent" / "demo" / "repo", repo)
+    shutil.copytree(ROOT / "agent" / "cli" / "demo_data" / "repo", repo)
     task = {"id": "demo", "repo": str(repo), "goal": "Fix the retry delays", "policy": "workspace-write",
             "test_cmd": ["python3", "-m", "pytest", "-q"]}
     (tmp_path / "tasks.jsonl").write_text(json.dumps(task) + "\n")
     out = tmp_path / "out"
-    script = f"scripted:{ROOT / 'agent' / 'demo' / 'script.json'}"
+    script = f"scripted:{ROOT / 'agent' / 'cli' / 'demo_data' / 'script.json'}"
     assert main(["batch", str(tmp_path / "tasks.jsonl"), "--out", str(out), "--model", script]) == 0
     assert main(["view", str(out)]) == 0
 
@@ -63,9 +63,9 @@ def test_a_real_run_in_place_shows_its_net_diff_and_its_true_max_steps(
 
     ensure_sandbox_image()
     repo = tmp_path / "repo"
-    shutil.copytree(ROOT / "agent" / "demo" / "repo", repo)
+    shutil.copytree(ROOT / "agent" / "cli" / "demo_data" / "repo", repo)
     events = tmp_path / "run.jsonl"
-    script = f"scripted:{ROOT / 'agent' / 'demo' / 'script.json'}"
+    script = f"scripted:{ROOT / 'agent' / 'cli' / 'demo_data' / 'script.json'}"
     assert main(["run", "--repo", str(repo), "--model", script, "--policy", "workspace-write", "--quiet",
                  "--test-cmd", "python3 -m pytest -q", "--events", str(events), "Fix the retry delays"]) == 0
     assert main(["view", str(events)]) == 0

@@ -16,7 +16,7 @@ from agent.sandboxes.config import SandboxConfig
 from agent.task.events import CallbackSink, FanoutSink, MemorySink
 from tests.e2e.scenarios.support import Run
 
-DEMO_REPO = Path(__file__).resolve().parents[3] / "agent" / "demo" / "repo"
+DEMO_REPO = Path(__file__).resolve().parents[3] / "agent" / "cli" / "demo_data" / "repo"
 TEST_CMD = ["python3", "-m", "pytest", "-q"]
 
 
