@@ -10,4 +10,4 @@ class SandboxError(CodeboxError):
     """The sandbox cannot be started or is unusable; the message says why and what to do.
 
     Defined here, not beside the Docker driver, so the agent loop can catch it without
-    loading docker-py."""
+    loading the container driver."""

@@ -54,8 +54,6 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT)]
 
-import docker  # noqa: E402
-
 from agent.containers.image import ensure_sandbox_image  # noqa: E402
 from agent.env.install import images  # noqa: E402
 from agent.env.install.box import BuildLimits  # noqa: E402
@@ -66,6 +64,7 @@ from agent.env.resolve.resolve import IndexConfig, uv_binary  # noqa: E402
 from agent.protocol import EnvInfo  # noqa: E402
 from tests.agent.env.projects import FLAT, git_tagged, write  # noqa: E402
 from tests.agent.env.wheels import make_wheelhouse  # noqa: E402
+from tests.engine import docker  # noqa: E402
 
 INDEX_PROJECT = {
     "pyproject.toml": '[project]\nname = "benchproj"\nversion = "1.0"\ndependencies = ["hypothesis"]\n'
@@ -241,20 +240,19 @@ def _two_commits(index: IndexConfig, work: Path, requirements: str) -> None:
     first, second = (images.find(engine, info.image_id) for info in (one, two))
     assert first is not None and second is not None
     assert first.deps == second.deps and one.image_id != two.image_id
-    client = docker.from_env(timeout=600)
-    usage = {i["Id"]: i for i in client.df()["Images"]}
+    client = docker()
+    usage = {i["Id"]: i for i in client.disk_usage()["Images"]}
     deps = usage[first.deps]
     rows = [("commit 1", usage[one.image_id]), ("commit 2", usage[two.image_id]), ("dependencies", deps)]
     print("two commits, one lock: each environment = the dependencies image + its own project layer")
     for label, row in rows:
         print(f"  {label:<13} size {row['Size'] / 1e6:8.2f} MB  shared {row['SharedSize'] / 1e6:8.2f} MB  "
               f"unique {(row['Size'] - row['SharedSize']) / 1e3:8.1f} kB")
-    base = usage[client.images.get(EnvRequest(repo=repo).base_image).id]["Size"]
+    base = usage[client.inspect_image(EnvRequest(repo=repo).base_image)["Id"]]["Size"]
     added = sum(r["Size"] - r["SharedSize"] for _, r in rows) + (deps["Size"] - base)
     naive = usage[one.image_id]["Size"] + usage[two.image_id]["Size"] - 2 * base
     print(f"  disk beyond the base image for both: {added / 1e6:.2f} MB "
           f"(two full copies would be {naive / 1e6:.2f} MB)")
-    client.close()
     images.remove_env_images(engine, [one.image_id, two.image_id, first.deps])
     engine.close()
 

@@ -26,7 +26,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT)]
 
-import docker  # noqa: E402
 import pytest  # noqa: E402
 
 from agent.cancel import CancelToken  # noqa: E402
@@ -38,6 +37,7 @@ from tests.agent.env.projects import FLAT, write  # noqa: E402
 from tests.agent.env.slow import slow_install, wait_for_install  # noqa: E402
 from tests.agent.env.wheels import make_wheelhouse  # noqa: E402
 from tests.e2e.test_env_cancel import interrupt_during_the_install, scripted, start  # noqa: E402
+from tests.engine import docker  # noqa: E402
 from tests.repos import sh  # noqa: E402
 
 
@@ -100,7 +100,7 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="codebox-bench-cancel-"))
     os.environ["CODEBOX_CACHE_DIR"] = str(work / "cache")
     wheels = make_wheelhouse(work / "wheels")
-    client = docker.from_env()
+    client = docker()
     times: dict[str, list[float]] = {}
     with pytest.MonkeyPatch.context() as mp:
         slow_install(mp)
@@ -129,7 +129,6 @@ def main() -> None:
             times.setdefault("codebox batch, SIGINT -> exit", []).append(interrupt_during_the_install(proc)[3])
             proc = start(run_dir, "env", "build", "--repo", str(repo))
             times.setdefault("codebox env build, SIGINT -> exit", []).append(interrupt_during_the_install(proc)[3])
-    client.close()
     shutil.rmtree(work, ignore_errors=True)
     print(f"cancel of an environment build, {args.reps} reps (median / max, seconds):")
     for name, values in times.items():

@@ -20,11 +20,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT)]
 
-import docker  # noqa: E402
-
 from agent.containers.image import ensure_sandbox_image  # noqa: E402
 from agent.env.install.ensure import EnvRequest, ensure_env  # noqa: E402
 from agent.env.resolve.resolve import IndexConfig  # noqa: E402
+from tests import engine  # noqa: E402
 from tests.agent.env.projects import write  # noqa: E402
 from tests.agent.env.wheels import make_sdist, make_wheel, make_wheelhouse, setuptools_pyproject  # noqa: E402
 
@@ -34,7 +33,7 @@ def cold(repo: Path, index: IndexConfig) -> float:
     info = ensure_env(EnvRequest(repo=repo, index=index))
     elapsed = time.perf_counter() - start
     assert info.built and "tinysd==0.1" in info.installed, info
-    docker.from_env().images.remove(info.image)
+    engine.remove_image(engine.docker(), info.image)
     return elapsed
 
 

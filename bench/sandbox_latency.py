@@ -4,8 +4,9 @@
 
 Compares a read_file round trip through ``Sandbox.call`` (one persistent attach
 socket to the in-container server) with the per-call alternatives: ``docker exec
-cat`` through the CLI, the docker SDK's ``exec_run``, and on the host an in-process
-read and ``subprocess.run(["cat", f])``. Also: container start-to-ready (ping
+cat`` through the CLI, an exec through codebox's own Engine API client (what the
+docker SDK's ``exec_run`` does: create, start, read, inspect), and on the host an
+in-process read and ``subprocess.run(["cat", f])``. Also: container start-to-ready (ping
 answered), ``docker run --rm --network none <image> true``, and close (kill + remove).
 """
 
@@ -24,8 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-import docker  # noqa: E402
-
+from agent.containers.engine_api import EngineClient, NotFound  # noqa: E402
 from agent.containers.sandbox import Sandbox  # noqa: E402
 from agent.sandboxes.config import SandboxConfig  # noqa: E402
 
@@ -53,16 +53,17 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     n = args.n
 
-    client = docker.from_env()
+    client = EngineClient.from_env()
     try:
-        client.images.get(args.image)
-    except docker.errors.ImageNotFound:
+        client.inspect_image(args.image)
+    except NotFound:
         print(f"image {args.image} missing: run `codebox image build` first", file=sys.stderr)
         return 2
 
     rows: list[tuple[str, float, int]] = []
     with tempfile.TemporaryDirectory(prefix="codebox-bench-") as tmp:
         repo = Path(tmp)
+        repo.chmod(0o755)  # the sandbox user (nobody) reads it
         sample = repo / "sample.txt"
         sample.write_text("".join(f"line {i}: the quick brown fox jumps over the lazy dog\n" for i in range(20)))
         cfg = SandboxConfig(image=args.image)
@@ -84,9 +85,14 @@ def main(argv: list[str] | None = None) -> int:
                 n,
             )
             rows.append(("`docker exec <ctr> cat` (CLI, subprocess)", _ms(cli), n))
-            container = client.containers.get(cid)
-            sdk = _times(lambda: container.exec_run(["cat", "/repo/sample.txt"]), n)
-            rows.append(("docker SDK exec_run cat", _ms(sdk), n))
+            def exec_cat() -> bytes:
+                exec_id = client.exec_create(cid, ["cat", "/repo/sample.txt"])
+                out = b"".join(data for _stream, data in client.exec_start(exec_id))
+                client.exec_inspect(exec_id)
+                return out
+
+            api = _times(exec_cat, n)
+            rows.append(("exec cat via the Engine API client", _ms(api), n))
 
         host_read = _times(lambda: sample.read_text(), n)
         rows.append(("host: in-process read", _ms(host_read), n))
@@ -129,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     sb_call = med["read_file via Sandbox.call (attach socket)"]
     ratios = [
         ("docker exec CLI / Sandbox.call", med["`docker exec <ctr> cat` (CLI, subprocess)"] / sb_call),
-        ("SDK exec_run / Sandbox.call", med["docker SDK exec_run cat"] / sb_call),
+        ("Engine API exec / Sandbox.call", med["exec cat via the Engine API client"] / sb_call),
         ("Sandbox.call / host in-process read", sb_call / med["host: in-process read"]),
         ("Sandbox.call / host subprocess cat", sb_call / med["host: subprocess.run(['cat', f])"]),
         (

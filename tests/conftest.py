@@ -6,9 +6,12 @@ import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from agent.containers.engine_api import EngineClient
 
 # testcontainers' reaper image cannot be pulled here; codebox removes its own containers.
 os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
@@ -20,11 +23,9 @@ if str(ROOT) not in sys.path:
 
 def _docker_problem() -> str | None:
     try:
-        import docker
+        from agent.containers.engine_api import EngineClient
 
-        client = docker.from_env(timeout=10)
-        client.ping()
-        client.close()
+        EngineClient.from_env(timeout_s=10).ping()
     except Exception as exc:
         return f"no Docker daemon answers ({type(exc).__name__}: {exc})"
     return None
@@ -62,22 +63,16 @@ def _codebox_containers() -> list[str]:
 
     Containers of other live processes (a second test run on the same machine) are theirs.
     """
-    import docker
+    from agent.containers.engine_api import EngineClient
 
-    client = docker.from_env()
-    try:
-        # The API's list, not containers.list(): that inspects each container, and one that goes
-        # away meanwhile (another run's, being removed) would raise NotFound.
-        containers = client.api.containers(all=True, filters={"label": "codebox.task"})
-        mine = []
-        for c in containers:
-            owner = (c.get("Labels") or {}).get("codebox.owner", "")
-            alive = owner.isdigit() and int(owner) != os.getpid() and Path(f"/proc/{owner}").exists()
-            if not alive:
-                mine.append((c.get("Names") or [c["Id"][:12]])[0].lstrip("/"))
-        return mine
-    finally:
-        client.close()
+    containers = EngineClient.from_env().containers(all=True, filters={"label": ["codebox.task"]})
+    mine = []
+    for c in containers:
+        owner = (c.get("Labels") or {}).get("codebox.owner", "")
+        alive = owner.isdigit() and int(owner) != os.getpid() and Path(f"/proc/{owner}").exists()
+        if not alive:
+            mine.append((c.get("Names") or [c["Id"][:12]])[0].lstrip("/"))
+    return mine
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -111,19 +106,19 @@ def workspaces_under_the_session(tmp_path_factory: pytest.TempPathFactory) -> It
 
 
 @pytest.fixture(scope="session")
-def docker_client() -> Iterator[Any]:
-    """One Docker client for the docker tests; no daemon: a skip, or in CI a failure."""
-    import docker
+def docker_client() -> EngineClient:
+    """codebox's own Engine API client of the Docker daemon (tests/engine.py has the helpers); no daemon:
+    a skip, or in CI a failure."""
+    from tests.engine import docker
 
+    client = docker(timeout_s=60)
     try:
-        client = docker.from_env(timeout=15)
         client.ping()
     except Exception as exc:
         if os.environ.get("CI"):
             raise
         pytest.skip(f"no Docker daemon answers ({exc})")
-    yield client
-    client.close()
+    return client
 
 
 @pytest.fixture(scope="session")

@@ -9,12 +9,16 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from agent.containers.engine import DOCKER, Engine
 from agent.containers.engine_api import EngineClient, EngineError
 from agent.errors import SandboxError
-from agent.sandboxes.base import Prestarted, Session
-from agent.sandboxes.config import SandboxConfig
+
+if TYPE_CHECKING:  # annotations only: an environment's cache hit loads no sandbox model
+    from agent.sandboxes.base import Prestarted, Session
+    from agent.sandboxes.build import Builder
+    from agent.sandboxes.config import SandboxConfig
 
 # How gVisor is registered with an engine: what preflight says when a runtime is missing.
 GVISOR_PATH = "/usr/bin/runsc"
@@ -90,6 +94,12 @@ class EngineBackend:
         from agent.containers.leftovers import reap_leftovers
 
         return reap_leftovers(self.connect(), log=log, dry_run=dry_run, owner=owner)
+
+    def builder(self) -> Builder:
+        from agent.containers.builds import EngineBuilder
+
+        engine = self.engine_for(self.engine_runtime())  # build boxes run with the engine's default runtime
+        return EngineBuilder(engine.connect(SandboxError), self.name, engine.host_config)
 
     # -- this engine ----------------------------------------------------------------------------
     def engine_for(self, runtime: str) -> Engine:

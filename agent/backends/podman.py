@@ -10,7 +10,9 @@ where that is handled (docs/backends.md lists what does not work):
 - Its default rlimits (nofile, nproc) exceed what this kind of machine allows a container, and
   runc refuses to start it: every container gets explicit ones (``Ulimits``).
 - It has its own image store: ``codebox image build --backend podman`` copies Docker's image
-  into it (``docker save | podman load``).
+  into it (Docker's save streamed into Podman's load); environments are built and kept there.
+- Its tmpfs mounts take no ``uid=``/``gid=`` options: a build box's tmpfs owned by the box's
+  own user gets ``U`` instead (Podman gives it to the container's user).
 """
 
 from __future__ import annotations
@@ -26,10 +28,12 @@ import time
 from pathlib import Path
 
 from agent.backends.docker import EngineBackend
+from agent.containers.builds import EngineBuilder
 from agent.containers.engine import Engine
 from agent.containers.engine_api import Endpoint, EngineClient, EngineError
 from agent.defaults import DEFAULT_RUNTIME
 from agent.errors import CodeboxError, SandboxError
+from agent.sandboxes.build import Builder
 from agent.sandboxes.config import SandboxConfig
 
 # Explicit rlimits: Podman's defaults (1048576 open files, 4194304 processes) exceed the hard
@@ -181,26 +185,47 @@ class PodmanBackend(EngineBackend):
     def build_command(self) -> str:
         return "codebox image build --backend podman"
 
+    def builder(self) -> Builder:
+        engine = self.engine_for(DEFAULT_RUNTIME)
+        return PodmanBuilder(engine.connect(SandboxError), self.name, engine.host_config)
+
+
+class PodmanBuilder(EngineBuilder):
+    """Build boxes in Podman, whose tmpfs mounts take no uid=/gid=: one owned by the box's own user is mounted
+    with ``U`` (Podman gives it to the container's user). One owned by another user stays root's: a box like
+    that has a root step, which gives it away (the dependencies box's with Debian packages: deps._root_script)."""
+
+    def tmpfs_options(self, options: str, user: str) -> str:
+        parts = options.split(",")
+        owner = {key: value for key, _, value in (p.partition("=") for p in parts) if key in ("uid", "gid")}
+        if not owner:
+            return options
+        kept = [p for p in parts if p.partition("=")[0] not in ("uid", "gid")]
+        uid, _, gid = user.partition(":")
+        return ",".join([*kept, "U"] if owner.get("uid", uid) == uid and owner.get("gid", gid) == gid else kept)
+
 
 def _installed(path: object) -> bool:
     return isinstance(path, str) and os.access(path, os.X_OK)
 
 
 def copy_image_from_docker(tag: str) -> None:
-    """Put Docker's image ``tag`` into Podman's store (`docker save | podman load`): the same offline
-    image, byte for byte, its codebox labels included. Raises SandboxError."""
-    podman = _podman()
-    docker = shutil.which("docker")
-    if docker is None:
-        raise SandboxError("copying the sandbox image into Podman needs the `docker` command (docker save)")
-    with tempfile.TemporaryFile() as archive:
-        saved = subprocess.run([docker, "save", tag], stdout=archive, stderr=subprocess.PIPE, check=False)
-        if saved.returncode != 0:
-            raise SandboxError(f"docker save {tag} failed: {saved.stderr.decode(errors='replace').strip()[-300:]}")
-        archive.seek(0)
-        loaded = subprocess.run([podman, "load"], stdin=archive, capture_output=True, check=False)
-    if loaded.returncode != 0:
-        raise SandboxError(f"podman load failed: {loaded.stderr.decode(errors='replace').strip()[-300:]}")
+    """Put Docker's image ``tag`` into Podman's store (Docker's save, Podman's load, each through its
+    backend's image store): the same offline image, byte for byte, its codebox labels included.
+    Raises SandboxError."""
+    from agent.backends.registry import get_backend
+
+    source = get_backend("docker").builder()
+    try:
+        target = BACKEND.builder()
+        with tempfile.NamedTemporaryFile(prefix="codebox-image-", suffix=".tar") as archive:
+            for chunk in source.save_image(tag):
+                archive.write(chunk)
+            archive.flush()
+            target.load_image(Path(archive.name))
+        target.close()
+    finally:
+        source.close()
 
 
 BACKEND = PodmanBackend()

@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import importlib
 import threading
+from typing import TYPE_CHECKING
 
 from agent.defaults import BACKEND_NAMES
 from agent.errors import SandboxError
-from agent.sandboxes.base import Backend
-from agent.sandboxes.config import SandboxConfig
+
+if TYPE_CHECKING:  # annotations only: an environment's cache hit asks for a backend and loads neither
+    from agent.sandboxes.base import Backend
+    from agent.sandboxes.config import SandboxConfig
 
 # name -> the module whose BACKEND it is.
 MODULES: dict[str, str] = {

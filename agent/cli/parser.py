@@ -53,12 +53,13 @@ def _add_env_recipe_options(p: argparse.ArgumentParser) -> None:
                         "date; for run, HEAD's)")
 
 
-def _add_env_parser(sub: Any) -> None:
+def _add_env_parser(sub: Any, backend: str) -> None:
     env = sub.add_parser("env", help="dependency environments (images with the repo's declared dependencies)")
     env_sub = env.add_subparsers(dest="env_command", required=True)
     build = env_sub.add_parser("build", help="build or reuse the environment of a repository; prints the image")
     build.add_argument("--repo", required=True, help="the repository whose declared dependencies to install")
     build.add_argument("--image", help="the base image (default codebox-sandbox:latest)")
+    _add_env_backend_option(build, backend)
     build.add_argument("--find-links", action="append", default=[], metavar="DIR", help="a local folder of wheels")
     build.add_argument("--no-index", action="store_true", help="only --find-links folders, no package index")
     _add_fallback_option(build)
@@ -67,11 +68,18 @@ def _add_env_parser(sub: Any) -> None:
     _add_env_recipe_options(build)
     build.set_defaults(func="agent.cli.commands.env:cmd_env_build")
     ls = env_sub.add_parser("ls", help="list environment images")
+    _add_env_backend_option(ls, backend)
     ls.set_defaults(func="agent.cli.commands.env:cmd_env_ls")
     rm = env_sub.add_parser("rm", help="remove environment images")
     rm.add_argument("images", nargs="*", help="images to remove (codebox-env:... only)")
     rm.add_argument("--all", action="store_true", help="remove every environment image")
+    _add_env_backend_option(rm, backend)
     rm.set_defaults(func="agent.cli.commands.env:cmd_env_rm")
+
+
+def _add_env_backend_option(p: argparse.ArgumentParser, backend: str) -> None:
+    p.add_argument("--backend", choices=list(BACKEND_NAMES), default=backend,
+                   help="the engine whose image store holds the environments (the one the tasks run on)")
 
 
 def _add_fallback_option(p: argparse.ArgumentParser) -> None:
@@ -397,7 +405,7 @@ def build_parser(settings: CodeboxSettings | None = None, chosen: str | None = N
                        help="the engine whose store gets it (podman: Docker's image, copied over)")
     build.set_defaults(func="agent.cli.commands.maintenance:cmd_image")
 
-    _add_env_parser(sub)
+    _add_env_parser(sub, c.backend)
     _add_settings_parsers(sub, c, epilog)
 
     view = sub.add_parser("view", help="runs and batches as one HTML page (a batch --out folder, events or report)")

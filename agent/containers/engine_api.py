@@ -16,8 +16,11 @@ endpoint), as docker-py's ``from_env()`` does. Errors are ours: ``NotFound`` (40
 ``Conflict`` (409), ``EngineError`` (any other status, or a broken answer) with the daemon's
 message, and ``DaemonDown`` (nothing answers) with the ``DOCKER_DOWN`` text.
 
-Image builds, environment builds and the Ray node's image shipping still use docker-py
-(``docker_client.connect``): rare paths that need streaming builds and tarballs.
+Streams for the rarer paths, read as they arrive and never held whole unless asked: an image
+build from a tar context and a pull (their JSON progress messages, each capped), an image load
+from a file and a save, a container's files as a tar (``get_archive``), and ``exec`` (its
+output demultiplexed into stdout and stderr frames). Environment builds, ``codebox image
+build`` and the Ray node's image shipping use them; the task path never does.
 """
 
 from __future__ import annotations
@@ -27,9 +30,10 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, NamedTuple
+from types import TracebackType
+from typing import IO, Any, NamedTuple
 from urllib.parse import quote, urlencode
 
 from agent.errors import CodeboxError
@@ -39,6 +43,8 @@ DEFAULT_TIMEOUT_S = 60.0
 FALLBACK_VERSION = "1.41"  # a daemon whose ping names no version (older than any we support)
 _MAX_HEAD = 64 * 1024
 _RECV = 64 * 1024
+MAX_MESSAGE = 1024 * 1024  # one JSON progress message of a build, pull or load (a log line inside it)
+NO_TIMEOUT = float("inf")  # a stream that may be silent for minutes (a build step); its owner ends it
 
 DOCKER_DOWN = (
     "Docker is not answering ({detail}). Start the daemon (e.g. `systemctl start docker` "
@@ -139,7 +145,7 @@ class EngineClient:
         return cls(parse_docker_host(), timeout_s)
 
     def close(self) -> None:
-        """Nothing to release (no connection outlives its request); for docker-py's shape."""
+        """Nothing to release (no connection outlives its request)."""
 
     # -- operations ------------------------------------------------------------------------------
     def ping(self) -> str:
@@ -223,6 +229,91 @@ class EngineClient:
             event, pos = decoder.raw_decode(text, pos)
             found.append(event)
 
+    def kill(self, container_id: str, signal: str = "KILL") -> None:
+        self._call("POST", f"/containers/{_q(container_id)}/kill", {"signal": signal})
+
+    def logs(self, container_id: str, stdout: bool = True, stderr: bool = False, limit: int = 16 << 20) -> bytes:
+        """What a container (without a tty) wrote so far to the streams asked for, at most ``limit`` bytes
+        (EngineError beyond: a log is never read whole into memory unbounded)."""
+        kept = bytearray()
+        with self._stream("GET", f"/containers/{_q(container_id)}/logs",
+                          {"stdout": int(stdout), "stderr": int(stderr)}) as body:
+            for _stream, data in frames(body):
+                kept += data
+                if len(kept) > limit:
+                    raise EngineError(f"the log of {container_id[:12]} is over {limit} bytes")
+        return bytes(kept)
+
+    # -- exec and archives (environment builds) -----------------------------------------------------
+    def exec_create(self, container_id: str, argv: list[str], user: str = "", env: Mapping[str, str] | None = None,
+                    workdir: str = "") -> str:
+        """An exec of ``argv`` in a running container (not started yet); its id."""
+        body: dict[str, Any] = {"AttachStdin": False, "AttachStdout": True, "AttachStderr": True, "Tty": False,
+                                "Cmd": list(argv), "Env": [f"{k}={v}" for k, v in (env or {}).items()]}
+        if user:
+            body["User"] = user
+        if workdir:
+            body["WorkingDir"] = workdir
+        return str(self._call("POST", f"/containers/{_q(container_id)}/exec", body=body).json()["Id"])
+
+    def exec_start(self, exec_id: str) -> Iterator[tuple[int, bytes]]:
+        """Start an exec; its output as it comes, frame by frame: (1 stdout | 2 stderr, bytes). The stream
+        ends when the process does (or its container goes); it has no timeout of its own."""
+        sock, response, extra = self._exchange("POST", f"/exec/{_q(exec_id)}/start", None,
+                                               {"Detach": False, "Tty": False}, upgrade=True, timeout_s=NO_TIMEOUT)
+        if response.status not in (101, 200):
+            sock.close()
+            raise _error(response, f"start exec {exec_id[:12]}")
+        return frames(_received(sock, extra))
+
+    def exec_inspect(self, exec_id: str) -> dict[str, Any]:
+        """The exec's state: ``ExitCode`` (None while it runs), ``Running``."""
+        return dict(self._call("GET", f"/exec/{_q(exec_id)}/json").json() or {})
+
+    def get_archive(self, container_id: str, path: str) -> Body:
+        """The file or folder at ``path`` in the container, as a tar stream (NotFound: no such path)."""
+        return self._stream("GET", f"/containers/{_q(container_id)}/archive", {"path": path})
+
+    # -- images ---------------------------------------------------------------------------------------
+    def load_image(self, archive: bytes | IO[bytes], timeout_s: float | None = None) -> list[str]:
+        """``docker load`` of a tar (bytes, or a file from its position on); the engine's lines ("Loaded
+        image: ..."). EngineError with the engine's words when it refuses the archive."""
+        with self._stream("POST", "/images/load", {"quiet": 1}, raw=archive, timeout_s=timeout_s) as body:
+            return [str(m.get("stream", "")).strip() for m in messages(body, "image load")]
+
+    def save_image(self, name: str, timeout_s: float | None = None) -> Body:
+        """``docker save`` of one image (its tags, when ``name`` is a tag) as a tar stream."""
+        return self._stream("GET", f"/images/{_q(name)}/get", timeout_s=timeout_s)
+
+    def disk_usage(self) -> dict[str, Any]:
+        """``docker system df -v``: each image's ``Size``, ``SharedSize`` ... (``Images``), containers, volumes."""
+        return dict(self._call("GET", "/system/df", timeout_s=max(self.timeout_s, 600.0)).json() or {})
+
+    def images(self, filters: dict[str, list[str]] | None = None) -> list[dict[str, Any]]:
+        """The engine's images (``docker images``), those ``filters`` select (e.g. {"label": ["k=v"]})."""
+        query = {"filters": json.dumps(filters)} if filters else None
+        return list(self._call("GET", "/images/json", query).json() or [])
+
+    def remove_image(self, name: str, force: bool = False, timeout_s: float | None = None) -> None:
+        """Remove an image (untag it, and delete it when nothing else names it). NotFound: not there;
+        Conflict: a container or a child image uses it (and not ``force``)."""
+        self._call("DELETE", f"/images/{_q(name)}", {"force": 1 if force else 0}, timeout_s=timeout_s)
+
+    def tag_image(self, name: str, repository: str, tag: str = "latest") -> None:
+        self._call("POST", f"/images/{_q(name)}/tag", {"repo": repository, "tag": tag})
+
+    def build(self, context: bytes | IO[bytes], query: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
+        """``docker build`` of a tar context: its progress messages as they come (a build's ``error``
+        message is EngineError). ``query``: the build's options (t, dockerfile, buildargs, networkmode ...)."""
+        options = {k: json.dumps(v) if isinstance(v, dict) else v for k, v in query.items()}
+        with self._stream("POST", "/build", options, raw=context, timeout_s=NO_TIMEOUT) as body:
+            yield from messages(body, "build")
+
+    def pull(self, image: str, tag: str) -> Iterator[dict[str, Any]]:
+        """Pull ``image:tag`` from its registry: the progress messages (an ``error`` one is EngineError)."""
+        with self._stream("POST", "/images/create", {"fromImage": image, "tag": tag}, timeout_s=NO_TIMEOUT) as body:
+            yield from messages(body, f"pull of {image}:{tag}")
+
     # -- HTTP --------------------------------------------------------------------------------------
     def _call(
         self,
@@ -241,6 +332,21 @@ class EngineClient:
             raise _error(response, f"{method} {path}")
         return response
 
+    def _stream(self, method: str, path: str, query: Mapping[str, Any] | None = None,
+                raw: bytes | IO[bytes] | None = None, timeout_s: float | None = None) -> Body:
+        """A request whose answer is read as it arrives (an error status raises here, its body read)."""
+        sock, response, rest = self._exchange(method, path, query, None, timeout_s=timeout_s, raw=raw, stream=True)
+        if response.status >= 400:
+            try:
+                error = _error(response._replace(body=_read_body(sock, method, response.status, response.headers,
+                                                                 rest)), f"{method} {path}")
+            except EngineError as exc:
+                error = exc
+            finally:
+                sock.close()
+            raise error
+        return Body(sock, response.headers, rest, f"{method} {path}")
+
     def _exchange(
         self,
         method: str,
@@ -251,27 +357,36 @@ class EngineClient:
         timeout_s: float | None = None,
         versioned: bool = True,
         on_sent: Callable[[], None] | None = None,
+        raw: bytes | IO[bytes] | None = None,
+        stream: bool = False,
     ) -> tuple[socket.socket, Response, bytes]:
-        """Send one request; the open socket, the response (its body read unless it upgraded),
-        and the bytes read past the headers of an upgraded response. ``on_sent``: called when
-        the request has been written."""
+        """Send one request; the open socket, the response (its body read unless it upgraded or
+        ``stream``), and the bytes read past the headers of an upgraded or streamed response.
+        ``raw``: a tar sent as it is instead of ``body``'s JSON (a file: from its position to its
+        end, by sendfile). ``on_sent``: called when the request has been written."""
         target = (f"/v{self.version}" if versioned else "") + path
         if query:
-            target += "?" + urlencode(query)
+            target += "?" + urlencode(query, doseq=True)
         data = b"" if body is None else json.dumps(body, separators=(",", ":")).encode()
         head = [f"{method} {target} HTTP/1.1", "Host: docker", "User-Agent: codebox"]
-        if body is not None:
+        if raw is not None:
+            head += ["Content-Type: application/x-tar", f"Content-Length: {_size(raw)}"]
+        elif body is not None:
             head.append("Content-Type: application/json")
-        if body is not None or method in ("POST", "PUT"):
+        if raw is None and (body is not None or method in ("POST", "PUT")):
             head.append(f"Content-Length: {len(data)}")
         head += ["Connection: Upgrade", "Upgrade: tcp"] if upgrade else ["Connection: close"]
         sock = self._connect(self.timeout_s if timeout_s is None else timeout_s)
         try:
             sock.sendall(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + data)
+            if isinstance(raw, bytes):
+                sock.sendall(raw)
+            elif raw is not None:
+                sock.sendfile(raw, offset=raw.tell())  # sendfile starts at 0 unless told
             if on_sent is not None:
                 on_sent()
             status, headers, rest = _read_head(sock)
-            if upgrade and status in (101, 200):
+            if (upgrade and status in (101, 200)) or stream:
                 return sock, Response(status, headers, b""), rest
             return sock, Response(status, headers, _read_body(sock, method, status, headers, rest)), b""
         except TimeoutError as exc:
@@ -288,14 +403,17 @@ class EngineClient:
         ep = self.endpoint
         sock: socket.socket | None = None
         try:
+            connecting = min(timeout_s, DEFAULT_TIMEOUT_S)  # a stream with no timeout still connects in time
             if ep.unix_path is not None:
                 sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-                sock.settimeout(timeout_s)
+                sock.settimeout(connecting)
                 sock.connect(ep.unix_path)
-                return sock
-            sock = socket.create_connection((ep.host, ep.port), timeout=timeout_s)
-            if ep.tls:
-                sock = self._tls().wrap_socket(sock, server_hostname=ep.host)
+            else:
+                sock = socket.create_connection((ep.host, ep.port), timeout=connecting)
+                if ep.tls:
+                    sock = self._tls().wrap_socket(sock, server_hostname=ep.host)
+            if timeout_s != connecting:
+                sock.settimeout(None if timeout_s == NO_TIMEOUT else timeout_s)
             return sock
         except OSError as exc:
             if sock is not None:
@@ -355,27 +473,39 @@ def _read_head(sock: socket.socket) -> tuple[int, dict[str, str], bytes]:
 def _read_body(sock: socket.socket, method: str, status: int, headers: dict[str, str], rest: bytes) -> bytes:
     if method == "HEAD" or status in (204, 304) or 100 <= status < 200:
         return b""
+    return b"".join(_body_chunks(sock, headers, rest))
+
+
+def _body_chunks(sock: socket.socket, headers: dict[str, str], rest: bytes) -> Iterator[bytes]:
+    """A response body's bytes as they arrive: chunked, of a length, or up to the connection's end."""
     if "chunked" in headers.get("transfer-encoding", "").lower():
-        return _read_chunked(sock, rest)
+        yield from _chunked(sock, rest)
+        return
     length = headers.get("content-length")
     if length is not None and length.isdigit():
-        want = int(length)
-        parts, have = [rest], len(rest)
-        while have < want:
-            chunk = sock.recv(min(_RECV, want - have))
+        left = int(length)
+        if rest:
+            yield rest[:left]
+            left -= min(left, len(rest))
+        while left > 0:
+            chunk = sock.recv(min(_RECV, left))
             if not chunk:
                 raise EngineError("Docker closed the connection in the middle of an answer")
-            parts.append(chunk)
-            have += len(chunk)
-        return b"".join(parts)[:want]
-    parts = [rest]  # no length: the body ends with the connection (we asked for Connection: close)
+            left -= len(chunk)
+            yield chunk
+        return
+    yield from _received(sock, rest)  # no length: the body ends with the connection (we asked for Connection: close)
+
+
+def _received(sock: socket.socket, first: bytes = b"") -> Iterator[bytes]:
+    """What arrives on ``sock`` until the peer closes it (``first``: bytes read already)."""
+    if first:
+        yield first
     while chunk := sock.recv(_RECV):
-        parts.append(chunk)
-    return b"".join(parts)
+        yield chunk
 
 
-def _read_chunked(sock: socket.socket, buf: bytes) -> bytes:
-    out: list[bytes] = []
+def _chunked(sock: socket.socket, buf: bytes) -> Iterator[bytes]:
     pos = 0
 
     def fill(need: int) -> None:
@@ -397,12 +527,93 @@ def _read_chunked(sock: socket.socket, buf: bytes) -> bytes:
             raise EngineError(f"Docker sent a broken chunk size {size_text[:20]!r}") from None
         pos = line_end + 2
         if size == 0:
-            return b"".join(out)  # trailers, if any, are not read: the connection closes
+            return  # trailers, if any, are not read: the connection closes
         fill(size + 2)
-        out.append(buf[pos : pos + size])
+        yield buf[pos : pos + size]
         pos += size + 2
         if pos > _RECV:  # keep the buffer small on a long stream
             buf, pos = buf[pos:], 0
+
+
+class Body:
+    """A response body read as it arrives (iterate it once); closing it closes the connection.
+    A context manager."""
+
+    def __init__(self, sock: socket.socket, headers: dict[str, str], rest: bytes, what: str) -> None:
+        self._sock = sock
+        self._chunks = _body_chunks(sock, headers, rest)
+        self.what = what
+
+    def __iter__(self) -> Iterator[bytes]:
+        try:
+            yield from self._chunks
+        except TimeoutError as exc:
+            raise EngineError(f"Docker stopped answering {self.what} ({exc})") from exc
+        except OSError as exc:
+            raise EngineError(f"the connection to Docker failed during {self.what}: {exc}") from exc
+
+    def close(self) -> None:
+        self._sock.close()
+
+    def __enter__(self) -> Body:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self.close()
+
+
+def frames(chunks: Iterable[bytes]) -> Iterator[tuple[int, bytes]]:
+    """Demultiplex a stream of a container without a tty: every frame is an 8-byte header
+    ``[stream, 0, 0, 0, size (uint32, big endian)]`` and its payload; (stream, payload) each."""
+    buf = b""
+    for chunk in chunks:
+        buf += chunk
+        while len(buf) >= 8:
+            size = int.from_bytes(buf[4:8], "big")
+            if len(buf) < 8 + size:
+                break
+            yield buf[0], buf[8 : 8 + size]
+            buf = buf[8 + size :]
+
+
+def messages(chunks: Iterable[bytes], what: str, limit: int = MAX_MESSAGE) -> Iterator[dict[str, Any]]:
+    """The JSON messages of a build, pull or load stream, one by one; EngineError for an ``error``
+    message (the engine's words), a message over ``limit`` bytes, or one that is not JSON."""
+    decoder = json.JSONDecoder()
+    pending = ""
+    for chunk in chunks:
+        pending += chunk.decode("utf-8", "replace")
+        while True:
+            text = pending.lstrip()
+            if not text:
+                pending = ""
+                break
+            try:
+                message, end = decoder.raw_decode(text)
+            except ValueError:
+                if len(text) > limit:
+                    raise EngineError(f"Docker sent a message over {limit} bytes during the {what}") from None
+                pending = text
+                break
+            pending = text[end:]
+            if not isinstance(message, dict):
+                raise EngineError(f"Docker sent something that is not a message during the {what}: {text[:100]!r}")
+            if message.get("error") or message.get("errorDetail"):
+                detail = (message.get("errorDetail") or {}).get("message") or message.get("error")
+                raise EngineError(f"the {what} failed: {str(detail).strip()}")
+            yield message
+    if pending.strip():
+        raise EngineError(f"Docker ended the {what} in the middle of a message: {pending.strip()[:100]!r}")
+
+
+def _size(data: bytes | IO[bytes]) -> int:
+    """The bytes a raw body sends: all of ``bytes``; a file's from its position to its end."""
+    if isinstance(data, bytes):
+        return len(data)
+    here = data.tell()
+    end = data.seek(0, os.SEEK_END)
+    data.seek(here)
+    return end - here
 
 
 def _error(response: Response, what: str) -> EngineError:

@@ -19,8 +19,8 @@ files): an image made by a codebox with other build files is found and rebuilt
 Builds of one machine are serialised by a lock file, and docker tags an image only
 when its build succeeded, so nothing half-built is ever tagged.
 
-Lookups (``image_exists``, ``image_labels``, ``image_problem``: a task's start asks one) go
-through ``engine_api``; builds and pulls through docker-py, loaded only for them.
+Lookups (``image_exists``, ``image_labels``, ``image_problem``: a task's start asks one), builds
+and pulls all go through ``engine_api`` (a build's progress is streamed to ``log``, message by message).
 """
 
 from __future__ import annotations
@@ -36,16 +36,12 @@ import tarfile
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from agent import __version__
-from agent.containers.docker_client import connect
 from agent.containers.engine_api import EngineClient, EngineError, NotFound, connect_engine
 from agent.defaults import DEFAULT_IMAGE
 from agent.errors import CodeboxError
-
-if TYPE_CHECKING:
-    import docker
 
 BASE_IMAGE = "codebox-base:bookworm"
 SANDBOX_IMAGE = DEFAULT_IMAGE
@@ -63,10 +59,6 @@ Log = Callable[[str], None]
 
 class ImageError(CodeboxError):
     """An image could not be found or built; the message says why and what to do."""
-
-
-def _client() -> docker.DockerClient:
-    return connect(ImageError)
 
 
 def _inspect(tag: str, client: EngineClient | None = None) -> dict[str, Any] | None:
@@ -258,30 +250,23 @@ def build_sandbox(
             log(f"image {tag} already exists; reusing it")
             return tag
         log(f"image {tag} is rebuilt: {stale}")
-    import docker.errors
-
     dockerfile = find_dockerfile()
-    client = _client()
+    client = connect_engine(ImageError)  # its build stream has no timeout: a build step may be silent for minutes
     log(f"building {tag} from {DOCKERFILE_NAME} on {base} (network none)")
     try:
-        chunks = client.api.build(
-            fileobj=_context_tar(dockerfile),
-            custom_context=True,
-            dockerfile=DOCKERFILE_NAME,
-            tag=tag,
-            buildargs={"BASE_IMAGE": base},
-            labels={LABEL_VERSION: __version__, LABEL_FORMAT: image_format()},
-            network_mode="none",
-            nocache=force,
-            rm=True,
-            forcerm=True,
-            decode=True,
-        )
+        chunks = client.build(_context_tar(dockerfile).getvalue(), {
+            "t": tag,
+            "dockerfile": DOCKERFILE_NAME,
+            "buildargs": {"BASE_IMAGE": base},
+            "labels": {LABEL_VERSION: __version__, LABEL_FORMAT: image_format()},
+            "networkmode": "none",
+            "nocache": int(force),
+            "rm": 1,
+            "forcerm": 1,
+        })
         _stream_build(chunks, log)
-    except docker.errors.APIError as exc:
+    except EngineError as exc:
         raise ImageError(f"docker build of {tag} on {base} failed: {exc}") from exc
-    finally:
-        client.close()
     if not image_exists(tag):
         raise ImageError(f"docker build of {tag} reported no error but the image is missing")
     return tag
@@ -289,17 +274,16 @@ def build_sandbox(
 
 def _pull(tag: str, log: Log) -> bool:
     """Try to pull ``tag``; False (with the reason logged) when no registry answers."""
-    import docker.errors
-
-    client = _client()
+    name, colon, version = tag.rpartition(":")
+    if not colon or "/" in version:  # no tag, or the colon was a registry's port
+        name, version = tag, "latest"
     log(f"pulling {tag}")
     try:
-        client.images.pull(tag)
-    except docker.errors.DockerException as exc:
+        for _message in connect_engine(ImageError).pull(name, version):
+            pass
+    except (EngineError, ImageError) as exc:
         log(f"cannot pull {tag}: {str(exc).strip()}")
         return False
-    finally:
-        client.close()
     return True
 
 

@@ -1,5 +1,5 @@
-"""Leftover sandbox containers: the labels that name a container's owner, and the reaper that
-removes containers whose owner process is dead or whose lifetime has passed."""
+"""Leftover sandbox containers: the reaper that removes containers whose owner process is dead or whose
+lifetime has passed (their owner labels: agent.sandboxes.owner), and the removal that waits until one is gone."""
 
 from __future__ import annotations
 
@@ -9,22 +9,23 @@ import socket
 import threading
 import time
 from collections.abc import Callable
-from pathlib import Path
-from typing import TYPE_CHECKING
 
 from agent.containers.engine_api import Conflict, EngineClient, EngineError, NotFound, connect_engine
 from agent.errors import CodeboxError, SandboxError
 from agent.sandboxes.logs import log as _log
+from agent.sandboxes.owner import (  # the labels' one home; named here too, for this driver's modules
+    LABEL_EXPIRES,
+    LABEL_HOST,
+    LABEL_OWNER,
+    LABEL_OWNER_START,
+    LABEL_ROLE,
+    LABEL_TASK,
+    owner_labels,
+    process_start_ticks,
+)
 
-if TYPE_CHECKING:  # the env builder hands remove_container a docker-py client
-    import docker
-
-LABEL_TASK = "codebox.task"
-LABEL_OWNER = "codebox.owner"
-LABEL_OWNER_START = "codebox.owner_start"
-LABEL_HOST = "codebox.host"
-LABEL_ROLE = "codebox.role"
-LABEL_EXPIRES = "codebox.expires"
+__all__ = ["LABEL_EXPIRES", "LABEL_OWNER", "LABEL_ROLE", "LABEL_TASK", "owner_labels", "reap_leftovers",
+           "remove_container"]
 
 # reap_leftovers leaves an expired container alone for this long (its server exits by itself first).
 EXPIRY_GRACE_S = 5.0
@@ -33,29 +34,6 @@ REAP_INTERVAL_S = 600.0
 
 _REAP_LOCK = threading.Lock()
 _next_reap_at: dict[str, float] = {}  # per engine: time.monotonic() of its next background reap
-
-
-def process_start_ticks(pid: int) -> str | None:
-    """The start time of a process (clock ticks since boot), to tell a reused pid apart."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    # The command name (field 2) may hold spaces and parentheses: split after the last ')'.
-    fields = stat[stat.rfind(")") + 2 :].split()
-    return fields[19] if len(fields) > 19 else None
-
-
-def owner_labels(task: str, role: str, expires_at: float) -> dict[str, str]:
-    """The labels the reaper reads: this process owns the container, which ends by ``expires_at``."""
-    return {
-        LABEL_TASK: task,
-        LABEL_OWNER: str(os.getpid()),
-        LABEL_OWNER_START: process_start_ticks(os.getpid()) or "",
-        LABEL_HOST: socket.gethostname(),
-        LABEL_ROLE: role,
-        LABEL_EXPIRES: str(int(expires_at)),
-    }
 
 
 def _pid_alive(pid: int, start_ticks: str | None) -> bool:
@@ -76,13 +54,8 @@ def _pid_alive(pid: int, start_ticks: str | None) -> bool:
     return True
 
 
-def remove_container(client: EngineClient | docker.DockerClient, container_id: str) -> None:
-    """Kill and remove a container (returns when it is gone); one already gone (or going) is fine.
-
-    ``client``: ours, or docker-py's (the environment builder's containers)."""
-    if not isinstance(client, EngineClient):
-        _remove_with_docker_py(client, container_id)
-        return
+def remove_container(client: EngineClient, container_id: str) -> None:
+    """Kill and remove a container (returns when it is gone); one already gone (or going) is fine."""
     try:
         client.remove(container_id, force=True)
     except NotFound:
@@ -115,18 +88,6 @@ def _wait_gone(client: EngineClient, container_id: str, timeout_s: float = REMOV
         time.sleep(pause)
         pause = min(pause * 2, 0.2)
     _log.warning("sandbox container %s is still being removed after %.0f s", container_id[:12], timeout_s)
-
-
-def _remove_with_docker_py(client: docker.DockerClient, container_id: str) -> None:
-    import docker.errors
-
-    try:
-        client.api.remove_container(container_id, force=True)
-    except docker.errors.NotFound:
-        pass
-    except docker.errors.APIError as exc:
-        if exc.status_code != 409:
-            _log.warning("could not remove container %s: %s", container_id[:12], exc)
 
 
 def reap_leftovers(

@@ -3,7 +3,9 @@
 Nodes without a registry get images the way the repository travels: the driver saves the
 image it has (``docker save``) once, keyed by image id, and a node that lacks that id loads
 the archive (``docker load``). A node that already has the id loads nothing. Tasks then run
-on the image by its id, so a tag that means something else on a node changes nothing.
+on the image by its id, so a tag that means something else on a node changes nothing. Each
+call reaches the engine through the backend seam (``Backend.builder()``'s image store): a
+node's tasks run in Docker.
 """
 
 from __future__ import annotations
@@ -15,11 +17,10 @@ import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-import docker
-import docker.errors
+from agent.errors import CodeboxError, SandboxError
+from agent.sandboxes.build import ImageStore
 
-from agent.containers.docker_client import connect
-from agent.errors import CodeboxError
+BACKEND = "docker"  # the engine a node's tasks run in: their images travel as its archives
 
 
 class NodeError(CodeboxError):
@@ -68,22 +69,32 @@ def reap() -> list[str]:
         return []
     from agent.backends.registry import get_backend
 
-    # A node's tasks run in Docker: their images travel as Docker's archives (save_image, ensure_image).
-    return get_backend("docker").reap(log=lambda _msg: None)
+    return get_backend(BACKEND).reap(log=lambda _msg: None)
+
+
+def _images() -> ImageStore:
+    """The image store of the node's backend; NodeError when its engine does not answer."""
+    from agent.backends.registry import get_backend
+
+    try:
+        return get_backend(BACKEND).builder()
+    except SandboxError as exc:
+        raise NodeError(str(exc)) from exc
 
 
 def local_image_id(ref: str) -> str | None:
     """The id (sha256:...) of the image ``ref`` names here; None if there is none (or no Docker)."""
     try:
-        client = connect(NodeError)
+        store = _images()
     except NodeError:
         return None
     try:
-        return str(client.images.get(ref).id)
-    except (docker.errors.ImageNotFound, docker.errors.APIError):
+        found = store.inspect_image(ref)
+    except SandboxError:
         return None
     finally:
-        client.close()
+        store.close()
+    return str(found["Id"]) if found else None
 
 
 def missing_images(image_ids: list[str]) -> list[str]:
@@ -93,13 +104,13 @@ def missing_images(image_ids: list[str]) -> list[str]:
 
 def save_image(ref: str) -> bytes:
     """`docker save` of one image, tags included, as bytes (the driver ships it once)."""
-    client = connect(NodeError)
+    store = _images()
     try:
-        return b"".join(client.images.get(ref).save(named=True))
-    except (docker.errors.ImageNotFound, docker.errors.APIError) as exc:
+        return b"".join(store.save_image(ref))
+    except SandboxError as exc:
         raise NodeError(f"cannot save image {ref!r}: {exc}") from exc
     finally:
-        client.close()
+        store.close()
 
 
 def ensure_image(image_id: str, archive: bytes | None, ref: str) -> bool:
@@ -116,13 +127,16 @@ def ensure_image(image_id: str, archive: bytes | None, ref: str) -> bool:
         if archive is None:
             raise NodeError(f"this node has no image {ref!r} ({image_id[:19]}) and the driver sent none; "
                             "load it here (docker load) or run the batch from a machine that has it")
-        client = connect(NodeError)
-        try:
-            client.images.load(archive)
-        except docker.errors.APIError as exc:
-            raise NodeError(f"docker load of {ref!r} failed: {exc}") from exc
-        finally:
-            client.close()
+        store = _images()
+        with tempfile.NamedTemporaryFile(dir=_state_dir(), suffix=".tar") as file:
+            file.write(archive)
+            file.flush()
+            try:
+                store.load_image(Path(file.name))
+            except SandboxError as exc:
+                raise NodeError(f"docker load of {ref!r} failed: {exc}") from exc
+            finally:
+                store.close()
     if local_image_id(image_id) is None:
         raise NodeError(f"the archive of {ref!r} did not hold image {image_id[:19]}")
     return True

@@ -72,40 +72,35 @@ def choose_for_task(task: EnvTask, repo: Path, sandbox: SandboxLimits, log: Log 
 
     As of: the task's own ``env.as_of``, else its ``created_at``, else the committer date of
     its base commit (or HEAD) in ``task.repo``, else now. Limits: the sandbox's. Environments
-    are built and kept in Docker's image store: another backend runs its image as it is, and
-    ``log`` says so (docs/backends.md lists it).
+    are built in the sandbox's backend and kept in its image store, where its sandboxes find them.
     """
     env = task.env
-    if sandbox.backend != "docker":
-        if env != NONE:
-            log(f"environments are built with Docker only: the {sandbox.backend} sandbox runs {sandbox.image} as it is")
-        return None
     if isinstance(env, str) and env != AUTO:
-        return None if env == NONE else _named(env)
+        return None if env == NONE else _named(env, sandbox.backend)
     when = env.as_of if isinstance(env, EnvSpec) else None
     as_of = asof.choose(when, Path(task.repo).expanduser(), task.created_at, task.base_commit)
     return choose_env(env, repo, sandbox.image, log, cancel, as_of=as_of, memory=sandbox.memory,
                       pids=sandbox.pids_limit, cpus=sandbox.cpus, allow_public_fallback=task.allow_public_fallback,
-                      repo_name=repo_name or task.repo)
+                      repo_name=repo_name or task.repo, backend=sandbox.backend)
 
 
 def choose_env(env: str | EnvSpec, repo: Path, base_image: str, log: Log = _quiet, cancel: Cancel = NEVER, *,
                as_of: str | None = None, memory: str = defaults.DEFAULT_MEMORY, pids: int = defaults.DEFAULT_PIDS,
                cpus: float = defaults.DEFAULT_CPUS, allow_public_fallback: bool = False,
-               repo_name: str | None = None) -> EnvInfo | None:
+               repo_name: str | None = None, backend: str = defaults.DEFAULT_BACKEND) -> EnvInfo | None:
     """None for ``none``; the built or reused environment for ``auto`` or an EnvSpec; the named image otherwise.
 
     ``as_of``: a normalized date (``asof.normalize``; default: HEAD's date in ``repo``).
-    ``cancel`` stops a build under way (EnvCancelled). ``allow_public_fallback``, ``repo_name``: see
-    EnvRequest.
+    ``cancel`` stops a build under way (EnvCancelled). ``allow_public_fallback``, ``repo_name``,
+    ``backend``: see EnvRequest.
     """
     if isinstance(env, str) and env == NONE:
         return None
     if isinstance(env, str) and env != AUTO:
-        return _named(env)
+        return _named(env, backend)
     spec = env if isinstance(env, EnvSpec) else EnvSpec()
     if isinstance(env, str) and _declares_nothing(repo):
-        # The common quick run: no builder, no docker-py, no resolver is loaded.
+        # The common quick run: no builder, no engine, no resolver is loaded.
         return EnvInfo(image=base_image, base_image=base_image, notes=[NO_DEPENDENCIES])
     from agent.env.install.box import BuildLimits
     from agent.env.install.ensure import EnvRequest, ensure_env
@@ -113,7 +108,7 @@ def choose_env(env: str | EnvSpec, repo: Path, base_image: str, log: Log = _quie
     request = EnvRequest(repo=repo, base_image=base_image, recipe=spec.recipe(),
                          as_of=as_of or asof.choose(spec.as_of, repo),
                          limits=BuildLimits(memory=memory, pids=pids, cpus=cpus),
-                         allow_public_fallback=allow_public_fallback, repo_name=repo_name)
+                         allow_public_fallback=allow_public_fallback, repo_name=repo_name, backend=backend)
     return ensure_env(request, log, cancel)
 
 
@@ -127,18 +122,19 @@ def _declares_nothing(repo: Path) -> bool:
     return not read_declared(repo).needs_env
 
 
-def _named(env: str) -> EnvInfo:
-    """``--env IMAGE``: an image codebox built (its lock, from codebox's record), or any local image as it is."""
+def _named(env: str, backend: str) -> EnvInfo:
+    """``--env IMAGE``: an image codebox built (its lock, from codebox's record), or any image of the backend's
+    store as it is."""
     from agent.env.install import images
 
-    engine = images.EngineImages.connect()
+    engine = images.EngineImages.connect(backend)
     try:
         entry = images.find(engine, env)
         if entry is None:
             attrs = engine.inspect(env)
             if attrs is None:
-                raise EnvError(f"--env {env}: no such image (use auto, none, or an image from `codebox env ls`)",
-                               usage=True)
+                raise EnvError(f"--env {env}: no such image in {backend}'s store (use auto, none, or an image "
+                               "from `codebox env ls`)", usage=True)
             return EnvInfo(image=env, base_image=env)  # the user's own image, run by the name they gave
     finally:
         engine.close()

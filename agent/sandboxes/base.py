@@ -1,7 +1,8 @@
 """The backend seam: what a sandbox backend offers (``Backend``), what one task's sandbox is
-(``Session``) and a container started ahead of its task (``Prestarted``).
+(``Session``) and a container started ahead of its task (``Prestarted``); what an environment
+build asks of it is agent/sandboxes/build.py (``Builder``).
 
-A backend is one module under agent/sandboxes/ with one object that has these methods, listed
+A backend is one module under agent/backends/ with one object that has these methods, listed
 in agent.backends.registry; tests/conformance/ is the suite every backend and runtime passes.
 Every method says what it raises; nothing else escapes (a bug aside).
 """
@@ -10,10 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from agent.sandboxes.config import SandboxConfig
-from agent.sandboxes.result import ToolResult
+if TYPE_CHECKING:  # annotations only
+    from agent.sandboxes.build import Builder
+    from agent.sandboxes.config import SandboxConfig
+    from agent.sandboxes.result import ToolResult
 
 
 class Session(Protocol):
@@ -128,4 +131,11 @@ class Backend(Protocol):
         ``owner``: only the containers of that process (on this host).
 
         Raises SandboxError when the engine does not answer."""
+        ...
+
+    def builder(self) -> Builder:
+        """This backend's build boxes and image store: environments are built, kept and found there, so
+        its sandboxes run them (agent.sandboxes.build). The caller closes it.
+
+        Raises SandboxError with what to do when the engine does not answer."""
         ...

@@ -180,7 +180,7 @@ def choose_task_env(
     task: TaskSpec, repo: Path, config: SandboxConfig, log: Callable[[str], None], cancel: CancelToken,
     repo_name: str | None = None,
 ) -> EnvInfo | None:
-    """The task's environment (choose_for_task: Docker's image store, or the image as it is on another backend)."""
+    """The task's environment (choose_for_task: built or found in the sandbox backend's image store)."""
     return choose_for_task(task, repo, config, log, cancel, repo_name)
 
 

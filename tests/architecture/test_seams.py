@@ -1,7 +1,7 @@
 """The claims ARCHITECTURE.md makes about the seams, checked on the source: no import circle (even
 counting imports made for type checking only), between modules nor between the folders of agent/ (its
-layers), the protocol imports no console, and the code that runs tasks reaches the container engines only
-through agent.backends.registry."""
+layers), the protocol imports no console, the code that runs tasks and builds environments reaches the
+container engines only through agent.backends.registry, and one client speaks to them (no docker-py)."""
 
 from __future__ import annotations
 
@@ -17,9 +17,13 @@ ROOT = Path(__file__).resolve().parents[2]
 TASK_PATH = ["agent/task/runner.py", "agent/backends/pool.py", "agent/engines/base.py",
              "agent/engines/local.py", "agent/engines/ray.py", "agent/batch.py",
              *sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "agent" / "eval").glob("*.py"))]
+# Environments are built, kept and found through the seam too (Backend.builder()), as is a Ray node's image shipping.
+BUILD_PATH = [*sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "agent" / "env").rglob("*.py")),
+              "agent/engines/node.py", "agent/cli/commands/env.py"]
 # The seam itself: what every backend implements and returns, engine-neutral.
 SEAM = ["agent/sandboxes/base.py", "agent/backends/registry.py", "agent/sandboxes/config.py",
-        "agent/sandboxes/result.py", "agent/sandboxes/__init__.py"]
+        "agent/sandboxes/result.py", "agent/sandboxes/__init__.py", "agent/sandboxes/build.py",
+        "agent/sandboxes/owner.py"]
 
 
 def _source(path: Path) -> str:
@@ -80,6 +84,20 @@ def test_the_protocol_imports_no_console() -> None:
 @pytest.mark.parametrize("relative", TASK_PATH)
 def test_the_task_path_reaches_engines_only_through_the_registry(relative: str) -> None:
     assert _engine_modules(_imports(relative)) == []
+
+
+@pytest.mark.parametrize("relative", BUILD_PATH)
+def test_environments_and_node_images_reach_engines_only_through_the_registry(relative: str) -> None:
+    assert _engine_modules(_imports(relative)) == []
+
+
+def test_one_client_speaks_to_the_engines_and_it_is_codebox_own() -> None:
+    """agent/containers/engine_api.py, stdlib only: no module of codebox, its tests or its benches imports
+    docker-py (it would load requests and urllib3 on a task's path; two clients would drift apart)."""
+    users = [p.relative_to(ROOT).as_posix() for package in ("agent", "sandbox", "tests", "bench")
+             for p in (ROOT / package).rglob("*.py") if "demo_data/repo" not in p.as_posix()
+             and any(m == "docker" or m.startswith("docker.") for m in _imports(p.relative_to(ROOT).as_posix()))]
+    assert users == []
 
 
 @pytest.mark.parametrize("relative", SEAM)

@@ -98,21 +98,3 @@ def test_a_runtime_the_daemon_lacks_is_one_clear_error_before_anything_runs(
     assert "apt-get install runsc" in message
     if target.backend == "docker":
         assert '"runtimeArgs": ["--network=none"]' in message and "kill -HUP" in message
-
-
-def test_codebox_run_on_podman_with_env_auto_runs_the_image_as_it_is_and_says_so(
-    target: SandboxConfig, repo: Path, script: Path, tmp_path: Path
-) -> None:
-    """Environments live in Docker's store: `run --backend podman` on a repository that declares
-    dependencies ran its tools on the env image's Docker id, which Podman does not have."""
-    if target.backend != "podman" or target.runtime != "runc":
-        pytest.skip("once, for podman-runc")
-    (repo / "pyproject.toml").write_text('[project]\nname = "p"\nversion = "1"\ndependencies = ["attrs"]\n')
-    report = tmp_path / "report.json"
-    done = codebox("run", "--quiet", "--repo", str(repo), "--model", f"scripted:{script}", "--backend", "podman",
-                   "--image", target.image, "--env", "auto", "--test-cmd", "python3 -c pass", "--report", str(report),
-                   "go", cwd=tmp_path)
-    assert done.returncode == 0, done.stderr
-    assert f"environments are built with Docker only: the podman sandbox runs {target.image} as it is" in done.stderr
-    data = json.loads(report.read_text())
-    assert (data["backend"], data["env"], data["last_test"]["outcome"]) == ("podman", None, "ok")

@@ -11,10 +11,10 @@ import sys
 import time
 from pathlib import Path
 
-import docker
 import pytest
 
 from agent.console.render import summary_text
+from tests import engine
 
 pytestmark = pytest.mark.docker
 
@@ -39,11 +39,7 @@ def codebox(*args: str, **kw: object) -> subprocess.Popen[str]:
 
 
 def containers_of(pid: int) -> list[str]:
-    client = docker.from_env()
-    try:
-        return [c.name for c in client.containers.list(all=True, filters={"label": f"codebox.owner={pid}"})]
-    finally:
-        client.close()
+    return [c["Names"][0].lstrip("/") for c in engine.containers(engine.docker(), f"codebox.owner={pid}")]
 
 
 def wait_until_gone(pid: int, seconds: float = 10) -> list[str]:

@@ -12,11 +12,11 @@ import sys
 import time
 from pathlib import Path
 
-import docker
 import pytest
 
 from agent.containers.leftovers import LABEL_OWNER
 from agent.env.install import images
+from tests import engine
 from tests.agent.env import projects
 from tests.agent.env.projects import write
 from tests.agent.env.slow import sitecustomize_folder, wait_for_install
@@ -49,7 +49,7 @@ def interrupt_during_the_install(
     proc: subprocess.Popen[str], signum: int = signal.SIGINT
 ) -> tuple[int, str, str, float]:
     """``signum`` once the build container runs; the exit code, stdout, stderr and seconds to exit."""
-    client = docker.from_env()
+    client = engine.docker()
     try:
         wait_for_install(client, proc.pid)
         sent = time.monotonic()
@@ -60,19 +60,15 @@ def interrupt_during_the_install(
         if proc.poll() is None:
             proc.kill()
             proc.communicate()
-        client.close()
 
 
 def leftovers(owner: int, folder: Path) -> tuple[list[str], list[str]]:
     """Containers of process ``owner``, and env images made from a repository under ``folder``."""
-    client = docker.from_env()
-    try:
-        containers = [c.name for c in client.containers.list(all=True, filters={"label": f"{LABEL_OWNER}={owner}"})]
-        made = [i.id for i in client.images.list(filters={"label": images.LABEL_REPO})
-                if (i.labels or {}).get(images.LABEL_REPO, "").startswith(str(folder))]
-        return containers, made
-    finally:
-        client.close()
+    client = engine.docker()
+    containers = [c["Names"][0].lstrip("/") for c in engine.containers(client, f"{LABEL_OWNER}={owner}")]
+    made = [i["Id"] for i in engine.images(client, images.LABEL_REPO)
+            if (i.get("Labels") or {}).get(images.LABEL_REPO, "").startswith(str(folder))]
+    return containers, made
 
 
 def scripted(tmp_path: Path) -> str:

@@ -13,9 +13,9 @@ import sys
 import urllib.request
 from pathlib import Path
 
-import docker
 import pytest
 
+from tests import engine
 from tests.agent.env.projects import write
 
 pytestmark = pytest.mark.docker
@@ -81,9 +81,7 @@ def test_codebox_run_with_env_auto_runs_the_projects_suite(tmp_path: Path) -> No
         )
         assert again.returncode == 0 and again.stdout.strip() == image and "reusing" in again.stderr
     finally:
-        client = docker.from_env()
-        client.images.remove(image)
-        client.close()
+        engine.remove_image(engine.docker(), image)
 
 
 def _apt_problem() -> str | None:
@@ -121,7 +119,7 @@ def test_apt_packages_are_downloaded_on_the_host_and_installed_offline(
             reply = sb.call("run_test", {"argv": ["less", "--version"], "timeout_s": 30})
         assert reply.ok and "less" in reply.output.lower()
     finally:
-        docker.from_env().images.remove(info.image)
+        engine.remove_image(engine.docker(), info.image)
 
 
 C_PROJECT = {
@@ -167,7 +165,7 @@ def test_the_projects_c_extension_is_built_offline_and_used(tmp_path: Path, monk
             reply = sb.call("run_test", {"argv": ["python3", "-m", "pytest", "-q"], "timeout_s": 60})
         assert reply.ok and "1 passed" in reply.output, reply.output
     finally:
-        docker.from_env().images.remove(info.image)
+        engine.remove_image(engine.docker(), info.image)
 
 
 def test_resolving_as_of_a_date_gives_the_versions_of_that_day() -> None:

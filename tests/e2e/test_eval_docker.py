@@ -267,7 +267,7 @@ def test_a_dataset_image_on_this_machine_is_the_environment(tmp_path: Path, sand
     the repository."""
     base, test_patch, cases = build(tmp_path / "repos" / "acme" / "calc")
     tag = f"codebox-evaltest/sweb.eval.x86_64.acme__calc-{tmp_path.name[-6:].lower()}:latest"
-    docker_client.images.get(sandbox_image).tag(tag)  # a local "instance image" (only a tag: removed below)
+    docker_client.tag_image(sandbox_image, *tag.rsplit(":", 1))  # a local "instance image" (a tag: removed below)
     try:
         tasks, preds = write_inputs(tmp_path, base, test_patch, {"here": cases["gold"], "away": cases["gold"]})
         lines = [json.loads(line) for line in tasks.read_text().splitlines()]
@@ -279,7 +279,7 @@ def test_a_dataset_image_on_this_machine_is_the_environment(tmp_path: Path, sand
         here, away = verdict(out, "here"), verdict(out, "away")
         assert here["status"] == away["status"] == "resolved"
         assert here["dataset"]["image_used"] and here["env"] is None
-        assert here["image_id"] == docker_client.images.get(sandbox_image).id
+        assert here["image_id"] == docker_client.inspect_image(sandbox_image)["Id"]
         assert not away["dataset"]["image_used"] and any("not on this machine" in n for n in away["notes"])
     finally:
-        docker_client.images.remove(tag)
+        docker_client.remove_image(tag)

@@ -164,8 +164,8 @@ def _inspecting(docker_client: Any, seen: dict[str, Any], proc: list[subprocess.
 
     def reply(_request: RecordedRequest) -> Reply:
         owner = str(proc[0].pid)
-        containers = docker_client.api.containers(filters={"label": f"codebox.owner={owner}"})
-        seen["host_configs"] = [docker_client.api.inspect_container(c["Id"])["HostConfig"] for c in containers]
+        containers = docker_client.containers(all=False, filters={"label": [f"codebox.owner={owner}"]})
+        seen["host_configs"] = [docker_client.inspect_container(c["Id"])["HostConfig"] for c in containers]
         return chat_reply("Done.", usage=(1600, 10))
 
     return reply

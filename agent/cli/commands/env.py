@@ -59,7 +59,7 @@ def cmd_env_build(args: argparse.Namespace) -> int:
         flags = EnvFlags(args)
     except CodeboxError as exc:
         return error_exit(exc)
-    request = EnvRequest(repo=repo, base_image=args.image or DEFAULT_IMAGE, index=index,
+    request = EnvRequest(repo=repo, base_image=args.image or DEFAULT_IMAGE, backend=args.backend, index=index,
                          allow_public_fallback=args.allow_public_fallback,
                          recipe=flags.recipe_for(str(repo)), as_of=flags.as_of or asof.choose(None, repo))
     cancel = CancelToken()  # Ctrl-C / SIGTERM: uv and the build container stop at once, nothing is tagged
@@ -103,7 +103,7 @@ def cmd_env_ls(args: argparse.Namespace) -> int:
     from agent.env.install.images import EngineImages, list_env_images
 
     try:
-        engine = EngineImages.connect()
+        engine = EngineImages.connect(args.backend)
         found = list_env_images(engine)
         engine.close()
     except EnvError as exc:
@@ -126,7 +126,7 @@ def cmd_env_rm(args: argparse.Namespace) -> int:
     if not args.images and not args.all:
         return usage_error("name the images to remove (see `codebox env ls`), or pass --all")
     try:
-        engine = EngineImages.connect()
+        engine = EngineImages.connect(args.backend)
         removed = remove_env_images(engine, args.images)
         engine.close()
     except EnvError as exc:

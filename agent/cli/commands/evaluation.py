@@ -21,7 +21,7 @@ from agent.cli.commands.common import (
 from agent.cli.signals import cancel_on_signals
 from agent.errors import CodeboxError
 from agent.escape import printable
-from agent.sandboxes.config import SandboxConfigError
+from agent.sandboxes.config import SandboxConfig, SandboxConfigError
 from agent.settings import checks
 
 
@@ -43,7 +43,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         return usage_error(flag_problem(exc))
     except re.error as exc:
         return usage_error(f"bad --filter: {exc}")
-    inputs = _inputs(args, pattern.pattern if pattern else None)
+    inputs = _inputs(args, pattern.pattern if pattern else None, config)
     if isinstance(inputs, int):
         return inputs
     instances, predictions, bad_input = inputs
@@ -74,9 +74,11 @@ def _with_env_flags(args: argparse.Namespace, instances: list[Any]) -> list[Any]
     return folded
 
 
-def _inputs(args: argparse.Namespace, pattern: str | None) -> tuple[list[Any], dict[str, Any], bool] | int:
-    """The instances with a prediction and the predictions; each bad line named (the rest still run)."""
-    from agent.containers.image import image_exists
+def _inputs(args: argparse.Namespace, pattern: str | None,
+            config: SandboxConfig) -> tuple[list[Any], dict[str, Any], bool] | int:
+    """The instances with a prediction and the predictions; each bad line named (the rest still run). A line's
+    image is used when the sandbox's backend has it (``config``'s)."""
+    from agent.backends.registry import backend_for
     from agent.eval.dataset import LineRules, load_dataset
     from agent.eval.predictions import GOLD, InputError, gold_predictions, load_predictions, match
 
@@ -88,8 +90,8 @@ def _inputs(args: argparse.Namespace, pattern: str | None) -> tuple[list[Any], d
         return trusted
     def local_image(name: str) -> bool:
         try:
-            return image_exists(name)
-        except CodeboxError:  # the daemon went away: the line's image is not here
+            return backend_for(config).image_id(config.replace(image=name)) is not None  # None: not there, or no engine
+        except CodeboxError:  # a name no sandbox can be made with: not here
             return False
 
     rules = LineRules(trusted="tasks" in trusted, image_globs=list(args.dataset_image))

@@ -49,7 +49,7 @@ def cmd_image(args: argparse.Namespace) -> int:
         if getattr(args, "backend", "docker") == "podman":  # the same image, into Podman's store
             from agent.backends.podman import copy_image_from_docker
 
-            log(f"copying {tag} into Podman's image store (docker save | podman load)")
+            log(f"copying {tag} into Podman's image store (Docker's save, Podman's load)")
             copy_image_from_docker(tag)
         where = " (podman)" if getattr(args, "backend", "") == "podman" else ""
         print(f"codebox: sandbox image ready: {tag}{where}")

@@ -1,8 +1,9 @@
 """The environment build container: no network, every capability dropped, the task's limits, a
 deadline, and repository code never as root.
 
-A box is one container whose first process (docker's init and a sleep) only keeps it alive;
-the work happens in steps, each a ``docker exec``:
+A box is one container of the task's backend (``Backend.builder()``, agent.sandboxes.build) whose
+first process only keeps it alive and reaps what the steps leave behind (no engine's init is
+needed: Podman's may be missing); the work happens in steps, each an ``exec``:
 
 - ``root(script)``: setup that runs no repository or package code (creating the folders the
   build user owns, ``dpkg`` of host-downloaded Debian packages). Root holds only the
@@ -14,11 +15,11 @@ the work happens in steps, each a ``docker exec``:
   keeps setuid programs from giving any back.
 
 A cancel, or the deadline passing, removes the container at once (which ends the step).
-Files come out through the Engine API: a small one into memory (its archive endpoint), a
-layer as a step's standard output into a host file codebox chose: a name the repository
-controls never becomes a host path. Every stream out of a box is counted on the host: a step
-whose output passes its cap (``max_bytes``: a layer's; ENV_STEP_LOG_MAX_BYTES: its log), or a
-file read past its limit, removes the box and fails the build saying which cap it passed.
+Files come out through the engine: a small one into memory (a tar of it), a layer as a step's
+standard output into a host file codebox chose: a name the repository controls never becomes
+a host path. Every stream out of a box is counted on the host: a step whose output passes its
+cap (``max_bytes``: a layer's; ENV_STEP_LOG_MAX_BYTES: its log), or a file read past its limit,
+removes the box and fails the build saying which cap it passed.
 
 codebox's own steps after repository or package code ran (collecting the project layer, the
 venv's install and bytecode) run no program that code could replace: ``/bin/sh``, the base
@@ -37,17 +38,18 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING
 
 from pydantic import BaseModel
 
 from agent import defaults
-from agent.containers.leftovers import owner_labels, remove_container
 from agent.env.cancel import NEVER, Cancel, check, wait_thread
 from agent.env.errors import EnvError
+from agent.errors import SandboxError
+from agent.sandboxes.owner import owner_labels
 
-if TYPE_CHECKING:
-    import docker
+if TYPE_CHECKING:  # annotations only: a cache hit imports this module for BuildLimits, and no box
+    from agent.sandboxes.build import BoxOptions, BuildBox, Builder
 
 BUILD_USER = "65534:65534"  # nobody:nogroup: what repository and package code runs as
 KEEPER_USER = "65533:65533"  # the keep-alive of a box without root steps: a uid the build user cannot signal
@@ -60,7 +62,13 @@ DPKG_CAPS = ["CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID"]  # what dpkg -i needs 
 SETUP_CAPS = ["CHOWN"]  # root's only power in a box without dpkg: giving BUILD_USER its folders
 TAIL_BYTES = 64 * 1024
 LOG_PREFIX = "codebox: "  # lines of our own scripts that are progress for the user
-_KEEP_ALIVE = ["python3", "-c", "import time\nwhile True:\n    time.sleep(3600)"]
+# PID 1 of a box: sleeps until a child ends, then reaps every one that has (a build's daemon would fill the
+# pids limit otherwise). SIGCHLD is blocked for sigwait; a step's processes do not inherit it (the engine
+# starts them, not this process).
+KEEP_ALIVE = ["python3", "-c", "import os, signal\nsignal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})\n"
+               "while True:\n    signal.sigwait({signal.SIGCHLD})\n    try:\n"
+               "        while os.waitpid(-1, os.WNOHANG)[0]:\n            pass\n"
+               "    except ChildProcessError:\n        pass\n"]
 Log = Callable[[str], None]
 
 
@@ -110,7 +118,7 @@ class Mount(BaseModel):
 class Box:
     """One build container; see the module docstring. Use it as a context manager."""
 
-    def __init__(self, client: docker.DockerClient, image: str, purpose: str, mounts: list[Mount],
+    def __init__(self, client: Builder, image: str, purpose: str, mounts: list[Mount],
                  limits: BuildLimits, deadline: Deadline, cancel: Cancel = NEVER, caps: list[str] | None = None,
                  log: Log = _quiet, tmpfs: dict[str, str] | None = None, root_steps: bool = True) -> None:
         self.client = client
@@ -124,16 +132,15 @@ class Box:
         self.log = log
         self.tmpfs = dict(tmpfs or {})  # path -> mount options (in memory: counted in the memory limit)
         self.root_steps = root_steps  # False: nothing in the box ever runs as root, its keep-alive included
-        self.container: Any = None
+        self.container: BuildBox | None = None
 
-    def create_options(self) -> dict[str, Any]:
+    def create_options(self) -> BoxOptions:
         """Every option the container is created with (the tests read them)."""
         expires = time.time() + self.deadline.remaining() + 60
         return {
-            "command": _KEEP_ALIVE,
+            "command": KEEP_ALIVE,  # it reaps what a step leaves behind (a build's daemon), so no init is needed
             # the keep-alive only: root's steps need it, BUILD_USER's steps never get it
             "user": "0:0" if self.root_steps else KEEPER_USER,
-            "init": True,  # reaps what a step leaves behind (a build's daemon) instead of filling the pids limit
             "network_mode": "none",
             "cap_drop": ["ALL"],
             "cap_add": self.caps,
@@ -150,20 +157,12 @@ class Box:
         }
 
     def __enter__(self) -> Box:
-        import docker.errors  # docker-py: only when a box starts (a cache hit never loads it)
-
         check(self.cancel)
         options = self.create_options()
         try:
-            self.container = self.client.containers.create(self.image, **options)
-            self.container.start()
-        except docker.errors.APIError as exc:
-            self.close()
-            raise EnvError(f"Docker could not start the {self.purpose} container from {self.image}: "
-                           f"{exc.explanation or exc}") from exc
-        except BaseException:
-            self.close()
-            raise
+            self.container = self.client.create_box(self.image, options)
+        except SandboxError as exc:
+            raise EnvError(f"the {self.purpose} container did not start: {exc}") from exc
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -171,7 +170,7 @@ class Box:
 
     def close(self) -> None:
         if self.container is not None:
-            remove_container(self.client, self.container.id)
+            self.container.remove()
             self.container = None
 
     def close_in_background(self) -> threading.Thread:
@@ -181,7 +180,7 @@ class Box:
 
         def remove() -> None:
             if container is not None:
-                remove_container(self.client, container.id)
+                container.remove()
 
         thread = threading.Thread(target=remove, name="codebox-env-remove", daemon=True)
         thread.start()
@@ -208,41 +207,49 @@ class Box:
     def _exec(self, script: str, user: str, env: dict[str, str], what: str, ok: tuple[int, ...] = (0,),
               stdout_to: Path | None = None, max_bytes: int = defaults.ENV_LAYER_MAX_BYTES) -> str:
         check(self.cancel)
-        api = self.client.api
-        exec_id = api.exec_create(self.container.id, ["/bin/sh", "-c", script], user=user,
-                                  environment={"HOME": "/tmp", **env}, workdir="/")["Id"]
+        box = self.container
+        if box is None:
+            raise EnvError(f"the {self.purpose} container is gone (it was in the {what} step)")
         tail: collections.deque[bytes] = collections.deque()
         size = [0]
+        pending = [b""]
+        statuses: list[int | None] = []
         counted = _Counted(max_bytes, defaults.ENV_STEP_LOG_MAX_BYTES)
 
-        def frames() -> Iterator[bytes]:
-            if stdout_to is None:
-                yield from api.exec_start(exec_id, stream=True)
-                return
-            with stdout_to.open("wb") as out:
-                for data, log in api.exec_start(exec_id, stream=True, demux=True):
-                    if data:
-                        if not counted.take_output(len(data)):
-                            return
-                        out.write(data)
-                    if log:
-                        yield log
+        def logged(chunk: bytes) -> None:
+            if not counted.take_log(len(chunk)):
+                raise _CapPassed
+            tail.append(chunk)
+            size[0] += len(chunk)
+            while size[0] > TAIL_BYTES and len(tail) > 1:
+                size[0] -= len(tail.popleft())
+            # a line longer than the tail is not progress
+            *lines, pending[0] = ((pending[0] + chunk)[-TAIL_BYTES:]).split(b"\n")
+            for line in lines:
+                text = line.decode("utf-8", "replace")
+                if text.startswith(LOG_PREFIX):
+                    self.log(text[len(LOG_PREFIX):])
+
+        def run(out: IO[bytes] | None) -> None:
+            def on_output(stream: int, data: bytes) -> None:
+                if out is not None and stream == 1:
+                    if not counted.take_output(len(data)):
+                        raise _CapPassed
+                    out.write(data)
+                else:
+                    logged(data)
+
+            statuses.append(box.exec(["/bin/sh", "-c", script], user, {"HOME": "/tmp", **env}, on_output))
 
         def pump() -> None:
-            pending = b""
-            for chunk in frames():
-                if not counted.take_log(len(chunk)):
+            try:
+                if stdout_to is None:
+                    run(None)
                     return
-                tail.append(chunk)
-                size[0] += len(chunk)
-                while size[0] > TAIL_BYTES and len(tail) > 1:
-                    size[0] -= len(tail.popleft())
-                pending = (pending + chunk)[-TAIL_BYTES:]  # a line longer than the tail is not progress
-                *lines, pending = pending.split(b"\n")
-                for line in lines:
-                    text = line.decode("utf-8", "replace")
-                    if text.startswith(LOG_PREFIX):
-                        self.log(text[len(LOG_PREFIX):])
+                with stdout_to.open("wb") as out:
+                    run(out)
+            except _CapPassed:  # counted.over says which cap: the box goes below
+                pass
 
         try:
             wait_thread(pump, self.cancel, self.deadline.remaining(), self.close)
@@ -253,7 +260,7 @@ class Box:
             self.close()  # the step is still writing: the box goes, with whatever it runs
             raise StreamCapExceeded(f"the {what} step of the {self.purpose} build wrote more than {counted.over}; "
                                     "the build container was removed")
-        status = api.exec_inspect(exec_id).get("ExitCode")
+        status = statuses[0] if statuses else None
         output = b"".join(tail).decode("utf-8", "replace")
         if status not in ok:
             lines = output.splitlines()[-40:]
@@ -265,18 +272,21 @@ class Box:
         return _first_member(self._archive(path), limit, path)
 
     def _archive(self, path: str) -> Iterator[bytes]:
-        import docker.errors
-
         try:
-            stream, _ = self.container.get_archive(path)
-        except docker.errors.NotFound:
-            raise EnvError(f"the {self.purpose} container did not write {path}") from None
-        chunks: Iterator[bytes] = stream
+            chunks = self.container.archive(path) if self.container is not None else None
+        except SandboxError as exc:
+            raise EnvError(str(exc)) from exc
+        if chunks is None:
+            raise EnvError(f"the {self.purpose} container did not write {path}")
         return chunks
 
 
 class StreamCapExceeded(EnvError):
     """A box's step wrote more than its cap (a layer, a log): the box was removed."""
+
+
+class _CapPassed(Exception):
+    """Raised inside a step's output callback when a cap is passed: it stops reading the step."""
 
 
 class _Counted:

@@ -10,7 +10,7 @@ lock, base image and Debian packages are the same (its key). Steps, in one box:
    take what dpkg changed as a layer of its own (no root step at all when the venv is on a
    tmpfs and there are no debs: ``box_plan``);
 2. the build user: build the sdists (offline, from the wheelhouse), make the venv, install
-   the lock, and take ``/opt/codebox-env`` as a layer (files owned by root), which Docker
+   the lock, and take ``/opt/codebox-env`` as a layer (files owned by root), which the engine
    loads meanwhile as an untagged image;
 3. the build user: compile the venv's bytecode, its ``__pycache__`` folders the last layer.
 
@@ -30,8 +30,6 @@ from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
 
-import docker
-
 from agent.env.cancel import NEVER, Cancel, check
 from agent.env.errors import EnvError, why_it_failed
 from agent.env.install import images
@@ -41,6 +39,7 @@ from agent.env.install.layer import PROJECT, VENV, BackgroundLoad, Stacked, chec
 from agent.env.resolve import apt
 from agent.env.resolve.fetch import make_wheelhouse
 from agent.env.resolve.resolve import Lock, Target
+from agent.sandboxes.build import Builder
 
 FORMAT = "deps-1"
 UV_CACHE = f"{VENV}/.uv-cache"  # on the venv's file system, so uv hard-links instead of copying; not in the layer
@@ -50,9 +49,10 @@ _BUILT = "/tmp/codebox-built"  # the wheels built from sdists
 Log = Callable[[str], None]
 
 
-def deps_key(base_id: str, lock: Lock, build_lock: Lock, apt_packages: list[str]) -> str:
+def deps_key(base_id: str, lock: Lock, build_lock: Lock, apt_packages: list[str],
+             engine: str = images.DEFAULT_ENGINE) -> str:
     material = json.dumps({"format": FORMAT, "base": base_id, "lock": lock.digest(), "sdist_build": build_lock.digest(),
-                           "apt": sorted(apt_packages)}, sort_keys=True)
+                           "apt": sorted(apt_packages), **images.engine_part(engine)}, sort_keys=True)
     return hashlib.sha256(material.encode()).hexdigest()[:32]
 
 
@@ -61,7 +61,7 @@ def site_packages(target: Target) -> str:
     return f"{VENV}/lib/python{major}.{minor}/site-packages"
 
 
-def ensure_deps(client: docker.DockerClient, engine: images.Engine, base_image: str, base_id: str, target: Target,
+def ensure_deps(client: Builder, engine: images.Engine, base_image: str, base_id: str, target: Target,
                 lock: Lock, sdist_build_lock: Lock, apt_packages: list[str], installed_debs: set[str],
                 limits: BuildLimits, deadline: Deadline, cancel: Cancel = NEVER,
                 log: Callable[[str], None] = lambda _: None, repo: str = "",
@@ -69,11 +69,11 @@ def ensure_deps(client: docker.DockerClient, engine: images.Engine, base_image: 
     """The dependencies image of this lock on this base: recorded, or built now (and recorded).
 
     ``on_top``: an image made of the dependencies image plus its layers (the project's), loaded in
-    the same ``docker load`` when the dependencies image is built; its id, else None (reused: the
+    the same load when the dependencies image is built; its id, else None (reused: the
     caller loads it). ``early``: a box started before the lock was known, taken when the lock
     fits it (the caller closes it either way).
     """
-    key = deps_key(base_id, lock, sdist_build_lock, apt_packages)
+    key = deps_key(base_id, lock, sdist_build_lock, apt_packages, engine.name)
     with images.building("deps", key, cancel):
         found = images.lookup(engine, "deps", key)
         if found is not None:
@@ -106,7 +106,8 @@ def ensure_deps(client: docker.DockerClient, engine: images.Engine, base_image: 
             image_id, *above = _install_and_load(box, base_image, target, folder, bool(debs), plan.root_step,
                                                  [Stacked([], tag, labels), *([on_top] if on_top else [])])
         entry = images.Entry(kind="deps", key=key, id=image_id, tag=tag, base=base_image, base_id=base_id,
-                             python=target.python, lock=lock.hashed_txt(), packages=lock.installed(), apt=debs)
+                             python=target.python, lock=lock.hashed_txt(), packages=lock.installed(), apt=debs,
+                             engine=engine.name)
         images.write(entry)
         return entry, (above[0] if above else None)
 

@@ -23,9 +23,8 @@ from agent.env.install.layer import VENV
 from agent.env.resolve.resolve import Lock, uv_binary
 
 if TYPE_CHECKING:
-    import docker
-
     from agent.env.read.reqlines import Requirement
+    from agent.sandboxes.build import Builder
 
 BUILD = "/tmp/codebox-build"
 PREFIX = "codebox-deps-"
@@ -110,7 +109,7 @@ def may_reuse(base_id: str, requirements: list[Requirement], project: str | None
 class EarlyBox:
     """The dependencies box of the usual lock, started in a thread, with the build folder it mounts."""
 
-    def __init__(self, client: docker.DockerClient, image: str, limits: BuildLimits, deadline: Deadline,
+    def __init__(self, client: Builder, image: str, limits: BuildLimits, deadline: Deadline,
                  cancel: Cancel, log: Log) -> None:
         self._folder = tempfile.TemporaryDirectory(prefix=PREFIX)
         self.folder = Path(self._folder.name)

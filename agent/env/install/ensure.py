@@ -50,9 +50,8 @@ from agent.env.resolve import apt, asof
 from agent.env.resolve.resolve import IndexConfig, Lock, check_python, resolve
 
 if TYPE_CHECKING:
-    import docker
-
     from agent.env.install.layer import Stacked
+    from agent.sandboxes.build import Builder
 
 FORMAT_VERSION = "2"
 PLUGIN_GROUP = "pytest11"  # the entry points pytest loads: recorded, so eval can tell when a patch changes them
@@ -66,6 +65,8 @@ class EnvRequest(BaseModel):
 
     repo: Path
     base_image: str = defaults.DEFAULT_IMAGE
+    # The sandbox backend whose tasks run it: the build's boxes and its images are that backend's.
+    backend: str = defaults.DEFAULT_BACKEND
     extras: list[str] = Field(default_factory=list)
     groups: list[str] = Field(default_factory=list)
     requirements: list[str] = Field(default_factory=list)
@@ -138,14 +139,15 @@ def _ensure(request: EnvRequest, log: Log, cancel: Cancel) -> EnvInfo:
     inputs = _read_inputs(request)
     if not (inputs.build or inputs.declared.needs_env or inputs.recipe.apt or inputs.pip):
         return EnvInfo(image=request.base_image, base_image=request.base_image, notes=[NO_DEPENDENCIES])
-    engine = images.EngineImages.connect()
+    engine = images.EngineImages.connect(request.backend)
     try:
         base = engine.inspect(request.base_image)
         if base is None:
-            raise EnvError(f"the base image {request.base_image!r} is not there; build it with `codebox image build` "
-                           "(or pass --image)")
+            build = "codebox image build" + ("" if engine.name == "docker" else f" --backend {engine.name}")
+            raise EnvError(f"the base image {request.base_image!r} is not in {engine.name}'s image store; build it "
+                           f"with `{build}` (or pass --image)")
         base_id = str(base["Id"])
-        key = inputs_key(base_id, inputs, request)
+        key = inputs_key(base_id, inputs, request, engine.name)
         with images.building("env", key, cancel):  # one build per inputs, across threads and processes
             entry = images.lookup(engine, "env", key)
             if entry is not None:
@@ -160,8 +162,8 @@ def _ensure(request: EnvRequest, log: Log, cancel: Cancel) -> EnvInfo:
     return info
 
 
-def inputs_key(base_id: str, inputs: _Inputs, request: EnvRequest) -> str:
-    """The cache key: everything a build reads, so equal keys make equal environments."""
+def inputs_key(base_id: str, inputs: _Inputs, request: EnvRequest, engine: str = images.DEFAULT_ENGINE) -> str:
+    """The cache key: everything a build reads, so equal keys make equal environments (in one engine's store)."""
     declared = inputs.declared
     material = {
         "format": FORMAT_VERSION,
@@ -176,6 +178,7 @@ def inputs_key(base_id: str, inputs: _Inputs, request: EnvRequest) -> str:
         "index": request.index.model_dump(mode="json"),
         "uv_index": sorted(IndexConfig.user_indexes()),  # every index the user gives uv (resolve.py)
         "tree": inputs.tree.key if inputs.tree is not None else None,
+        **images.engine_part(engine),
     }
     return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()[:32]
 
@@ -191,7 +194,7 @@ def _info(entry: images.Entry, request: EnvRequest, built: bool, start: float) -
 class _Build:
     """One environment build: the host's steps between the boxes (see the module docstring)."""
 
-    def __init__(self, request: EnvRequest, inputs: _Inputs, engine: images.Engine, client: docker.DockerClient,
+    def __init__(self, request: EnvRequest, inputs: _Inputs, engine: images.Engine, client: Builder,
                  base_id: str, key: str, log: Log, cancel: Cancel) -> None:
         self.request = request
         self.inputs = inputs
@@ -338,7 +341,7 @@ class _Build:
         entry = images.Entry(
             kind="env", key=self.key, id=image_id, tag=tag, repo=self.request.shown(), base=self.request.base_image,
             base_id=self.base_id, python=self.target.python, lock=deps.lock, packages=deps.packages, apt=deps.apt,
-            as_of=self.request.as_of, deps=deps.id, pytest_plugins=plugins or [],
+            as_of=self.request.as_of, deps=deps.id, pytest_plugins=plugins or [], engine=self.engine.name,
             notes=[*self.inputs.declared.notes, *([f"the project ({name}) was installed by its own build backend"]
                                                   if self.inputs.build and name else [])],
         )
@@ -346,19 +349,12 @@ class _Build:
         return entry
 
 
-def _build(request: EnvRequest, inputs: _Inputs, engine: images.Engine, base_id: str, key: str, log: Log,
+def _build(request: EnvRequest, inputs: _Inputs, engine: images.EngineImages, base_id: str, key: str, log: Log,
            cancel: Cancel) -> images.Entry:
     log(f"building the environment for {request.shown()} on {request.base_image} "
         f"({len(inputs.declared.requirements)} declared requirements"
         + ("; the project's own build runs" if inputs.build else "") + ")")
-    from agent.containers.docker_client import connect
-
-    client = connect(EnvError)
-    client.api.timeout = images.DOCKER_SLOW_S  # a load of a big layer on a busy daemon
-    try:
-        return _Build(request, inputs, engine, client, base_id, key, log, cancel).run()
-    finally:
-        client.close()
+    return _Build(request, inputs, engine, engine.store, base_id, key, log, cancel).run()
 
 
 def _plugins(entry_points: dict[str, dict[str, str]]) -> list[str]:

@@ -6,7 +6,9 @@ image it built, in ``<cache>/env-images/``, named by what it is and the hash of 
 (``env-<key>.json``, ``deps-<key>.json``, ``tools-<key>.json``), written whole or not at all
 (a temporary file renamed over it), so builders in several processes never see half an entry.
 A lookup reads one file and asks the engine whether that image id is still there: no image
-list, no network. ``codebox env ls`` and ``env rm`` see only recorded ids; ``env rm`` removes
+list, no network. The engine is the task's backend's image store (``Backend.builder()``): an
+image built for Podman is Podman's, and its key names the engine (``engine_part``), so the two
+stores' records never stand for each other. ``codebox env ls`` and ``env rm`` see only recorded ids; ``env rm`` removes
 nothing else. ``loading-<pid>-*.json`` names an untagged image a build loads on its way
 (``mark_loading``), so that one a killed build left is removed later (``reap_loading``).
 """
@@ -27,12 +29,13 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic import BaseModel, Field, ValidationError
 
+from agent import defaults
 from agent.env.cancel import NEVER, POLL_S, Cancel, check, holding
 from agent.env.errors import EnvError
 from agent.env.resolve.fetch import cache_dir
 
 if TYPE_CHECKING:
-    from agent.containers.engine_api import EngineClient
+    from agent.sandboxes.build import Builder
 
 REPOSITORY = "codebox-env"
 # What codebox sets on its images, for people reading `docker images`: never read back to decide anything.
@@ -42,8 +45,7 @@ LABEL_REPO = "codebox.env.repo"  # the repository the image was first built for
 Kind = Literal["env", "deps", "tools"]
 KINDS: tuple[Kind, ...] = ("env", "deps", "tools")
 _KEY = re.compile(r"^[0-9a-f]{16,64}$")
-# Removing or loading an image on a busy daemon (fuse-overlayfs) can take minutes, not docker-py's 60 s.
-DOCKER_SLOW_S = 900.0
+DEFAULT_ENGINE = "docker"  # the backend whose keys name no engine (they were made before any other had images)
 
 
 class Entry(BaseModel):
@@ -65,6 +67,7 @@ class Entry(BaseModel):
     pytest_plugins: list[str] | None = None  # the project's pytest11 entry points (None: a record made before)
     notes: list[str] = Field(default_factory=list)
     created: float = Field(default_factory=time.time)
+    engine: str = DEFAULT_ENGINE  # the backend whose image store holds it
 
 
 class EnvImage(BaseModel):
@@ -157,7 +160,10 @@ def _guard(name: str, cancel: Cancel) -> contextlib.AbstractContextManager[None]
 
 
 class Engine(Protocol):
-    """The two things the record asks of Docker."""
+    """What the record asks of a backend's image store."""
+
+    name: str
+    """The backend's name (engine_part)."""
 
     def inspect(self, name: str) -> dict[str, Any] | None:
         """The image's attributes; None when there is no such image."""
@@ -166,75 +172,77 @@ class Engine(Protocol):
         """Remove the image (not forced); False when it stays because a container or a child image uses it."""
 
 
-class EngineImages:
-    """``Engine`` over codebox's stdlib Engine API client (a lookup imports no docker-py)."""
+def engine_part(name: str) -> dict[str, str]:
+    """What a cache key adds for the engine its images live in (Docker's keys are as they always were)."""
+    return {} if name == DEFAULT_ENGINE else {"engine": name}
 
-    def __init__(self, client: EngineClient) -> None:
-        self.client = client
+
+class EngineImages:
+    """``Engine`` over a backend's builder (agent.sandboxes.build), its failures as EnvError. ``store`` is the
+    builder itself: a build's boxes and loads use it. A lookup loads no build machinery."""
+
+    def __init__(self, store: Builder) -> None:
+        self.store = store
+        self.name = store.name
 
     @classmethod
-    def connect(cls) -> EngineImages:
-        from agent.containers.engine_api import connect_engine
+    def connect(cls, backend: str = defaults.DEFAULT_BACKEND) -> EngineImages:
+        """The image store of the backend named ``backend``; EnvError with what to do when it does not answer."""
+        from agent.backends.registry import get_backend
+        from agent.errors import SandboxError
 
-        return cls(connect_engine(EnvError))
+        try:
+            return cls(get_backend(backend).builder())
+        except SandboxError as exc:
+            raise EnvError(str(exc)) from exc
 
     def inspect(self, name: str) -> dict[str, Any] | None:
-        from agent.containers.engine_api import EngineError, NotFound
+        from agent.errors import SandboxError
 
         try:
-            return self.client.inspect_image(name)
-        except NotFound:
-            return None
-        except EngineError as exc:
-            raise EnvError(f"Docker could not look up the image {name[:40]!r}: {exc}") from exc
+            return self.store.inspect_image(name)
+        except SandboxError as exc:
+            raise EnvError(str(exc)) from exc
 
     def remove(self, image_id: str) -> bool:
-        import docker.errors
+        from agent.errors import SandboxError
 
-        from agent.containers.docker_client import connect
-
-        client = connect(EnvError)
-        client.api.timeout = DOCKER_SLOW_S
         try:
-            client.images.remove(image_id, force=False)
-        except docker.errors.ImageNotFound:
-            pass
-        except docker.errors.APIError as exc:
-            if exc.status_code == 409:  # a container, or an image built FROM it, uses it: not ours to break
-                return False
-            raise EnvError(f"could not remove the image {image_id[:19]}: {exc.explanation or exc}") from exc
-        finally:
-            client.close()
-        return True
+            return self.store.remove_image(image_id)  # False: a container, or an image built FROM it, uses it
+        except SandboxError as exc:
+            raise EnvError(str(exc)) from exc
 
     def close(self) -> None:
-        self.client.close()
+        self.store.close()
 
 
-def mark_loading(image_id: str) -> Path:
-    """A file in the record naming ``image_id`` (an untagged image a build loads on its way, see
-    layer.BackgroundLoad) and this process, written before the load: if the process dies before it
-    removes the image, the next build removes it (``reap_loading``). The caller deletes the file."""
-    from agent.containers.leftovers import process_start_ticks
+def mark_loading(image_id: str, engine: str = DEFAULT_ENGINE) -> Path:
+    """A file in the record naming ``image_id`` (an untagged image a build loads on its way into ``engine``'s
+    store, see layer.BackgroundLoad) and this process, written before the load: if the process dies before
+    it removes the image, the next build there removes it (``reap_loading``). The caller deletes the file."""
+    from agent.sandboxes.owner import process_start_ticks
 
     path = record_dir() / f"loading-{os.getpid()}-{secrets.token_hex(4)}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
-    owner = {"id": image_id, "pid": os.getpid(), "start": process_start_ticks(os.getpid()) or ""}
+    owner = {"id": image_id, "pid": os.getpid(), "start": process_start_ticks(os.getpid()) or "", "engine": engine}
     path.write_text(json.dumps(owner), encoding="utf-8")
     return path
 
 
 def reap_loading(engine: Engine) -> list[str]:
     """Remove the untagged images whose builds died before removing them (``mark_loading``); their ids."""
-    from agent.containers.leftovers import process_start_ticks
+    from agent.sandboxes.owner import process_start_ticks
 
     removed = []
     for path in record_dir().glob("loading-*.json") if record_dir().is_dir() else []:
         try:
             owner = json.loads(path.read_text(encoding="utf-8"))
             image_id, pid, start = str(owner["id"]), int(owner["pid"]), str(owner["start"])
-        except (OSError, ValueError, KeyError, TypeError):
+            where = str(owner.get("engine", DEFAULT_ENGINE))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
             continue
+        if where != engine.name:
+            continue  # another engine's: its next build reaps it
         if process_start_ticks(pid) not in (None, "") and process_start_ticks(pid) == start:
             continue  # its build is still running
         if engine.remove(image_id):
@@ -266,7 +274,7 @@ def list_env_images(engine: Engine, kinds: tuple[Kind, ...] = KINDS) -> list[Env
     """The recorded images the engine still has, newest first."""
     found = []
     for entry in entries():
-        attrs = engine.inspect(entry.id) if entry.kind in kinds else None
+        attrs = engine.inspect(entry.id) if entry.kind in kinds and entry.engine == engine.name else None
         if attrs is not None and attrs.get("Id") == entry.id:
             found.append(EnvImage(entry=entry, size=int(attrs.get("Size") or 0)))
     return found

@@ -1,11 +1,11 @@
-"""Image layers: loaded into Docker as ``parent + layers`` (``docker load``; the parent's layers are named,
-not sent; several images stacked in one load), made in memory from files codebox writes, and checked
-before a container's layer is loaded.
+"""Image layers: loaded into the backend's image store as ``parent + layers`` (``docker load``'s format; the
+parent's layers are named, not sent; several images stacked in one load), made in memory from files codebox
+writes, and checked before a container's layer is loaded.
 
 A layer a box wrote is read as a plain tar only (never decompressed: a compressed stream could spin the
-host's CPU for minutes, and the daemon would decompress it too), up to a size cap, its members checked
-one by one with the cancel watched between them. Hashing a layer and sending it to the daemon watch the
-cancel every MiB; the daemon's unpacking, once the load is sent, is bounded by its client's timeout.
+host's CPU for minutes, and the engine would decompress it too), up to a size cap, its members checked
+one by one with the cancel watched between them. Hashing a layer and sending it to the engine watch the
+cancel every MiB; the engine's unpacking, once the load is sent, is bounded by its client's timeout.
 """
 
 from __future__ import annotations
@@ -20,14 +20,13 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple
+from typing import Any, BinaryIO, NamedTuple
 
 from agent import defaults
 from agent.env.cancel import NEVER, Cancel, check
 from agent.env.errors import EnvError
-
-if TYPE_CHECKING:
-    import docker
+from agent.errors import SandboxError
+from agent.sandboxes.build import ImageStore
 
 VENV = "/opt/codebox-env"  # the dependencies: a venv made from the lock
 PROJECT = "/opt/codebox-project"  # the project: its install, what its build generated, its scripts
@@ -42,9 +41,9 @@ class Stacked(NamedTuple):
     labels: dict[str, str]
 
 
-def load_image(client: docker.DockerClient, parent: str, layers: list[Path], tag: str,
+def load_image(client: ImageStore, parent: str, layers: list[Path], tag: str,
                labels: dict[str, str], cancel: Cancel = NEVER) -> str:
-    """``tag`` = the image ``parent`` plus ``layers`` (uncompressed tars), via ``docker load``; its image id.
+    """``tag`` = the image ``parent`` plus ``layers`` (uncompressed tars), loaded; its image id.
 
     Why not ``docker commit``: on fuse-overlayfs it diffs the whole base file by file (11 s
     for a 210 MB base here); loading ready layers takes well under a second.
@@ -52,18 +51,20 @@ def load_image(client: docker.DockerClient, parent: str, layers: list[Path], tag
     return load_stack(client, parent, [Stacked(layers, tag, labels)], cancel=cancel)[0]
 
 
-def load_stack(client: docker.DockerClient, parent: str, stack: list[Stacked],
+def load_stack(client: ImageStore, parent: str, stack: list[Stacked],
                before: Callable[[list[str]], None] | None = None, cancel: Cancel = NEVER) -> list[str]:
     """Each image of ``stack`` = the one before it (the first: ``parent``) plus its layers, all in
-    one ``docker load`` (one request, one pass of the daemon); their image ids (given to ``before``
-    too, before the load starts)."""
-    import docker.errors
-
-    attrs = client.images.get(parent).attrs
+    one load (one request, one pass of the engine); their image ids (given to ``before`` too,
+    before the load starts)."""
+    attrs = client.inspect_image(parent)
+    if attrs is None:
+        raise EnvError(f"the image {parent[:40]} is not in {client.name}'s image store (removed meanwhile?)")
     below_config: dict[str, Any] = {"Config": attrs.get("Config")}
     below_layers: list[str] = list(attrs["RootFS"]["Layers"])
-    # The daemon reads a layer file only when it lacks that layer: the parent's are named, not sent.
+    # An engine reads a layer file only when it lacks that layer: the parent's are named, not sent. Each is
+    # an empty file (Docker would not open it; Podman's loader wants a file for every layer it names).
     names = [f"parent{i}/layer.tar" for i in range(len(below_layers))]
+    parents = list(names)
     manifest: list[dict[str, Any]] = []
     configs: list[tuple[str, bytes]] = []
     files: list[tuple[Path, str]] = []
@@ -93,6 +94,8 @@ def load_stack(client: docker.DockerClient, parent: str, stack: list[Stacked],
             info = tarfile.TarInfo(name)
             info.size = len(data)
             tar.addfile(info, io.BytesIO(data))
+        for name in parents:
+            tar.addfile(tarfile.TarInfo(name))
         for layer, name in files:
             info = tar.gettarinfo(str(layer), arcname=name)
             with layer.open("rb") as source:
@@ -100,10 +103,9 @@ def load_stack(client: docker.DockerClient, parent: str, stack: list[Stacked],
     try:
         if before is not None:
             before(ids)
-        with archive.open("rb") as f:
-            client.images.load(_Watched(f, cancel))
-    except docker.errors.APIError as exc:
-        raise EnvError(f"Docker could not load the environment image {what}: {exc.explanation or exc}") from exc
+        client.load_image(archive, watch=lambda: check(cancel))
+    except SandboxError as exc:
+        raise EnvError(f"the environment image {what} could not be loaded: {exc}") from exc
     finally:
         archive.unlink(missing_ok=True)
     return ids
@@ -115,7 +117,7 @@ class BackgroundLoad:
     layers). The record names the image while it may exist (images.mark_loading): one a killed build
     left is removed by the next build that loads one, or by ``codebox env rm --all``."""
 
-    def __init__(self, client: docker.DockerClient, parent: str, layers: list[Path], labels: dict[str, str],
+    def __init__(self, client: ImageStore, parent: str, layers: list[Path], labels: dict[str, str],
                  cancel: Cancel = NEVER, check_first: Callable[[], object] | None = None) -> None:
         self.client = client
         self.cancel = cancel
@@ -134,7 +136,7 @@ class BackgroundLoad:
         from agent.env.install import images
 
         def mark(ids: list[str]) -> None:
-            self.marked = ids[0], images.mark_loading(ids[0])
+            self.marked = ids[0], images.mark_loading(ids[0], self.client.name)
 
         try:
             if self.check_first is not None:
@@ -152,14 +154,12 @@ class BackgroundLoad:
         return image_id
 
     def __exit__(self, *exc: object) -> None:
-        import docker.errors
-
         self.thread.join()
         if self.marked is None:
             return  # the load never started
         image_id, marker = self.marked
-        with contextlib.suppress(docker.errors.APIError):  # not there (the load failed), or kept by a container
-            self.client.images.remove(image_id, force=False)
+        with contextlib.suppress(SandboxError):  # kept by a container, or the engine went away: the next build reaps it
+            self.client.remove_image(image_id)
         marker.unlink(missing_ok=True)
 
 
@@ -173,8 +173,8 @@ def _sha256(path: Path, cancel: Cancel = NEVER) -> str:
 
 
 class _Watched:
-    """A file read in blocks of at most 1 MiB, the cancel checked before each (EnvCancelled mid-read). Its
-    fileno and tell are the file's: an HTTP client sends it with its length, block by block."""
+    """A file read in blocks of at most 1 MiB, the cancel checked before each (EnvCancelled mid-read): what a
+    tar of the layers reads its members through."""
 
     def __init__(self, source: BinaryIO, cancel: Cancel) -> None:
         self.source, self.cancel = source, cancel
@@ -182,14 +182,6 @@ class _Watched:
     def read(self, size: int = -1) -> bytes:
         check(self.cancel)
         return self.source.read(1 << 20 if size is None or size < 0 or size > 1 << 20 else size)
-
-    mode = "rb"  # what an HTTP client checks before it sends a file by its length
-
-    def fileno(self) -> int:
-        return self.source.fileno()
-
-    def tell(self) -> int:
-        return self.source.tell()
 
 
 def image_config(attrs: dict[str, Any], labels: dict[str, str]) -> dict[str, Any]:

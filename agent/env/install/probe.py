@@ -15,7 +15,7 @@ from agent.env.resolve.fetch import cache_dir
 from agent.env.resolve.resolve import Target
 
 if TYPE_CHECKING:
-    import docker
+    from agent.sandboxes.build import Builder
 
 PROBE_TIMEOUT_S = 120.0
 _PROBE = (
@@ -32,7 +32,7 @@ _PROBE = (
 FALLBACK_PYTHON = "python3"
 
 
-def probe(client: docker.DockerClient, image: str, with_debs: bool = False,
+def probe(client: Builder, image: str, with_debs: bool = False,
           cancel: Cancel = NEVER) -> tuple[Target, set[str]]:
     """The image's Python version and platform (and its installed Debian packages), from a network-none run.
 
@@ -51,19 +51,20 @@ def probe(client: docker.DockerClient, image: str, with_debs: bool = False,
     return target, debs
 
 
-def _image_id(client: docker.DockerClient, name: str) -> str:
-    import docker.errors
+def _image_id(client: Builder, name: str) -> str:
+    from agent.errors import SandboxError
 
     try:
-        return str(client.images.get(name).id)
-    except docker.errors.ImageNotFound:
+        found = client.inspect_image(name)
+    except SandboxError as exc:
+        raise EnvError(str(exc)) from exc
+    if found is None:
         raise EnvError(f"the base image {name!r} is not there; build it with `codebox image build` "
-                       "(or pass --image)") from None
-    except docker.errors.APIError as exc:
-        raise EnvError(f"Docker could not look up {name!r}: {exc}") from exc
+                       "(or pass --image)")
+    return str(found["Id"])
 
 
-def _probe(client: docker.DockerClient, image: str, with_debs: bool, cancel: Cancel) -> tuple[Target, set[str]]:
+def _probe(client: Builder, image: str, with_debs: bool, cancel: Cancel) -> tuple[Target, set[str]]:
     script = f"python3 -c {shlex.quote(_PROBE)}"
     if with_debs:
         script += "; dpkg-query -W -f '${Package}\\n' 2>/dev/null || true"

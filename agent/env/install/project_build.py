@@ -30,7 +30,6 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import docker
 from packaging.version import InvalidVersion, Version
 
 from agent import defaults
@@ -56,6 +55,7 @@ from agent.env.recipe import Recipe
 from agent.env.resolve import apt
 from agent.env.resolve.fetch import make_wheelhouse
 from agent.env.resolve.resolve import Lock, uv_binary
+from agent.sandboxes.build import Builder
 
 BUILD = "/tmp/codebox-build"
 OUT = "/tmp/codebox-out"
@@ -72,7 +72,7 @@ Log = Callable[[str], None]
 class ProjectBuild:
     """One project box through its steps; see the module docstring. A context manager."""
 
-    def __init__(self, client: docker.DockerClient, image: str, repo: Path, tree: Tree, backend: Backend,
+    def __init__(self, client: Builder, image: str, repo: Path, tree: Tree, backend: Backend,
                  recipe: Recipe, import_root: str, version: str, folder: Path, limits: BuildLimits,
                  deadline: Deadline, cancel: Cancel = NEVER, log: Log = lambda _: None, python: str = "") -> None:
         self.client = client

@@ -15,14 +15,13 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-import docker
-
 from agent.env.cancel import NEVER, Cancel, check
 from agent.env.install import images
 from agent.env.install.box import DPKG_CAPS, Box, BuildLimits, Deadline, Mount
 from agent.env.install.layer import load_image
 from agent.env.resolve import apt
 from agent.env.resolve.resolve import Target
+from agent.sandboxes.build import Builder
 
 FORMAT = "tools-1"
 COMPILER_APT = ["gcc", "g++", "libc6-dev"]
@@ -37,13 +36,13 @@ def headers_packages(python: str) -> list[str]:
     return [f"libpython{major}.{minor}-dev"]
 
 
-def ensure_tools(client: docker.DockerClient, engine: images.Engine, base_image: str, base_id: str, target: Target,
+def ensure_tools(client: Builder, engine: images.Engine, base_image: str, base_id: str, target: Target,
                  installed_debs: set[str], limits: BuildLimits, deadline: Deadline, cancel: Cancel = NEVER,
                  log: Callable[[str], None] = lambda _: None, repo: str = "") -> images.Entry:
     """The build-tools image of this base: recorded, or built now (and recorded)."""
     headers = [] if target.headers else headers_packages(target.python)
-    key = hashlib.sha256(json.dumps({"format": FORMAT, "base": base_id, "apt": COMPILER_APT, "headers": headers},
-                                    sort_keys=True).encode()).hexdigest()[:32]
+    key = hashlib.sha256(json.dumps({"format": FORMAT, "base": base_id, "apt": COMPILER_APT, "headers": headers,
+                                     **images.engine_part(engine.name)}, sort_keys=True).encode()).hexdigest()[:32]
     with images.building("tools", key, cancel):
         found = images.lookup(engine, "tools", key)
         if found is not None:
@@ -68,7 +67,7 @@ def ensure_tools(client: docker.DockerClient, engine: images.Engine, base_image:
             labels = {images.LABEL_KIND: "env-tools", images.LABEL_REPO: repo}
             image_id = load_image(client, base_image, [layer], tag, labels)
         entry = images.Entry(kind="tools", key=key, id=image_id, tag=tag, base=base_image, base_id=base_id,
-                             python=target.python, apt=[*debs, *headers])
+                             python=target.python, apt=[*debs, *headers], engine=engine.name)
         images.write(entry)
         return entry
 

@@ -5,15 +5,16 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from agent.containers.engine_api import EngineClient
 from agent.containers.leftovers import LABEL_TASK
 
 
-def task_containers(client: Any, task_id: str) -> list[dict[str, Any]]:
+def task_containers(client: EngineClient, task_id: str) -> list[dict[str, Any]]:
     """Every container (running or not) that carries ``task_id``'s label."""
-    return list(client.api.containers(all=True, filters={"label": f"{LABEL_TASK}={task_id}"}))
+    return client.containers(all=True, filters={"label": [f"{LABEL_TASK}={task_id}"]})
 
 
-def wait_no_containers(client: Any, task_id: str, timeout_s: float = 10) -> bool:
+def wait_no_containers(client: EngineClient, task_id: str, timeout_s: float = 10) -> bool:
     """True once ``task_id`` has no container left (False if some are still there at the deadline)."""
     deadline = time.monotonic() + timeout_s
     while task_containers(client, task_id) and time.monotonic() < deadline:

@@ -50,7 +50,7 @@ def test_a_sandbox_adopts_a_launched_container_and_only_pings_it(
     assert pending.wait_sent(30) and pending.wait(60) and pending.error is None
     [launched] = task_containers(docker_client, task_id)
     assert launched["State"] == "running" and launched["Labels"][LABEL_POOL] == "warm"
-    info = docker_client.api.inspect_container(launched["Id"])
+    info = docker_client.inspect_container(launched["Id"])
     assert info["Config"]["OpenStdin"] and info["Config"]["StdinOnce"] and info["HostConfig"]["AutoRemove"]
 
     sandbox = Sandbox(repo, SandboxConfig(image=sandbox_image), task_id=task_id, launched=pending)

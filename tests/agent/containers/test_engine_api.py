@@ -28,6 +28,8 @@ from agent.containers.engine_api import (
     EngineError,
     NotFound,
     connect_engine,
+    frames,
+    messages,
     oom_killed_since,
     parse_docker_host,
 )
@@ -235,6 +237,79 @@ def test_a_removal_someone_else_started_is_waited_for(tmp_path: Path) -> None:
     assert inspected == [200, 200, 200, 404]
 
 
+def _chunked(*pieces: bytes) -> bytes:
+    return b"".join(b"%x\r\n%s\r\n" % (len(piece), piece) for piece in pieces) + b"0\r\n\r\n"
+
+
+def _read_body(request: bytes, conn: socket.socket) -> bytes:
+    """The request's body (Content-Length of it), read past the head the fake daemon got."""
+    head, _, body = request.partition(b"\r\n\r\n")
+    sizes = [line.split(b":")[1] for line in head.split(b"\r\n") if line.lower().startswith(b"content-length")]
+    length = int(sizes[0])
+    while len(body) < length:
+        body += conn.recv(65536)
+    return body
+
+
+def test_a_load_sends_the_file_as_a_sized_tar_and_reads_the_answer_message_by_message(tmp_path: Path) -> None:
+    archive = tmp_path / "image.tar"
+    archive.write_bytes(b"x" * 300_000)
+    got: list[tuple[bytes, bytes]] = []
+
+    def answer(request: bytes, conn: socket.socket) -> None:
+        if request.startswith(b"GET /_ping"):
+            conn.sendall(b"HTTP/1.1 200 OK\r\nApi-Version: 1.41\r\nContent-Length: 2\r\n\r\nOK")
+        else:
+            got.append((request.split(b"\r\n\r\n")[0], _read_body(request, conn)))
+            said = b'{"stream":"Loaded image: a:1\\n"}\r\n{"stream":"Loaded image ID: sha256:12"}'
+            conn.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + _chunked(said[:9], said[9:]))
+        conn.close()
+
+    with fake_daemon(tmp_path, answer) as client, archive.open("rb") as data:
+        data.seek(1000)  # from its position on
+        assert client.load_image(data) == ["Loaded image: a:1", "Loaded image ID: sha256:12"]
+    head, body = got[0]
+    assert head.startswith(b"POST /v1.41/images/load?quiet=1 ") and b"Content-Type: application/x-tar" in head
+    assert b"Content-Length: 299000" in head and body == b"x" * 299_000
+
+
+def test_a_stream_error_message_and_an_oversized_message_are_one_line_errors(tmp_path: Path) -> None:
+    def answer(request: bytes, conn: socket.socket) -> None:
+        line = request.split(b"\r\n", 1)[0]
+        if line.startswith(b"GET /_ping"):
+            conn.sendall(b"HTTP/1.1 200 OK\r\nApi-Version: 1.41\r\nContent-Length: 2\r\n\r\nOK")
+        elif b"/build" in line:
+            _read_body(request, conn)
+            body = (b'{"stream":"Step 1/2 : FROM scratch\\n"}\n'
+                    b'{"errorDetail":{"message":"no command specified"},"error":"no command specified"}\n')
+            conn.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + _chunked(body))
+        else:  # a pull whose one message never ends
+            conn.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+                         + _chunked(b'{"status": "' + b"y" * 5000))
+        conn.close()
+
+    with fake_daemon(tmp_path, answer) as client:
+        seen: list[dict[str, Any]] = []
+        with pytest.raises(EngineError, match="the build failed: no command specified"):
+            for message in client.build(b"context", {"t": "x:1", "labels": {"a": "b"}}):
+                seen.append(message)
+        assert seen == [{"stream": "Step 1/2 : FROM scratch\n"}]  # what came before the error, as it came
+        with pytest.raises(EngineError, match="over 1000 bytes"):
+            list(messages(_received_from(client, "x"), "pull", limit=1000))
+
+
+def _received_from(client: EngineClient, name: str) -> Iterator[bytes]:
+    with client._stream("POST", "/images/create", {"fromImage": name, "tag": "1"}) as body:
+        yield from body
+
+
+def test_frames_are_demultiplexed_across_any_chunking() -> None:
+    stream = _frame(1, b"out one\n") + _frame(2, b"err\n") + _frame(1, b"") + _frame(1, b"out two")
+    for size in (1, 3, 8, 9, len(stream)):
+        chunks = [stream[i : i + size] for i in range(0, len(stream), size)]
+        assert list(frames(chunks)) == [(1, b"out one\n"), (2, b"err\n"), (1, b""), (1, b"out two")]
+
+
 # --- against the real daemon ---------------------------------------------------------------------
 
 
@@ -431,3 +506,45 @@ def test_tls_over_tcp_with_docker_cert_path(tmp_path: Path) -> None:
         listener.close()
         for conn in held:
             conn.close()
+
+
+@pytest.mark.docker
+def test_exec_archive_build_save_load_and_remove_against_the_daemon(client: EngineClient, image: str,
+                                                                    tmp_path: Path) -> None:
+    from tests import engine
+
+    body = _echo_body(image, TASK + "-exec")
+    body["Cmd"] = ["sleep", "60"]
+    container = client.create_container(body)
+    try:
+        client.start(container)
+        script = "echo out; echo err >&2; head -c 200000 /dev/zero; exit 3"
+        exec_id = client.exec_create(container, ["sh", "-c", script], "65534:65534", {"A": "1"}, "/tmp")
+        out = {1: b"", 2: b""}
+        for stream, data in client.exec_start(exec_id):
+            out[stream] += data
+        assert out[1].startswith(b"out\n") and len(out[1]) == 4 + 200_000 and out[2] == b"err\n"
+        assert client.exec_inspect(exec_id)["ExitCode"] == 3
+        with client.get_archive(container, "/etc/hostname") as tar:
+            assert b"hostname" in b"".join(tar)
+        with pytest.raises(NotFound):
+            client.get_archive(container, "/no/such/path")
+    finally:
+        remove_container(client, container)
+    (tmp_path / "hello.txt").write_text("hello\n")
+    (tmp_path / "Dockerfile").write_text("FROM scratch\nCOPY hello.txt /\n")
+    tag = f"codebox-test-api:{uuid.uuid4().hex[:8]}"
+    image_id = engine.build(client, tmp_path, tag)
+    try:
+        with client.save_image(tag) as saved:
+            archive = b"".join(saved)
+        client.remove_image(tag)
+        with pytest.raises(NotFound):
+            client.inspect_image(image_id)
+        assert any(tag in line for line in client.load_image(archive))
+        assert client.inspect_image(tag)["Id"] == image_id  # the same image, its tag kept
+        (tmp_path / "Dockerfile").write_text("FROM scratch\nRUN true\n")  # no shell in scratch: the build fails
+        with pytest.raises(EngineError, match="failed"):
+            engine.build(client, tmp_path, tag + "-broken")
+    finally:
+        engine.remove_image(client, tag)

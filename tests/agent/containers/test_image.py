@@ -4,11 +4,8 @@ root, tmpfs /tmp, no capabilities)."""
 
 from __future__ import annotations
 
-import contextlib
-import io
 import os
 import re
-import tarfile
 import textwrap
 import threading
 import time
@@ -16,11 +13,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import docker
-import docker.errors
 import pytest
 
 from agent.containers import image
+from agent.containers.engine_api import EngineClient, EngineError
+from tests import engine
 
 pytestmark = pytest.mark.docker
 
@@ -28,18 +25,17 @@ TEST_LABEL = {"codebox.test": "test_image"}
 
 
 @pytest.fixture(scope="module")
-def client() -> Iterator[docker.DockerClient]:
+def client() -> EngineClient:
+    c = engine.docker()
     try:
-        c = docker.from_env()
         c.ping()
-    except docker.errors.DockerException as exc:
+    except EngineError as exc:
         pytest.skip(f"Docker daemon not answering (docker info fails): {exc}")
-    yield c
-    c.close()
+    return c
 
 
 @pytest.fixture(scope="module")
-def sandbox_image(client: docker.DockerClient) -> str:
+def sandbox_image(client: EngineClient) -> str:
     lines: list[str] = []
     tag = image.ensure_sandbox_image(log=lines.append)
     assert tag == image.SANDBOX_IMAGE
@@ -47,36 +43,30 @@ def sandbox_image(client: docker.DockerClient) -> str:
 
 
 def run_in_sandbox(
-    client: docker.DockerClient,
+    client: EngineClient,
     tag: str,
     command: list[str] | None,
-    volumes: dict[str, dict[str, str]] | None = None,
+    binds: list[str] | None = None,
 ) -> tuple[int, str]:
-    """Run ``command`` to completion in a hardened, networkless container; always remove it."""
-    container: Any = client.containers.create(
-        tag,
-        command,
-        network_mode="none",
-        user="1000:1000",
-        read_only=True,
-        tmpfs={"/tmp": "rw,exec,size=64m"},
-        cap_drop=["ALL"],
-        security_opt=["no-new-privileges"],
-        labels=TEST_LABEL,
-        volumes=volumes or {},
-    )
+    """Run ``command`` (None: the image's) to completion in a hardened, networkless container; always remove it."""
+    body: dict[str, Any] = {"Image": tag, "User": "1000:1000", "Labels": TEST_LABEL, "HostConfig": {
+        "NetworkMode": "none", "ReadonlyRootfs": True, "Tmpfs": {"/tmp": "rw,exec,size=64m"}, "CapDrop": ["ALL"],
+        "SecurityOpt": ["no-new-privileges"], "Binds": binds or []}}
+    if command is not None:
+        body["Cmd"] = command
+    container = client.create_container(body)
     try:
-        container.start()
-        result = container.wait(timeout=120)
-        output = container.logs(stdout=True, stderr=True).decode("utf-8", "replace")
+        client.start(container)
+        status = client.wait(container, timeout_s=120)
+        output = client.logs(container, stdout=True, stderr=True).decode("utf-8", "replace")
     finally:
-        container.remove(force=True)
-    return int(result["StatusCode"]), output
+        client.remove(container, force=True)
+    return status, output
 
 
-def test_sandbox_image_exists_with_its_config(client: docker.DockerClient, sandbox_image: str) -> None:
+def test_sandbox_image_exists_with_its_config(client: EngineClient, sandbox_image: str) -> None:
     assert image.image_exists(sandbox_image)
-    config = client.images.get(sandbox_image).attrs["Config"]
+    config = client.inspect_image(sandbox_image)["Config"]
     assert config["Labels"]["codebox.image"] == "sandbox"
     env = dict(item.split("=", 1) for item in config["Env"])
     assert env["HOME"] == "/tmp"
@@ -94,7 +84,7 @@ def test_ensure_is_idempotent(sandbox_image: str) -> None:
     assert image.image_size(sandbox_image) == before
 
 
-def test_python_is_at_least_3_9(client: docker.DockerClient, sandbox_image: str) -> None:
+def test_python_is_at_least_3_9(client: EngineClient, sandbox_image: str) -> None:
     code, out = run_in_sandbox(client, sandbox_image, ["python3", "--version"])
     assert code == 0, out
     match = re.search(r"Python (\d+)\.(\d+)", out)
@@ -111,19 +101,19 @@ def test_python_is_at_least_3_9(client: docker.DockerClient, sandbox_image: str)
     ],
     ids=["git", "ripgrep", "pytest"],
 )
-def test_tool_present(client: docker.DockerClient, sandbox_image: str, command: list[str], expected: str) -> None:
+def test_tool_present(client: EngineClient, sandbox_image: str, command: list[str], expected: str) -> None:
     code, out = run_in_sandbox(client, sandbox_image, command)
     assert code == 0, out
     assert expected in out
 
 
-def test_default_command_runs(client: docker.DockerClient, sandbox_image: str) -> None:
+def test_default_command_runs(client: EngineClient, sandbox_image: str) -> None:
     # An imported base has no CMD unless the import sets one; a run without a command must work.
     code, out = run_in_sandbox(client, sandbox_image, None)
     assert code == 0, out
 
 
-def test_pytest_runs_on_a_read_only_repo(client: docker.DockerClient, sandbox_image: str, tmp_path: Path) -> None:
+def test_pytest_runs_on_a_read_only_repo(client: EngineClient, sandbox_image: str, tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     repo.mkdir()
     (repo / "test_ok.py").write_text(
@@ -150,7 +140,7 @@ def test_pytest_runs_on_a_read_only_repo(client: docker.DockerClient, sandbox_im
         client,
         sandbox_image,
         ["python3", "-m", "pytest", "-q"],
-        volumes={str(repo): {"bind": "/repo", "mode": "ro"}},
+        binds=[f"{repo}:/repo:ro"],
     )
     assert code == 0, out
     assert "2 passed" in out, out
@@ -183,20 +173,16 @@ def test_the_sandbox_image_carries_the_version_and_format_that_built_it(sandbox_
 
 
 @pytest.fixture
-def stale_tag(client: docker.DockerClient, sandbox_image: str) -> Iterator[str]:
+def stale_tag(client: EngineClient, sandbox_image: str, tmp_path: Path) -> Iterator[str]:
     """An image that looks like one an older codebox built (other build files, old version)."""
     tag = f"codebox-sandbox:pytest-stale-{os.getpid()}"
-    dockerfile = f"FROM {sandbox_image}\nLABEL codebox.version=0.0.1 codebox.format=000000000000\n"
-    context = io.BytesIO()
-    with tarfile.open(fileobj=context, mode="w") as tar:
-        info = tarfile.TarInfo("Dockerfile")
-        info.size = len(dockerfile)
-        tar.addfile(info, io.BytesIO(dockerfile.encode()))
-    context.seek(0)
-    client.images.build(fileobj=context, custom_context=True, tag=tag, network_mode="none", rm=True)
+    folder = tmp_path / "stale"
+    folder.mkdir()
+    labels = "LABEL codebox.version=0.0.1 codebox.format=000000000000"
+    (folder / "Dockerfile").write_text(f"FROM {sandbox_image}\n{labels}\n")
+    engine.build(client, folder, tag)
     yield tag
-    with contextlib.suppress(docker.errors.ImageNotFound):
-        client.images.remove(tag, force=True)
+    engine.remove_image(client, tag)
 
 
 def test_an_image_built_by_another_codebox_is_explained(stale_tag: str) -> None:
@@ -214,13 +200,13 @@ def test_ensure_rebuilds_an_image_of_another_format(stale_tag: str) -> None:
     assert any("rebuilt" in line and "0.0.1" in line for line in lines), lines
 
 
-def test_an_image_not_built_by_codebox_is_taken_as_it_is(client: docker.DockerClient) -> None:
+def test_an_image_not_built_by_codebox_is_taken_as_it_is(client: EngineClient) -> None:
     tag = f"codebox-base:pytest-plain-{os.getpid()}"
-    client.images.get(image.BASE_IMAGE).tag(tag)
+    client.tag_image(image.BASE_IMAGE, *tag.split(":"))
     try:
         assert image.image_problem(tag) is None  # e.g. --image with the user's own image
     finally:
-        client.images.remove(tag)
+        client.remove_image(tag)
 
 
 def test_a_second_build_waits_for_the_first(tmp_path: Path) -> None:

@@ -26,19 +26,17 @@ from typing import Any
 
 import pytest
 
-os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
-
-docker = pytest.importorskip("docker")
-
-from agent.containers.leftovers import LABEL_TASK  # noqa: E402
-from agent.containers.sandbox import (  # noqa: E402
+from agent.containers.engine_api import EngineClient, NotFound
+from agent.containers.leftovers import LABEL_TASK
+from agent.containers.sandbox import (
     STARTUP_TIMEOUT_S,
     Sandbox,
     SandboxConfig,
     SandboxError,
     reap_leftovers,
 )
-from sandbox import wire  # noqa: E402
+from sandbox import wire
+from tests import engine
 
 pytestmark = pytest.mark.docker
 
@@ -48,26 +46,19 @@ TASK = f"pytest-{os.getpid()}"
 OWNER_UID, OWNER_GID = 1000, 1000
 
 
-def _ours(client: Any) -> list[dict[str, Any]]:
-    found = client.api.containers(all=True, filters={"label": LABEL_TASK})
+def _ours(client: EngineClient) -> list[dict[str, Any]]:
+    found = engine.containers(client, LABEL_TASK)
     return [c for c in found if (c.get("Labels") or {}).get(LABEL_TASK, "").startswith(TASK)]
 
 
-def _wait_gone(client: Any, container_id: str, timeout_s: float) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        try:
-            client.api.inspect_container(container_id)
-        except docker.errors.NotFound:
-            return True
-        time.sleep(0.05)
-    return False
+def _wait_gone(client: EngineClient, container_id: str, timeout_s: float) -> bool:
+    return engine.wait_gone(client, container_id, timeout_s)
 
 
 @pytest.fixture(scope="session")
-def docker_client() -> Iterator[Any]:
+def docker_client() -> Iterator[EngineClient]:
     try:
-        client = docker.from_env(timeout=15)
+        client = engine.docker(timeout_s=60)
         client.ping()
     except Exception as exc:
         if os.environ.get("CI"):  # required in CI: a missing daemon fails, never skips
@@ -80,12 +71,12 @@ def docker_client() -> Iterator[Any]:
         time.sleep(0.1)
     left = [(c["Names"], c["State"]) for c in _ours(client)]
     for c in _ours(client):
-        client.api.remove_container(c["Id"], force=True)
+        client.remove(c["Id"], force=True)
     assert not left, f"leaked sandbox containers: {left}"
 
 
 @pytest.fixture(scope="session")
-def image(docker_client: Any) -> str:
+def image(docker_client: EngineClient) -> str:
     from agent.containers.image import ensure_sandbox_image
 
     return ensure_sandbox_image(log=lambda _msg: None)
@@ -146,10 +137,10 @@ def _json_out(reply: Any) -> Any:
 # --- the container -------------------------------------------------------------------------------
 
 
-def test_tool_container_is_hardened(sb: Sandbox, docker_client: Any, shared_repo: Path) -> None:
+def test_tool_container_is_hardened(sb: Sandbox, docker_client: EngineClient, shared_repo: Path) -> None:
     assert sb.startup_s is not None and 0 < sb.startup_s <= STARTUP_TIMEOUT_S  # recorded, within its own bound
     [cid] = sb.container_ids
-    info = docker_client.api.inspect_container(cid)
+    info = docker_client.inspect_container(cid)
     host, cfg = info["HostConfig"], info["Config"]
     assert host["NetworkMode"] == "none"
     assert host["CapDrop"] == ["ALL"]
@@ -176,7 +167,7 @@ def test_tool_container_is_hardened(sb: Sandbox, docker_client: Any, shared_repo
     assert cmd.startswith("python3 -S -m sandbox.container_init") and "-- python3 -m sandbox.server" in cmd
 
 
-def test_missing_image_is_a_clear_error(repo: Path, docker_client: Any) -> None:
+def test_missing_image_is_a_clear_error(repo: Path, docker_client: EngineClient) -> None:
     sandbox = Sandbox(repo, SandboxConfig(image="codebox-no-such-image:absent"), task_id=f"{TASK}-noimg")
     with pytest.raises(SandboxError, match="codebox image build"):
         sandbox.start()
@@ -272,7 +263,9 @@ def test_network_is_absent(sb: Sandbox) -> None:
     assert res["dns"].startswith("failed")
 
 
-def test_repo_is_read_only_for_tests_and_writable_by_apply_patch(image: str, repo: Path, docker_client: Any) -> None:
+def test_repo_is_read_only_for_tests_and_writable_by_apply_patch(
+    image: str, repo: Path, docker_client: EngineClient
+) -> None:
     with Sandbox(repo, _config(image), task_id=f"{TASK}-write") as sandbox:
         attempt = _py(
             sandbox,
@@ -319,7 +312,7 @@ def test_repo_is_read_only_for_tests_and_writable_by_apply_patch(image: str, rep
         assert not refused.ok and "unknown tool 'run_test'" in (refused.error or "") + refused.output
         ids = sandbox.container_ids
         assert len(ids) == 2
-        write = docker_client.api.inspect_container(ids[1])
+        write = docker_client.inspect_container(ids[1])
         assert write["Config"]["Labels"]["codebox.role"] == "write"
         mounts = {m["Destination"]: m for m in write["Mounts"]}
         assert mounts["/repo"]["RW"] is True
@@ -454,10 +447,10 @@ def test_oom_is_reported(image: str, repo: Path) -> None:
 # --- deaths, hangs and leaks ---------------------------------------------------------------------
 
 
-def test_container_killed_from_outside_mid_call(image: str, repo: Path, docker_client: Any) -> None:
+def test_container_killed_from_outside_mid_call(image: str, repo: Path, docker_client: EngineClient) -> None:
     with Sandbox(repo, _config(image), task_id=f"{TASK}-killed") as sandbox:
         [first] = sandbox.container_ids
-        killer = threading.Timer(1.0, lambda: docker_client.api.kill(first))
+        killer = threading.Timer(1.0, lambda: docker_client.kill(first))
         killer.start()
         t0 = time.monotonic()
         reply = _py(sandbox, "import time; time.sleep(60)", timeout_s=60)
@@ -471,24 +464,23 @@ def test_container_killed_from_outside_mid_call(image: str, repo: Path, docker_c
         assert _wait_gone(docker_client, first, 5)
         # Killed while idle: the next call notices before sending and uses a fresh container.
         [second] = sandbox.container_ids
-        docker_client.api.kill(second)
+        docker_client.kill(second)
         assert _wait_gone(docker_client, second, 5)
         again = sandbox.call("read_file", {"path": "README.md"})
         assert again.ok and sandbox.container_ids[0] not in (first, second)
 
 
-def _freeze_server(docker_client: Any, container_id: str) -> None:
+def _freeze_server(docker_client: EngineClient, container_id: str) -> None:
     """SIGSTOP the server from inside (as repository code could: same uid, no capability needed)."""
     code = (
         _SERVER_PIDS + "import signal\nfor p in server_pids():\n    os.kill(p, signal.SIGSTOP)\nprint(server_pids())\n"
     )
-    result = docker_client.containers.get(container_id).exec_run(
-        ["python3", "-c", code], user=f"{OWNER_UID}:{OWNER_GID}"
-    )
-    assert result.exit_code == 0 and result.output.strip() not in (b"", b"[]"), result
+    user = f"{OWNER_UID}:{OWNER_GID}"
+    status, output = engine.exec_in(docker_client, container_id, ["python3", "-c", code], user=user)
+    assert status == 0 and output.strip() not in (b"", b"[]"), output
 
 
-def test_hung_server_is_killed_at_the_host_deadline(image: str, repo: Path, docker_client: Any) -> None:
+def test_hung_server_is_killed_at_the_host_deadline(image: str, repo: Path, docker_client: EngineClient) -> None:
     cfg = _config(image, call_grace_s=1.0)
     with Sandbox(repo, cfg, task_id=f"{TASK}-hung") as sandbox:
         [first] = sandbox.container_ids
@@ -569,7 +561,7 @@ def test_init_cannot_be_stopped_killed_or_traced_from_inside(sb: Sandbox) -> Non
     assert sb.call("ping", {}).ok
 
 
-def test_close_from_another_thread_during_a_call(image: str, repo: Path, docker_client: Any) -> None:
+def test_close_from_another_thread_during_a_call(image: str, repo: Path, docker_client: EngineClient) -> None:
     sandbox = Sandbox(repo, _config(image), task_id=f"{TASK}-close")
     sandbox.start()
     [cid] = sandbox.container_ids
@@ -588,7 +580,7 @@ def test_close_from_another_thread_during_a_call(image: str, repo: Path, docker_
 
 @pytest.mark.parametrize("frozen_server", [False, True], ids=["server-exits-on-eof", "server-sigstopped"])
 def test_sigkill_of_the_owner_process_removes_the_container(
-    image: str, repo: Path, docker_client: Any, frozen_server: bool
+    image: str, repo: Path, docker_client: EngineClient, frozen_server: bool
 ) -> None:
     """The host process dies by SIGKILL: its container goes too (server EOF; or init sees the hang-up)."""
     script = textwrap.dedent(
@@ -610,7 +602,7 @@ def test_sigkill_of_the_owner_process_removes_the_container(
         assert proc.stdout is not None
         cid = proc.stdout.readline().strip()
         assert cid, "the owner process did not start a sandbox"
-        assert docker_client.api.inspect_container(cid)["State"]["Running"]
+        assert docker_client.inspect_container(cid)["State"]["Running"]
         if frozen_server:
             _freeze_server(docker_client, cid)
         os.kill(proc.pid, signal.SIGKILL)
@@ -624,25 +616,24 @@ def test_sigkill_of_the_owner_process_removes_the_container(
             proc.wait()
 
 
-def test_reap_leftovers(image: str, docker_client: Any) -> None:
+def test_reap_leftovers(image: str, docker_client: EngineClient) -> None:
     dead = subprocess.Popen(["true"])
     dead.wait()
     now = time.time()
 
     def make(tag: str, owner: int, expires: float) -> str:
-        container = docker_client.containers.create(
-            image,
-            ["true"],
-            labels={
+        return docker_client.create_container({
+            "Image": image,
+            "Cmd": ["true"],
+            "Labels": {
                 LABEL_TASK: f"{TASK}-reap-{tag}",
                 "codebox.owner": str(owner),
                 "codebox.host": socket.gethostname(),
                 "codebox.role": "tools",
                 "codebox.expires": str(int(expires)),
             },
-            network_mode="none",
-        )
-        return str(container.id)
+            "HostConfig": {"NetworkMode": "none"},
+        })
 
     dead_owner = make("dead", dead.pid, now + 3600)
     expired = make("expired", os.getpid(), now - 3600)
@@ -653,14 +644,14 @@ def test_reap_leftovers(image: str, docker_client: Any) -> None:
         assert dead_owner in removed and expired in removed and alive not in removed
         assert any("owner process" in m for m in logged) and any("lifetime" in m for m in logged)
         assert _wait_gone(docker_client, dead_owner, 5) and _wait_gone(docker_client, expired, 5)
-        assert docker_client.api.inspect_container(alive)
+        assert docker_client.inspect_container(alive)
     finally:
         for cid in (dead_owner, expired, alive):
-            with contextlib.suppress(docker.errors.NotFound):
-                docker_client.api.remove_container(cid, force=True)
+            with contextlib.suppress(NotFound):
+                docker_client.remove(cid, force=True)
 
 
-def test_container_past_its_lifetime_is_replaced(image: str, repo: Path, docker_client: Any) -> None:
+def test_container_past_its_lifetime_is_replaced(image: str, repo: Path, docker_client: EngineClient) -> None:
     with Sandbox(repo, _config(image, lifetime_s=2), task_id=f"{TASK}-lifetime") as sandbox:
         [first] = sandbox.container_ids
         # The server exits at its lifetime; init ends the container; auto_remove deletes it.

@@ -75,7 +75,7 @@ def test_the_pool_starts_the_next_tasks_sandbox_labelled_on_its_own_repo(
         labels = warm["Labels"]
         assert labels[LABEL_POOL] == "warm" and labels["codebox.owner"] == str(os.getpid())
         assert labels["codebox.host"] == socket.gethostname() and float(labels["codebox.expires"]) > time.time()
-        info = client.api.inspect_container(warm["Id"])
+        info = client.inspect_container(warm["Id"])
         mounts = {m["Destination"]: m for m in info["Mounts"]}
         assert mounts["/repo"]["Source"] == str(repos[1].resolve()) and mounts["/repo"]["RW"] is False
         assert info["HostConfig"]["NetworkMode"] == "none"

@@ -12,8 +12,6 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("docker")
-
 from agent.backends.pool import LABEL_POOL, PlannedTask, WarmPool
 from agent.batch import run_batch
 from agent.cancel import CancelToken
@@ -75,7 +73,7 @@ def tasks_for(tmp_path: Path, repo: Path, ids: list[str], **extra: Any) -> list[
 
 
 def containers(client: Any, task_id: str) -> list[dict[str, Any]]:
-    return list(client.api.containers(all=True, filters={"label": f"{LABEL_TASK}={task_id}"}))
+    return list(client.containers(all=True, filters={"label": [f"{LABEL_TASK}={task_id}"]}))
 
 
 def wait_for(check: Any, timeout_s: float = 60) -> Any:
@@ -207,9 +205,9 @@ def test_cancel_mid_batch_leaves_no_container_and_no_workspace(
 def other_image(docker_client: Any, sandbox_image: str) -> Iterator[str]:
     """The sandbox image under a tag of this test's own (removing it removes only the tag)."""
     repository, tag = "codebox-pooltest", str(os.getpid())
-    docker_client.images.get(sandbox_image).tag(repository, tag=tag)
+    docker_client.tag_image(sandbox_image, repository, tag)
     yield f"{repository}:{tag}"
-    docker_client.images.remove(f"{repository}:{tag}")
+    docker_client.remove_image(f"{repository}:{tag}")
 
 
 def test_a_task_whose_env_image_differs_starts_its_own_and_the_warm_one_goes(

@@ -2,55 +2,39 @@
 
 from __future__ import annotations
 
-import contextlib
-import io
-import tarfile
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from agent.engines.node import NodeError, ensure_image, local_image_id, missing_images, save_image
+from tests import engine
 
 pytestmark = pytest.mark.docker
 
 
 @pytest.fixture
-def tiny_image() -> Iterator[str]:
-    """An image of one file, made here (docker import) and removed at the end: this test's own."""
-    import docker
-
+def tiny_image(tmp_path: Path) -> Iterator[str]:
+    """An image of one file, made here (FROM scratch) and removed at the end: this test's own."""
     tag = f"codebox-test-ship:{uuid.uuid4().hex[:8]}"
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w") as archive:
-        data = f"{tag}\n".encode()
-        info = tarfile.TarInfo("hello.txt")
-        info.size = len(data)
-        archive.addfile(info, io.BytesIO(data))
-    client = docker.from_env()
-    repository, _, version = tag.partition(":")
-    client.api.import_image_from_data(buffer.getvalue(), repository=repository, tag=version)
-    image_id = client.images.get(tag).id
+    (tmp_path / "hello.txt").write_text(f"{tag}\n")
+    (tmp_path / "Dockerfile").write_text("FROM scratch\nCOPY hello.txt /\n")
+    client = engine.docker()
+    image_id = engine.build(client, tmp_path, tag)
     try:
         yield tag
     finally:
-        with contextlib.suppress(docker.errors.ImageNotFound):
-            client.images.remove(image_id, force=True)
-        client.close()
+        if engine.image_id(client, image_id) is not None:
+            client.remove_image(image_id, force=True)
 
 
 def test_a_node_without_the_image_loads_the_archive_once(tiny_image: str) -> None:
-    import docker
-
     image_id = local_image_id(tiny_image)
     assert image_id is not None and missing_images([image_id]) == []
     archive = save_image(tiny_image)
     assert ensure_image(image_id, archive, tiny_image) is False  # present: nothing is loaded
-    client = docker.from_env()
-    try:
-        client.images.remove(image_id, force=True)  # now this "node" lacks it
-    finally:
-        client.close()
+    engine.docker().remove_image(image_id, force=True)  # now this "node" lacks it
     assert missing_images([image_id]) == [image_id]
     with pytest.raises(NodeError, match="the driver sent none"):
         ensure_image(image_id, None, tiny_image)

@@ -216,13 +216,9 @@ def _descends_from(pid: int, ancestor: int) -> bool:
 
 def _containers(task_id: str | None = None) -> list[dict[str, Any]]:
     """Summaries of codebox containers (of this task), as the docker API lists them."""
-    import docker
+    from tests import engine
 
-    client = docker.from_env()
-    try:
-        found = client.api.containers(all=True, filters={"label": "codebox.task"})
-    finally:
-        client.close()
+    found = engine.containers(engine.docker(), "codebox.task")
     return [c for c in found if task_id is None or c["Labels"].get("codebox.task") == task_id]
 
 

@@ -44,9 +44,10 @@ def _session_images(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     try:
         from agent.env.install import images
 
-        engine = images.EngineImages.connect()
-        images.remove_env_images(engine, [])
-        engine.close()
+        for backend in sorted({e.engine for e in images.entries()}):  # each engine a test built in
+            engine = images.EngineImages.connect(backend)
+            images.remove_env_images(engine, [])
+            engine.close()
     except Exception as exc:  # cleanup only: a daemon gone at the end is not a test failure
         print(f"codebox tests: could not remove this session's images: {exc}")
     finally:
@@ -123,14 +124,8 @@ def backend_wheels() -> Path:
 
 def _sandbox_python() -> tuple[str, str]:
     """The sandbox image's Python (major.minor) and a manylinux platform tag pip takes for it."""
-    import docker
+    from tests.engine import docker, run
 
-    client = docker.from_env()
-    try:
-        code = "import platform, sys; print(f'{sys.version_info[0]}.{sys.version_info[1]} {platform.machine()}')"
-        out = client.containers.run("codebox-sandbox:latest", ["python3", "-c", code], remove=True,
-                                    network_mode="none").decode()
-    finally:
-        client.close()
-    python, machine = out.split()
+    code = "import platform, sys; print(f'{sys.version_info[0]}.{sys.version_info[1]} {platform.machine()}')"
+    python, machine = run(docker(), "codebox-sandbox:latest", ["python3", "-c", code]).split()
     return python, f"manylinux_2_17_{machine}"

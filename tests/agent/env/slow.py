@@ -11,11 +11,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-import docker
 import pytest
 
-from agent.containers.leftovers import LABEL_OWNER, LABEL_ROLE, LABEL_TASK
+from agent.containers.engine_api import EngineClient
 from agent.env.install import box, deps
+from agent.sandboxes.owner import LABEL_OWNER, LABEL_ROLE, LABEL_TASK
+from tests import engine
 
 BLOCK = "sleep 600  # codebox tests: a build that would take ten minutes\n"
 INSTALL = "env-deps"  # the task label of the box that installs the dependencies
@@ -40,25 +41,24 @@ def sitecustomize_folder(tmp: Path) -> Path:
     return folder
 
 
-def build_containers(client: docker.DockerClient, owner: int) -> list[Any]:
+def build_containers(client: EngineClient, owner: int) -> list[dict[str, Any]]:
     """The environment build containers (install and probes) that process ``owner`` made, any state."""
-    labels = [f"{LABEL_ROLE}={box.ROLE_BUILD}", f"{LABEL_OWNER}={owner}"]
-    return list(client.containers.list(all=True, filters={"label": labels}, ignore_removed=True))
+    return engine.containers(client, f"{LABEL_ROLE}={box.ROLE_BUILD}", f"{LABEL_OWNER}={owner}")
 
 
-def wait_for_install(client: docker.DockerClient, owner: int, timeout: float = 120) -> Any:
-    """The running install container of ``owner``'s build (its install step blocks in BLOCK), once it runs."""
+def wait_for_install(client: EngineClient, owner: int, timeout: float = 120) -> str:
+    """The id of the running install container of ``owner``'s build (its install step blocks in BLOCK), once it runs."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         for container in build_containers(client, owner):
-            if container.labels.get(LABEL_TASK) == INSTALL and container.status == "running":
-                return container
+            if (container.get("Labels") or {}).get(LABEL_TASK) == INSTALL and container.get("State") == "running":
+                return str(container["Id"])
         time.sleep(0.1)
     raise AssertionError(f"no install container of process {owner} ran within {timeout:g} s")
 
 
-def env_images(client: docker.DockerClient, repo: Path) -> list[Any]:
+def env_images(client: EngineClient, repo: Path) -> list[dict[str, Any]]:
     """Every image codebox made for ``repo`` (environment, dependencies or tools), by the label set for people."""
     from agent.env.install import images
 
-    return list(client.images.list(filters={"label": f"{images.LABEL_REPO}={repo}"}))
+    return engine.images(client, f"{images.LABEL_REPO}={repo}")

@@ -3,16 +3,14 @@ the project importable from /repo as if installed editable, the env's own pytest
 
 from __future__ import annotations
 
-import contextlib
 import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import docker
-import docker.models.containers
 import pytest
 
+from agent.containers.builds import EngineBuilder
 from agent.containers.sandbox import Sandbox
 from agent.env.errors import EnvError
 from agent.env.install import images
@@ -24,6 +22,7 @@ from tests.agent.env import projects
 from tests.agent.env.projects import write
 from tests.agent.env.slow import env_images
 from tests.agent.env.wheels import make_sdist, make_wheel, setuptools_pyproject
+from tests.engine import containers, docker, remove_image
 
 pytestmark = pytest.mark.docker
 BASE = "codebox-sandbox:latest"
@@ -41,25 +40,23 @@ def made() -> Iterator[list[str]]:
     """Tags of the environment images this module made: removed at its end (ours only)."""
     tags: list[str] = []
     yield tags
-    client = docker.from_env()
+    client = docker()
     for tag in set(tags):
         if tag.startswith(images.REPOSITORY + ":"):
-            with contextlib.suppress(docker.errors.ImageNotFound):
-                client.images.remove(tag)
-    client.close()
+            remove_image(client, tag)
 
 
 @pytest.fixture()
 def created(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
-    """The options of every container created (a spy: the real create still runs)."""
+    """The options of every build box created (a spy: the real create still runs)."""
     seen: list[dict[str, Any]] = []
-    real = docker.models.containers.ContainerCollection.create
+    real = EngineBuilder.create_box
 
-    def spy(self: Any, image: str, command: Any = None, **kwargs: Any) -> Any:
-        seen.append({"image": image, "command": command, **kwargs})
-        return real(self, image, command, **kwargs)
+    def spy(self: EngineBuilder, image: str, options: Any) -> Any:
+        seen.append({"image": image, **options})
+        return real(self, image, options)
 
-    monkeypatch.setattr(docker.models.containers.ContainerCollection, "create", spy)
+    monkeypatch.setattr(EngineBuilder, "create_box", spy)
     return seen
 
 
@@ -156,12 +153,11 @@ def test_an_unresolvable_requirement_leaves_no_image(tmp_path: Path, local_index
     with pytest.raises(EnvError, match=r"not-there \(declared in requirements.txt:2\)") as info:
         ensure_env(EnvRequest(repo=repo, base_image=BASE, index=local_index))
     assert info.value.usage
-    client = docker.from_env()
+    client = docker()
     assert env_images(client, repo) == []
     # No recorded image could hold not-there: the box started while uv resolved, and went with the failure.
     assert "env-deps" in [c["labels"]["codebox.task"] for c in created]
-    assert [c for c in client.containers.list(all=True, filters={"label": "codebox.role=env-build"})
-            if c.labels.get("codebox.owner") == str(os.getpid())] == []
+    assert containers(client, "codebox.role=env-build", f"codebox.owner={os.getpid()}") == []
 
 
 def test_requires_python_the_image_lacks_points_to_image(tmp_path: Path, local_index: IndexConfig) -> None:
@@ -179,13 +175,12 @@ def test_an_install_that_fails_offline_reports_the_log_tail_and_leaves_nothing(
     make_wheel(wheels, "escaper", "1.0", {"escaper/__init__.py": ""}, wheel_version="9.0")
     make_wheel(wheels, "pytest", "99.0", {"pytest/__init__.py": ""})
     repo = write(tmp_path / "repo", {"requirements.txt": "escaper\n"})
-    client = docker.from_env()
+    client = docker()
     with pytest.raises(EnvError, match="failed offline") as info:
         ensure_env(EnvRequest(repo=repo, base_image=BASE, index=IndexConfig(find_links=[str(wheels)], no_index=True)))
     assert "escaper" in str(info.value)  # the tail of the build log names the bad wheel
     assert env_images(client, repo) == []
-    ids = [c for c in client.containers.list(all=True, filters={"label": "codebox.role=env-build"})
-           if c.labels.get("codebox.owner") == str(os.getpid())]
+    ids = containers(client, "codebox.role=env-build", f"codebox.owner={os.getpid()}")
     assert ids == [] and all(c["network_mode"] == "none" for c in created)
 
 
@@ -244,7 +239,7 @@ def test_an_sdist_that_fails_to_build_reports_its_log_tail_and_leaves_no_image(
         "setup.py": "raise SystemExit('codebox-test: this sdist does not build')\n",
     })
     repo = write(tmp_path / "repo", {"requirements.txt": "tinysd\n"})
-    client = docker.from_env()
+    client = docker()
     with pytest.raises(EnvError, match=r"(?s)sdist failed offline.*tinysd-0.1.tar.gz failed.*this sdist does not build"
                        ) as info:
         ensure_env(EnvRequest(repo=repo, base_image=BASE, index=index))

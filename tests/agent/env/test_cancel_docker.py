@@ -11,10 +11,10 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import docker
 import pytest
 
 from agent.cancel import CancelToken
+from agent.containers.engine_api import EngineClient, NotFound
 from agent.env.cancel import EnvCancelled
 from agent.env.install import deps
 from agent.env.install.ensure import EnvRequest, ensure_env
@@ -24,6 +24,7 @@ from agent.protocol import EnvInfo
 from tests.agent.env import projects
 from tests.agent.env.projects import write
 from tests.agent.env.slow import build_containers, env_images, slow_install, wait_for_install
+from tests.engine import docker, remove_image
 
 pytestmark = pytest.mark.docker
 BASE = "codebox-sandbox:latest"
@@ -37,27 +38,26 @@ def _image() -> None:
 
 
 @pytest.fixture()
-def client() -> Iterator[docker.DockerClient]:
-    c = docker.from_env()
+def client() -> Iterator[EngineClient]:
+    c = docker()
     yield c
     c.close()
 
 
 @pytest.fixture()
-def repo(tmp_path: Path, client: docker.DockerClient, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+def repo(tmp_path: Path, client: EngineClient, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """The flat project, with a cache of its own (so its dependencies image is built here, not found);
     every image made for it is removed at the end (ours only)."""
     monkeypatch.setenv("CODEBOX_CACHE_DIR", str(tmp_path / "cache"))
     path = write(tmp_path / "repo", projects.FLAT)
     yield path
     for image in env_images(client, path):
-        for tag in image.tags:
-            with contextlib.suppress(docker.errors.ImageNotFound):
-                client.images.remove(tag)
+        for tag in image.get("RepoTags") or []:
+            remove_image(client, tag)
 
 
 def test_cancel_during_the_install_removes_the_container_tags_nothing_and_a_rebuild_works(
-    repo: Path, local_index: IndexConfig, client: docker.DockerClient, monkeypatch: pytest.MonkeyPatch
+    repo: Path, local_index: IndexConfig, client: EngineClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     real_install = deps._install_script
     slow_install(monkeypatch)  # the install would take ten minutes
@@ -82,8 +82,8 @@ def test_cancel_during_the_install_removes_the_container_tags_nothing_and_a_rebu
     assert len(failure) == 1 and isinstance(failure[0], EnvCancelled), failure
     assert "cancelled (test cancel)" in str(failure[0])
     print(f"cancel -> EnvCancelled: {took[0] - cancelled_at:.2f} s")
-    with pytest.raises(docker.errors.NotFound):
-        client.containers.get(install.id)
+    with pytest.raises(NotFound):
+        client.inspect_container(install)
     assert build_containers(client, os.getpid()) == []
     assert env_images(client, repo) == []
     wheels = cache_dir() / "wheels"
@@ -96,7 +96,8 @@ def test_cancel_during_the_install_removes_the_container_tags_nothing_and_a_rebu
     before = {p: p.stat().st_mtime_ns for p in wheels.rglob("*.whl")}
     info = ensure_env(EnvRequest(repo=repo, base_image=BASE, index=local_index), cancel=CancelToken())
     assert info.built and info.image.startswith("codebox-env:")
-    assert sorted(t for i in env_images(client, repo) for t in i.tags) == sorted([info.image, *deps_tags(info)])
+    tags = [t for i in env_images(client, repo) for t in i.get("RepoTags") or []]
+    assert sorted(tags) == sorted([info.image, *deps_tags(info)])
     assert {p: p.stat().st_mtime_ns for p in before} == before
     assert build_containers(client, os.getpid()) == []
 

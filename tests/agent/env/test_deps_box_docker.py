@@ -7,7 +7,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import docker
 import pytest
 
 from agent.env.install import box
@@ -16,6 +15,7 @@ from agent.env.resolve.resolve import IndexConfig
 from agent.protocol import EnvInfo
 from tests.agent.env.projects import write
 from tests.agent.env.wheels import make_wheel
+from tests.engine import docker, run
 
 pytestmark = pytest.mark.docker
 BASE = "codebox-sandbox:latest"
@@ -37,11 +37,10 @@ def made() -> Iterator[list[str]]:
     """Image ids this module made: removed at its end (ours only)."""
     ids: list[str] = []
     yield ids
-    client = docker.from_env(timeout=900)
+    client = docker()
     for image_id in reversed(ids):
         with contextlib.suppress(Exception):  # cleanup only: gone already, or still in use
-            client.images.remove(image_id)
-    client.close()
+            client.remove_image(image_id)
 
 
 @pytest.fixture()
@@ -88,13 +87,7 @@ def build(repo: Path, index: IndexConfig, made: list[str]) -> EnvInfo:
 
 def listing(image: str, path: str) -> str:
     """``find path`` in the image, by sh alone (no Python starts, so no .pth of the image runs)."""
-    client = docker.from_env()
-    try:
-        out = client.containers.run(image, ["sh", "-c", f"find {path} | sort"], network_mode="none", remove=True,
-                                    entrypoint="")
-    finally:
-        client.close()
-    return bytes(out).decode()
+    return run(docker(), image, ["sh", "-c", f"find {path} | sort"])
 
 
 def test_an_all_wheels_lock_is_installed_with_no_root_no_capability_no_cpu_quota_and_no_package_code(
@@ -119,25 +112,23 @@ def test_an_all_wheels_lock_is_installed_with_no_root_no_capability_no_cpu_quota
 
 @pytest.fixture()
 def loads(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
-    """Every `docker load`: the tags (or ``<untagged>``) of the images in its manifest (a spy: the load runs)."""
-    import io
+    """Every image load: the tags (or ``<untagged>``) of the images in its manifest (a spy: the load runs)."""
     import json
     import tarfile
 
-    import docker.models.images
+    from agent.containers.builds import EngineBuilder
 
     seen: list[list[str]] = []
-    real = docker.models.images.ImageCollection.load
+    real = EngineBuilder.load_image
 
-    def spy(self: Any, data: Any) -> Any:
-        raw = data.read()
-        with tarfile.open(fileobj=io.BytesIO(raw)) as tar:
+    def spy(self: EngineBuilder, archive: Path) -> None:
+        with tarfile.open(archive) as tar:
             member = tar.extractfile("manifest.json")
             assert member is not None
             seen.append([(m["RepoTags"] or ["<untagged>"])[0] for m in json.loads(member.read())])
-        return real(self, raw)
+        real(self, archive)
 
-    monkeypatch.setattr(docker.models.images.ImageCollection, "load", spy)
+    monkeypatch.setattr(EngineBuilder, "load_image", spy)
     return seen
 
 
@@ -208,9 +199,7 @@ def test_the_untagged_venv_image_is_gone_after_a_build_and_after_a_failed_one(
     with pytest.raises(EnvError, match=r"the bytecode step failed \(exit 7\)"):
         build(repo, index, made)
     assert len(partials) == 2 and engine.inspect(partials[1]) is None
-    client = docker.from_env()
-    assert env_images(client, repo) == []
-    client.close()
+    assert env_images(docker(), repo) == []
     engine.close()
 
 
@@ -264,8 +253,8 @@ def test_an_untagged_image_a_killed_build_left_is_removed_by_the_next_build(
 
     from agent.env.install import images, layer
 
-    client = docker.from_env()
-    left, running = (layer.load_stack(client, BASE, [layer.Stacked(
+    engine = images.EngineImages.connect()
+    left, running = (layer.load_stack(engine.store, BASE, [layer.Stacked(
         [layer.layer_from_files(tmp_path / f"{name}.tar", {f"opt/codebox-env/{name}.txt": (str(tmp_path), 0o644)})],
         "", {})])[0] for name in ("left", "running"))
     gone = subprocess.Popen(["true"])  # a process that has ended: the killed build
@@ -277,10 +266,8 @@ def test_an_untagged_image_a_killed_build_left_is_removed_by_the_next_build(
     make_wheel(extra, "onlyhere", "1.0", {"onlyhere/__init__.py": f"WHERE = {str(tmp_path)!r}\n"})
     index = IndexConfig(find_links=[str(wheelhouse), str(extra)], no_index=True)
     build(write(tmp_path / "one", {"requirements.txt": "onlyhere\n"}), index, made)
-    engine = images.EngineImages.connect()
     assert engine.inspect(left) is None and not dead.exists()
     assert engine.inspect(running) is not None and alive.exists()
     alive.unlink()
-    client.images.remove(running)
-    client.close()
+    assert engine.remove(running)
     engine.close()

@@ -22,7 +22,7 @@ from tests.agent.env.projects import FLAT, write
 ROOT = Path(__file__).resolve().parents[3]
 # Only a build (or a download, a resolve, a run) has a use for these.
 NOT_IN_A_HIT = (
-    "docker", "requests", "urllib3", "rich", "openai", "agent.protocol", "agent.containers.docker_client",
+    "docker", "requests", "urllib3", "rich", "openai", "agent.protocol",
     "agent.env.install.deps", "agent.env.install.layer", "agent.env.install.probe", "agent.env.resolve.sdists",
     "agent.env.install.metadata",
     "agent.env.install.project_build", "agent.env.install.tools", "urllib.request", "http.client", "ssl",
@@ -42,13 +42,15 @@ def refuse(*args, **kwargs):
 agent.env.resolve.resolve.run_process = agent.env.resolve.fetch.fetch_pin = socket.socket.connect = refuse
 
 class Engine:
+    name = "docker"
+
     def inspect(self, name):
         return {"Id": name if name.startswith("sha256:") else "sha256:" + "b" * 64}
 
     def close(self):
         pass
 
-images.EngineImages.connect = classmethod(lambda cls: Engine())
+images.EngineImages.connect = classmethod(lambda cls, backend="docker": Engine())
 """
 
 _RECORD = """

@@ -4,6 +4,7 @@ checks, and the record of built images (a derived image, a stale entry, concurre
 from __future__ import annotations
 
 import io
+import os
 import tarfile
 import threading
 from pathlib import Path
@@ -103,9 +104,10 @@ def test_a_containers_layer_is_checked_before_it_is_loaded(tmp_path: Path) -> No
 
 
 class FakeEngine:
-    """Images by id (and tag); what the record asks of Docker."""
+    """Images by id (and tag); what the record asks of a backend's image store."""
 
-    def __init__(self) -> None:
+    def __init__(self, name: str = "docker") -> None:
+        self.name = name
         self.images: dict[str, dict[str, Any]] = {}
         self.removed: list[str] = []
 
@@ -139,6 +141,22 @@ def test_the_record_finds_only_the_ids_codebox_built(tmp_path: Path, monkeypatch
         images.remove_env_images(engine, ["mine:latest"])
     assert images.remove_env_images(engine, []) == ["codebox-env:aaaaaaaaaaaaaaaa"]
     assert engine.removed == ["sha256:env1"] and "mine:latest" in engine.images
+
+
+def test_each_engines_images_are_its_own(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CODEBOX_CACHE_DIR", str(tmp_path))
+    docker, podman = FakeEngine("docker"), FakeEngine("podman")
+    for engine in (docker, podman):  # the same base image in both stores (Podman's is a copy of Docker's)
+        engine.add("sha256:env1", "codebox-env:aaaa")
+    images.write(entry("env", "a" * 32, "sha256:env1"))  # Docker's record
+    assert images.engine_part("docker") == {} and images.engine_part("podman") == {"engine": "podman"}
+    assert [e.entry.id for e in images.list_env_images(podman)] == []  # not Podman's, though it has that id
+    assert images.remove_env_images(podman, []) == [] and podman.removed == []
+    assert [e.entry.id for e in images.list_env_images(docker)] == ["sha256:env1"]
+    left = images.mark_loading("sha256:left", "podman")
+    left.write_text(left.read_text().replace(f'"pid": {os.getpid()}', '"pid": 999999999'))  # its build died
+    assert images.reap_loading(docker) == [] and left.exists()  # another engine's image: not Docker's to remove
+    assert images.reap_loading(podman) == ["sha256:left"] and not left.exists()
 
 
 def test_a_stale_or_damaged_entry_is_a_miss(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

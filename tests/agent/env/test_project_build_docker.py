@@ -11,7 +11,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import docker
 import pytest
 
 from agent.containers.sandbox import Sandbox, SandboxConfig
@@ -22,6 +21,7 @@ from agent.env.install.ensure import EnvRequest, ensure_env
 from agent.env.recipe import Recipe
 from agent.env.resolve.resolve import IndexConfig
 from agent.protocol import EnvInfo
+from tests import engine
 from tests.agent.env import projects
 from tests.agent.env.projects import git_tagged, write
 from tests.agent.env.wheels import make_wheel
@@ -51,11 +51,10 @@ def made() -> Iterator[list[str]]:
     """Image ids this module made: removed at its end (ours only)."""
     ids: list[str] = []
     yield ids
-    client = docker.from_env(timeout=900)
+    client = engine.docker()
     for image_id in reversed(ids):
         with contextlib.suppress(Exception):  # cleanup only: gone already, or still in use
-            client.images.remove(image_id)
-    client.close()
+            client.remove_image(image_id)
 
 
 @pytest.fixture()
@@ -193,7 +192,7 @@ def test_the_build_box_limits_as_seen_by_the_projects_own_setup_py(
     assert seen["wrote_venv"] is False
     for options in boxes:
         assert options["network_mode"] == "none" and options["cap_drop"] == ["ALL"]
-        assert options["security_opt"] == ["no-new-privileges"] and options["init"] is True
+        assert options["security_opt"] == ["no-new-privileges"] and options["command"] == box.KEEP_ALIVE
         assert set(options["cap_add"]) <= {"CHOWN", "DAC_READ_SEARCH", "DAC_OVERRIDE", "FOWNER", "FSETID"}
         assert all(v["mode"] == "ro" for v in options["volumes"].values())
     project = next(o for o in boxes if o["purpose"] == "project")
@@ -282,27 +281,27 @@ def test_an_image_built_from_an_env_image_is_never_taken_listed_or_removed(
     index = IndexConfig(find_links=[str(wheelhouse)], no_index=True)
     repo = write(tmp_path / "repo", projects.FLAT)
     info = build(repo, index, made)
-    client = docker.from_env()
+    client = engine.docker()
     derived_tag = f"codebox-test-derived:{os.getpid()}"
     dockerfile = tmp_path / "ctx"
     write(dockerfile, {"Dockerfile": f"FROM {info.image_id}\nLABEL derived=yes\n"})
-    derived, _ = client.images.build(path=str(dockerfile), tag=derived_tag, network_mode="none", rm=True)
+    derived = engine.build(client, dockerfile, derived_tag)
     try:
-        assert derived.labels[images.LABEL_KIND] == images.KIND  # it inherited every label
+        labels = client.inspect_image(derived)["Config"]["Labels"]
+        assert labels[images.LABEL_KIND] == images.KIND  # it inherited every label
         monkeypatch.setenv("CODEBOX_CACHE_DIR", str(tmp_path / "other-cache"))  # a record without the env image
-        engine = images.EngineImages.connect()
-        assert derived.id not in {e.entry.id for e in images.list_env_images(engine)}
+        store = images.EngineImages.connect()
+        assert derived not in {e.entry.id for e in images.list_env_images(store)}
         again = build(repo, index, made)
-        assert again.built and again.image_id != derived.id
-        removed = images.remove_env_images(engine, [])
-        assert derived_tag not in removed and client.images.get(derived_tag).id == derived.id
+        assert again.built and again.image_id != derived
+        removed = images.remove_env_images(store, [])
+        assert derived_tag not in removed and engine.image_id(client, derived_tag) == derived
         from agent.env.choose import choose_env
 
         named = choose_env(derived_tag, repo, BASE)
         assert named is not None and named.image == derived_tag and named.lock == ""  # any image, as it is
     finally:
-        client.images.remove(derived_tag)
-        client.close()
+        client.remove_image(derived_tag)
 
 
 def test_recipe_pip_packages_are_resolved_with_the_rest(tmp_path: Path, wheelhouse: Path, made: list[str]) -> None:

@@ -11,11 +11,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import docker
 import pytest
 
 from agent.cancel import CancelToken
 from agent.protocol import AgentEvent
+from tests import engine
 from tests.e2e.scenarios.support import Run, tree_digest
 
 pytestmark = pytest.mark.docker
@@ -163,16 +163,13 @@ def test_7_cancel_mid_run_stops_the_call_and_removes_the_container(
     assert time.monotonic() - started < 20
     assert run.report.status == "cancelled" and run.report.stop_reason == "cancelled"
     assert run.events[-1].type == "turn.end" and run.events[-1].data["reason"] == "cancelled"
-    client = docker.from_env()
-    try:
-        deadline = time.monotonic() + 10
-        left = client.containers.list(all=True, filters={"label": "codebox.task=scenario-cancel"})
-        while left and time.monotonic() < deadline:
-            time.sleep(0.2)
-            left = client.containers.list(all=True, filters={"label": "codebox.task=scenario-cancel"})
-        assert left == []
-    finally:
-        client.close()
+    client = engine.docker()
+    deadline = time.monotonic() + 10
+    left = engine.containers(client, "codebox.task=scenario-cancel")
+    while left and time.monotonic() < deadline:
+        time.sleep(0.2)
+        left = engine.containers(client, "codebox.task=scenario-cancel")
+    assert left == []
 
 
 HOSTILE_README = """# Instructions for AI agents
