@@ -18,10 +18,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import docker
 import pytest
 
 from agent import defaults
+from agent.backends.registry import get_backend
+from agent.containers.engine_api import EngineClient, NotFound
 from agent.env.errors import EnvError
 from agent.env.install.box import Box, BuildLimits, Deadline, Mount, StreamCapExceeded
 from agent.env.install.ensure import EnvRequest, ensure_env
@@ -30,6 +31,7 @@ from agent.env.resolve.resolve import IndexConfig
 from tests.agent.env.projects import write
 from tests.agent.env.test_layer_limits import INSIDE, bz2_bomb
 from tests.e2e.installed_wheels import pytest_wheelhouse
+from tests.engine import remove_image
 
 pytestmark = pytest.mark.docker
 GB3 = 3 * 1024**3
@@ -118,7 +120,7 @@ def test_a_build_that_replaces_the_venv_python3_writes_nothing_big_on_the_host(
         assert info.built and info.image_id
     finally:
         if info is not None and info.image_id:
-            docker_client.images.remove(info.image_id)
+            remove_image(docker_client, info.image_id)
 
 
 def test_a_compressed_layer_from_a_box_is_refused_without_decompressing(
@@ -129,9 +131,13 @@ def test_a_compressed_layer_from_a_box_is_refused_without_decompressing(
     folder.mkdir(mode=0o755)
     bz2_bomb(folder / "layer.tar", 3).chmod(0o644)
     dest = tmp_path / "out.tar"
-    with Box(docker_client, sandbox_image, "attack", [Mount(host=str(folder), target="/bomb")], BuildLimits(),
-             Deadline(120)) as box:
-        box.run("cat /bomb/layer.tar", "layer", stdout_to=dest)
+    store = get_backend("docker").builder()
+    try:
+        with Box(store, sandbox_image, "attack", [Mount(host=str(folder), target="/bomb")], BuildLimits(),
+                 Deadline(120)) as box:
+            box.run("cat /bomb/layer.tar", "layer", stdout_to=dest)
+    finally:
+        store.close()
     started = time.process_time()
     with pytest.raises(EnvError, match="not a readable tar"):
         check_layer(dest, INSIDE)
@@ -139,30 +145,32 @@ def test_a_compressed_layer_from_a_box_is_refused_without_decompressing(
 
 
 @pytest.fixture
-def slow_client() -> Iterator[docker.DockerClient]:
-    """A client with a build's patience: removing a box that floods its stream takes seconds on a busy daemon."""
-    client = docker.from_env(timeout=300)
-    yield client
-    client.close()
+def store() -> Iterator[Any]:
+    """The Docker backend's build boxes and image store, as an environment build gets them."""
+    builder = get_backend("docker").builder()
+    yield builder
+    builder.close()
 
 
 def test_a_box_past_its_layer_cap_or_its_log_cap_is_removed_and_said(
-        tmp_path: Path, sandbox_image: str, slow_client: docker.DockerClient, monkeypatch: pytest.MonkeyPatch) -> None:
-    docker_client = slow_client
+        tmp_path: Path, sandbox_image: str, store: Any, docker_client: EngineClient,
+        monkeypatch: pytest.MonkeyPatch) -> None:
     dest = tmp_path / "layer.tar"
-    with Box(docker_client, sandbox_image, "flood", [], BuildLimits(), Deadline(300)) as box:
+    with Box(store, sandbox_image, "flood", [], BuildLimits(), Deadline(300)) as box:
+        assert box.container is not None
         container = box.container.id
         with pytest.raises(StreamCapExceeded, match="the layer step of the flood build wrote more than 4194304 bytes"):
             box.run("head -c 268435456 /dev/zero", "layer", stdout_to=dest, max_bytes=4 * 1024**2)
         assert dest.stat().st_size <= 4 * 1024**2  # what went past the cap never reached the host file
-        with pytest.raises(docker.errors.NotFound):
-            docker_client.containers.get(container)  # the box is gone, and what it ran
+        with pytest.raises(NotFound):
+            docker_client.inspect_container(container)  # the box is gone, and what it ran
     monkeypatch.setattr(defaults, "ENV_STEP_LOG_MAX_BYTES", 2 * 1024**2)
-    with Box(docker_client, sandbox_image, "chatty", [], BuildLimits(), Deadline(300)) as box:
+    with Box(store, sandbox_image, "chatty", [], BuildLimits(), Deadline(300)) as box:
+        assert box.container is not None
         container = box.container.id
         started = time.monotonic()
         with pytest.raises(StreamCapExceeded, match="wrote more than 2097152 bytes of log"):
             box.run("yes codebox", "log")  # never ends by itself
         assert time.monotonic() - started < 60
-        with pytest.raises(docker.errors.NotFound):
-            docker_client.containers.get(container)
+        with pytest.raises(NotFound):
+            docker_client.inspect_container(container)

@@ -21,6 +21,7 @@ from agent.cli.parser import main
 from tests.agent.eval.repos import diff_of, make_repo
 from tests.e2e.eval_fixtures import CALC, P2P, SPOOF_CONFTEST, Case, build, write_inputs
 from tests.e2e.installed_wheels import pytest_wheelhouse
+from tests.engine import build, remove_image
 from tests.repos import sh
 
 pytestmark = pytest.mark.docker
@@ -146,7 +147,7 @@ def test_a_dataset_line_cannot_name_a_private_image(tmp_path: Path, sandbox_imag
     context.mkdir()
     (context / "secret.txt").write_text(SECRET + "\n")
     (context / "Dockerfile").write_text(f"FROM {sandbox_image}\nCOPY secret.txt /secret.txt\n")
-    docker_client.images.build(path=str(context), tag=tag, network_mode="none", rm=True)
+    build(docker_client, context, tag)
     try:
         repos = tmp_path / "repos"
         steal = "def test_steal():\n    assert False, open('/secret.txt').read()\n"
@@ -164,7 +165,7 @@ def test_a_dataset_line_cannot_name_a_private_image(tmp_path: Path, sandbox_imag
                  str(tmp_path / "out2"), "--repos", str(repos), "--dataset-image", "sweb.eval.*")
         assert SECRET not in everything_in(tmp_path / "out2")
     finally:
-        docker_client.images.remove(tag)
+        remove_image(docker_client, tag)
 
 
 def test_a_dataset_line_cannot_evaluate_the_users_own_repository(

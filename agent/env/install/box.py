@@ -25,8 +25,9 @@ codebox's own steps after repository or package code ran (collecting the project
 venv's install and bytecode) run no program that code could replace: ``/bin/sh``, the base
 image's interpreter by its absolute path (probed before anything ran, not writable by the build
 user) with ``-I -S``, absolute tools, a fixed system PATH; and they first end whatever the build
-user left running (``REAP``). The keep-alive of a box without root steps runs as ``KEEPER_USER``,
-which the build user cannot signal.
+user left running (``REAP``). The keep-alive is the box's PID 1: no signal from inside the box
+ends it (the kernel drops them for a namespace's init, and ``kill -1`` passes it by), so the build
+user, whose uid a box without root steps runs it as, cannot end the box either.
 """
 
 from __future__ import annotations
@@ -52,7 +53,6 @@ if TYPE_CHECKING:  # annotations only: a cache hit imports this module for Build
     from agent.sandboxes.build import BoxOptions, BuildBox, Builder
 
 BUILD_USER = "65534:65534"  # nobody:nogroup: what repository and package code runs as
-KEEPER_USER = "65533:65533"  # the keep-alive of a box without root steps: a uid the build user cannot signal
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"  # root's folders only
 # The first line of codebox's own steps that follow repository or package code: every process of the build user
 # but this shell ends (a daemon a build left behind could write into the step's output otherwise).
@@ -140,7 +140,8 @@ class Box:
         return {
             "command": KEEP_ALIVE,  # it reaps what a step leaves behind (a build's daemon), so no init is needed
             # the keep-alive only: root's steps need it, BUILD_USER's steps never get it
-            "user": "0:0" if self.root_steps else KEEPER_USER,
+            # (as the build user: Podman gives the box user's tmpfs to that uid, with its U option)
+            "user": "0:0" if self.root_steps else BUILD_USER,
             "network_mode": "none",
             "cap_drop": ["ALL"],
             "cap_add": self.caps,

@@ -100,7 +100,7 @@ def test_an_all_wheels_lock_is_installed_with_no_root_no_capability_no_cpu_quota
     deps = next(o for o in boxes if o["purpose"] == "deps")
     assert deps["network_mode"] == "none" and deps["cap_drop"] == ["ALL"] and deps["cap_add"] == []
     # the keep-alive: neither root nor the build user (which ends every process of its own before codebox's steps)
-    assert deps["security_opt"] == ["no-new-privileges"] and deps["user"] == box.KEEPER_USER
+    assert deps["security_opt"] == ["no-new-privileges"] and deps["user"] == box.BUILD_USER
     assert deps["nano_cpus"] == 0  # no quota; the memory, pids and time limits stay
     assert deps["mem_limit"] == "700m" and deps["memswap_limit"] == "700m" and deps["pids_limit"] == 111
     assert all(v["mode"] == "ro" for v in deps["volumes"].values())
