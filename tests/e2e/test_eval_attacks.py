@@ -21,7 +21,8 @@ from agent.cli.parser import main
 from tests.agent.eval.repos import diff_of, make_repo
 from tests.e2e.eval_fixtures import CALC, P2P, SPOOF_CONFTEST, Case, build, write_inputs
 from tests.e2e.installed_wheels import pytest_wheelhouse
-from tests.engine import build, remove_image
+from tests.engine import build as build_image
+from tests.engine import remove_image
 from tests.repos import sh
 
 pytestmark = pytest.mark.docker
