@@ -148,7 +148,7 @@ def test_a_dataset_line_cannot_name_a_private_image(tmp_path: Path, sandbox_imag
     context.mkdir()
     (context / "secret.txt").write_text(SECRET + "\n")
     (context / "Dockerfile").write_text(f"FROM {sandbox_image}\nCOPY secret.txt /secret.txt\n")
-    build(docker_client, context, tag)
+    build_image(docker_client, context, tag)
     try:
         repos = tmp_path / "repos"
         steal = "def test_steal():\n    assert False, open('/secret.txt').read()\n"
