@@ -29,7 +29,7 @@ from agent.eval.apply import apply_patch, reset_to_base
 from agent.eval.changed import changed_paths, patch_paths
 from agent.eval.integrity import flag_environment, flag_patch, flagged_paths
 from agent.eval.job import ApplyRecord, EvalEvidence, EvalJob
-from agent.eval.junit import node_file
+from agent.eval.junit import junit_from_outcomes, node_file
 from agent.eval.pytest_run import (
     BUNDLE_PATH,
     failure_cause,
@@ -38,6 +38,8 @@ from agent.eval.pytest_run import (
     run_environment,
     shown_command,
 )
+from agent.languages.base import RunsNamedTests
+from agent.languages.registry import named_tests
 from agent.protocol import EnvInfo, TaskSpec
 from agent.sandboxes.base import Session
 from agent.sandboxes.config import SandboxConfig
@@ -52,10 +54,14 @@ if TYPE_CHECKING:
 
 def invalid_task(task: TaskSpec) -> str | None:
     """Why the instance cannot be evaluated as given, or None."""
-    named = [*task.FAIL_TO_PASS, *task.PASS_TO_PASS]
-    if not named:
+    if not [*task.FAIL_TO_PASS, *task.PASS_TO_PASS]:
         return "the instance names no FAIL_TO_PASS or PASS_TO_PASS tests"
-    not_pytest = [n for n in named if node_file(n) is None]
+    return None
+
+
+def not_pytest_ids(task: TaskSpec) -> str | None:
+    """Why a repository graded by pytest cannot be (its named tests are no node ids), or None."""
+    not_pytest = [n for n in [*task.FAIL_TO_PASS, *task.PASS_TO_PASS] if node_file(n) is None]
     if not_pytest:
         return f"not pytest node ids (path.py::name): {', '.join(not_pytest[:5])}"
     return None
@@ -210,6 +216,14 @@ class _Run:
 
     def _tests(self, sandbox: Session, repo: Path, env: EnvInfo | None) -> None:
         evidence, task = self.evidence, self.task
+        language = named_tests(repo)
+        if language is not None:  # another runner than pytest, graded by its test names (Rust's cargo test)
+            self._named_tests(sandbox, language)
+            return
+        problem = not_pytest_ids(task)
+        if problem:
+            evidence.fail("invalid", problem)
+            return
         files = _test_files([*task.FAIL_TO_PASS, *task.PASS_TO_PASS])
         evidence.test_files = [f for f in files if (repo / f).is_file()]
         evidence.test_command = shown_command(evidence.test_files)
@@ -237,6 +251,34 @@ class _Run:
             reply = self._run_test(sandbox, request)
         if reply is not None:
             self._read_run(reply.output, reply.outcome, reply.error, reply.data)
+
+    def _named_tests(self, sandbox: Session, language: RunsNamedTests) -> None:
+        """The language's own run; its machine output read per test and graded as a JUnit report would be."""
+        evidence = self.evidence
+        run = language.named_tests_run([*self.task.FAIL_TO_PASS, *self.task.PASS_TO_PASS])
+        evidence.test_command = run.shown
+        request: dict[str, object] = {"argv": run.argv, "timeout_s": self.job.timeout_s, "report_file": run.report_file}
+        if self.task.test_in_copy:
+            request["copy_repo"] = True
+        reply = self._run_test(sandbox, request)
+        if reply is None:
+            return
+        report = reply.data.get("report_file_text")
+        machine = report if isinstance(report, str) else reply.output
+        evidence.run_outcome = reply.outcome
+        code = reply.data.get("exit_code")
+        evidence.exit_code = code if isinstance(code, int) else None
+        evidence.log = f"{reply.output}\n{machine}" if isinstance(report, str) else reply.output
+        if reply.outcome == "timeout":
+            evidence.fail("timeout", f"the tests timed out after {self.job.timeout_s:g} s")
+        elif reply.outcome in ("oom", "container_died", "sandbox_error", "error"):
+            evidence.fail("sandbox", f"the test run did not finish ({reply.outcome}): {reply.error or ''}".rstrip(": "))
+        outcomes = language.outcomes(machine)
+        if outcomes:
+            evidence.junit_xml = junit_from_outcomes(outcomes)
+        elif evidence.error is None:
+            cause = failure_cause(reply.output)
+            evidence.no_report = f"the tests reported no outcome (exit {evidence.exit_code}): {cause}"
 
     def _run_test(self, sandbox: Session, request: dict[str, object]) -> ToolResult | None:
         """run_test in the sandbox (a cancel closes it); None, the evidence's error set, when no container ran."""
