@@ -218,7 +218,7 @@ class _Run:
         evidence, task = self.evidence, self.task
         language = named_tests(repo)
         if language is not None:  # another runner than pytest, graded by its test names (Rust's cargo test)
-            self._named_tests(sandbox, language)
+            self._named_tests(sandbox, repo, language)
             return
         problem = not_pytest_ids(task)
         if problem:
@@ -252,10 +252,10 @@ class _Run:
         if reply is not None:
             self._read_run(reply.output, reply.outcome, reply.error, reply.data)
 
-    def _named_tests(self, sandbox: Session, language: RunsNamedTests) -> None:
+    def _named_tests(self, sandbox: Session, repo: Path, language: RunsNamedTests) -> None:
         """The language's own run; its machine output read per test and graded as a JUnit report would be."""
         evidence = self.evidence
-        run = language.named_tests_run([*self.task.FAIL_TO_PASS, *self.task.PASS_TO_PASS])
+        run = language.named_tests_run(repo, [*self.task.FAIL_TO_PASS, *self.task.PASS_TO_PASS])
         evidence.test_command = run.shown
         request: dict[str, object] = {"argv": run.argv, "timeout_s": self.job.timeout_s, "report_file": run.report_file}
         if self.task.test_in_copy:

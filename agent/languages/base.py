@@ -97,8 +97,8 @@ class NamedTestsRun(NamedTuple):
 class RunsNamedTests(Protocol):
     """A runner an evaluation can grade by test name (SWE-bench Multilingual's FAIL_TO_PASS / PASS_TO_PASS)."""
 
-    def named_tests_run(self, names: list[str]) -> NamedTestsRun:
-        """The run that reports (at least) the tests ``names``."""
+    def named_tests_run(self, repo: Path, names: list[str]) -> NamedTestsRun:
+        """The run that reports (at least) the tests ``names`` of ``repo``."""
         ...
 
     def outcomes(self, output: str) -> dict[str, str]: ...

@@ -9,7 +9,8 @@ RUFF_CACHE_DIR and COVERAGE_FILE under that HOME) and removed after it,
 PYTHONNOUSERSITE=1 (no user site, no usercustomize), and with
 ``--wipe-tmp`` (given only in a container, and honoured only when /tmp is a
 tmpfs mount of its own) everything in /tmp and /dev/shm is removed before and
-after each run, so nothing one run writes can change the next. Also
+after each run, so nothing one run writes can change the next, but BUILD_CACHE
+(/tmp/codebox-cache: cargo's target directory, Go's build cache). Also
 PYTHONDONTWRITEBYTECODE=1, PYTEST_ADDOPTS="-p no:cacheprovider" (``env``
 overrides all of these), and the server's own package directory removed from
 PYTHONPATH.

@@ -19,6 +19,15 @@ if TYPE_CHECKING:
 # toolchain take -Z unstable-options).
 EVAL_EVENTS = "/tmp/codebox-eval-libtest.json"
 CARGO_TEST = ["cargo", "test", "--", "-Z", "unstable-options", "--format", "json"]
+# A repository without a Cargo.lock: cargo resolves offline from the vendored crates (those the host's lock
+# named) and writes the lock into the build cache, not into the read-only /repo.
+NO_LOCK = ["-Zunstable-options", "--lockfile-path", "/tmp/codebox-cache/Cargo.lock"]
+
+
+def cargo_test(repo: Path) -> list[str]:
+    """The test command of ``repo``: cargo test with libtest's JSON events."""
+    own_lock = (repo / manifest.LOCK).is_file()
+    return [*CARGO_TEST[:2], *([] if own_lock else NO_LOCK), *CARGO_TEST[2:]]
 
 
 class Rust:
@@ -30,7 +39,7 @@ class Rust:
         kind = manifest.root_kind(repo)
         if kind is None:
             return None
-        return Detection(self.name, list(CARGO_TEST), f"{manifest.MANIFEST} {kind}")
+        return Detection(self.name, cargo_test(repo), f"{manifest.MANIFEST} {kind}")
 
     def runs(self, test_cmd: list[str]) -> bool:
         return args.is_cargo_test(test_cmd)
@@ -47,10 +56,10 @@ class Rust:
     def outcomes(self, output: str) -> dict[str, str]:
         return libtest.outcomes(output)
 
-    def named_tests_run(self, names: list[str]) -> NamedTestsRun:
+    def named_tests_run(self, repo: Path, names: list[str]) -> NamedTestsRun:
         # Every test of every target (--no-fail-fast: a failing binary does not hide the next ones); libtest's
         # events go to a file, read back whole, cargo's own prose stays on stderr.
-        command = ["cargo", "test", "--no-fail-fast", *CARGO_TEST[2:]]
+        command = args.arrange(cargo_test(repo), ["--no-fail-fast"])
         script = f"{shlex.join(command)} > {EVAL_EVENTS}"
         return NamedTestsRun(["sh", "-c", script], EVAL_EVENTS, command)
 

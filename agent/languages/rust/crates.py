@@ -57,8 +57,20 @@ def read_lock(repo: Path, relative: str = "Cargo.lock") -> list[Crate] | None:
     data = read_bytes(repo, relative, limit=MAX_LOCK_BYTES)
     if data is None:
         return None
-    lock = parse_toml(data.decode("utf-8", "replace"), relative)
+    return parse_lock(data.decode("utf-8", "replace"), relative)
+
+
+def parse_lock(text: str, relative: str = "Cargo.lock") -> list[Crate]:
+    """The registry crates the lock ``text`` pins (read_lock says which it refuses)."""
+    lock = parse_toml(text, relative)
     crates: list[Crate] = []
+    # Version 1 locks (still written for an old rust-version) keep checksums apart: "checksum NAME VERSION (SOURCE)".
+    metadata = lock.get("metadata")
+    old_sums: dict[str, str] = {}
+    for key, value in (metadata or {}).items() if isinstance(metadata, dict) else ():
+        words = key.split(" ")
+        if len(words) >= 3 and words[0] == "checksum" and isinstance(value, str):
+            old_sums[f"{words[1]} {words[2]}"] = value
     packages = lock.get("package")
     for package in packages if isinstance(packages, list) else []:
         if not isinstance(package, dict):
@@ -70,7 +82,7 @@ def read_lock(repo: Path, relative: str = "Cargo.lock") -> list[Crate] | None:
         if source not in CRATES_IO:
             raise EnvError(f"{relative}: the crate {shown} comes from {str(source)[:80]}: codebox fetches crates "
                            "from crates.io only", usage=True)
-        checksum = package.get("checksum")
+        checksum = package.get("checksum") or old_sums.get(f"{name} {version}")
         if not (isinstance(name, str) and isinstance(version, str) and isinstance(checksum, str)):
             raise EnvError(f"{relative}: the crate {shown} has no checksum; refused", usage=True)
         crates.append(Crate(name, version, checksum))

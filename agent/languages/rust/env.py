@@ -65,10 +65,11 @@ def ensure_rust_env(repo: Path, image: str | None, backend: str, log: Log = _qui
     if why:
         raise EnvError(why, usage=True)
     pinned = crates.read_lock(repo)
-    if pinned is None:
-        raise EnvError("the repository has no Cargo.lock: codebox fetches the crates a lock file pins (run "
-                       "`cargo generate-lockfile` and commit it, or give --env IMAGE with the crates inside)",
-                       usage=True)
+    if pinned is None:  # resolved today by the host's cargo, in a scratch copy (lockfile.py)
+        from agent.languages.rust.lockfile import generate
+
+        log("the repository has no Cargo.lock: resolving one on the host (cargo generate-lockfile, in a copy)")
+        pinned = crates.parse_lock(generate(repo), "the resolved Cargo.lock")
     base = toolchain_image(image, log)
     engine = images.EngineImages.connect(backend)
     try:

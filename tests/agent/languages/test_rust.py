@@ -15,7 +15,7 @@ import pytest
 from agent.env.errors import EnvError
 from agent.languages.base import TestArgsError
 from agent.languages.registry import argv_for, check_test_args, detect, failing_tests, for_command, outcomes
-from agent.languages.rust import CARGO_TEST, RUST, crates, manifest
+from agent.languages.rust import CARGO_TEST, NO_LOCK, RUST, crates, manifest
 
 EVENTS = "\n".join([
     '   Compiling demo v0.1.0 (/repo)',
@@ -32,9 +32,13 @@ EVENTS = "\n".join([
 
 def test_a_crate_and_a_workspace_are_rust_with_cargo_test_and_its_json_events(tmp_path: Path) -> None:
     (tmp_path / "Cargo.toml").write_text('[package]\nname = "demo"\nversion = "0.1.0"\n')
+    (tmp_path / "Cargo.lock").write_text("version = 4\n")
     found = detect(tmp_path)
     assert found is not None and found.language == "rust" and found.command == CARGO_TEST
     assert found.evidence == "Cargo.toml [package]"
+    (tmp_path / "Cargo.lock").unlink()  # cargo writes the lock it resolves into the build cache, not /repo
+    found = detect(tmp_path)
+    assert found is not None and found.command == ["cargo", "test", *NO_LOCK, *CARGO_TEST[2:]]
     (tmp_path / "Cargo.toml").write_text('[workspace]\nmembers = ["a"]\n')
     found = detect(tmp_path)
     assert found is not None and found.evidence == "Cargo.toml [workspace]"
