@@ -96,7 +96,7 @@ def ensure_rust_env(repo: Path, image: str | None, backend: str, log: Log = _qui
 
 def _build(engine: images.EngineImages, base: str, base_id: str, key: str, pinned: list[crates.Crate], log: Log,
            cancel: Cancel, repo_name: str) -> images.Entry:
-    log(f"fetching {len(pinned)} crates from crates.io (Cargo.lock)")
+    log(f"vendoring the {len(pinned)} crates Cargo.lock pins (from crates.io, or codebox's cache)")
     files = crates.download(pinned, cancel)
     with tempfile.TemporaryDirectory(prefix="codebox-crates-") as tmp:
         layer = crates.write_layer(Path(tmp) / "crates.tar", files, cancel)
