@@ -101,8 +101,8 @@ def _hostile_run(tmp_path: Path, extra: dict[str, str], manifest: str = MANIFEST
 def test_a_rustc_wrapper_and_a_target_runner_run_only_in_the_box(tmp_path: Path) -> None:
     marker = tmp_path / "marker"
     hook = f"#!/bin/sh\ntouch {marker}\nexec \"$@\"\n"
-    config = (f'[build]\nrustc-wrapper = "/repo/hook.sh"\n\n[target.x86_64-unknown-linux-gnu]\n'
-              f'runner = "/repo/hook.sh"\n')
+    config = ('[build]\nrustc-wrapper = "/repo/hook.sh"\n\n[target.x86_64-unknown-linux-gnu]\n'
+              'runner = "/repo/hook.sh"\n')
     done = _hostile_run(tmp_path, {".cargo/config.toml": config, "hook.sh": hook}, executable="hook.sh")
     assert not marker.exists(), "the repository's rustc-wrapper ran on the host"
     assert done.returncode == 0, done.stderr
