@@ -35,7 +35,8 @@ mod tests {
 }
 """
 MANIFEST = '[package]\nname = "demo"\nversion = "0.1.0"\nedition = "2021"\n\n[dependencies]\ntinydep = "0.1"\n'
-FIX = "*** Begin Patch\n*** Update File: src/lib.rs\n@@\n pub fn add(a: i32, b: i32) -> i32 {\n-    a - b\n+    a + b\n*** End Patch\n"
+FIX = ("*** Begin Patch\n*** Update File: src/lib.rs\n@@\n pub fn add(a: i32, b: i32) -> i32 {\n-    a - b\n"
+       "+    a + b\n*** End Patch\n")
 
 
 def seed_tinydep(cache: Path) -> str:
