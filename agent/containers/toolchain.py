@@ -21,23 +21,25 @@ from agent.containers.image import BUILD_BASE_SCRIPT, ImageError, _stop_group, b
 Log = Callable[[str], None]
 _PACKAGES = 'PACKAGES="python3,git,ripgrep,python3-pytest"\n'
 _MIRROR = 'MIRROR="$(find_mirror)" \\\n'
+_ENV = "    --change 'ENV LANG=C.UTF-8' \\\n"
 _ANY_MIRROR = ('HOST_SUITE="$(. /etc/os-release 2>/dev/null && echo "${VERSION_CODENAME:-}")"\n'
                '    MIRROR="$(find_mirror)" || MIRROR="$(SUITE="$HOST_SUITE" find_mirror)" \\\n')
 
 
-def _script(packages: list[str]) -> str:
+def _script(packages: list[str], env: dict[str, str]) -> str:
     text = BUILD_BASE_SCRIPT.read_text(encoding="utf-8")
-    if _PACKAGES not in text or _MIRROR not in text:
+    if _PACKAGES not in text or _MIRROR not in text or _ENV not in text:
         raise ImageError(f"{BUILD_BASE_SCRIPT.name} has changed: its package list or mirror line is not where "
                          "agent/containers/toolchain.py looks for it")
     packages_line = f'PACKAGES="{",".join(["python3", "git", "ripgrep", *packages])}"\n'
-    return text.replace(_PACKAGES, packages_line).replace(_MIRROR, _ANY_MIRROR)
+    env_lines = "".join(f"    --change 'ENV {key}={value}' \\\n" for key, value in sorted(env.items()))
+    return text.replace(_PACKAGES, packages_line).replace(_MIRROR, _ANY_MIRROR).replace(_ENV, _ENV + env_lines)
 
 
-def ensure_toolchain(name: str, suite: str, packages: list[str], log: Log) -> str:
-    """The tag of ``name``'s toolchain image, built now (minutes, once per machine) unless it is there; the tag
-    names a hash of the script, the suite and the packages."""
-    script = _script(packages)
+def ensure_toolchain(name: str, suite: str, packages: list[str], log: Log, env: dict[str, str] | None = None) -> str:
+    """The tag of ``name``'s toolchain image (``env``: variables its config sets), built now (minutes, once per
+    machine) unless it is there; the tag names a hash of the script, the suite, the packages and ``env``."""
+    script = _script(packages, env or {})
     key = hashlib.sha256(f"{suite}\n{script}".encode()).hexdigest()[:12]
     tag = f"codebox-toolchain-{name}:{suite}-{key}"
     if image_labels(tag) is not None:

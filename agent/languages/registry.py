@@ -18,6 +18,8 @@ from agent.languages.base import (
     RunsNamedTests,
 )
 from agent.languages.generic import GENERIC
+from agent.languages.go import GO
+from agent.languages.node import NODE
 from agent.languages.python import PYTHON
 from agent.languages.rust import RUST
 
@@ -26,7 +28,7 @@ if TYPE_CHECKING:
     from agent.env.choose import EnvTask, SandboxLimits
     from agent.env.info import EnvInfo
 
-LANGUAGES: tuple[Language, ...] = (PYTHON, RUST)
+LANGUAGES: tuple[Language, ...] = (PYTHON, RUST, GO, NODE)
 
 
 def detect(repo: Path, lock: str | None = None) -> Detection | None:
