@@ -40,7 +40,7 @@ from agent.eval.pytest_run import (
     shown_command,
 )
 from agent.eval.runner_run import command_argv, command_environment
-from agent.languages.python.runners import RUNNERS, choose
+from agent.languages.python.runners import LOG_RUNNERS, RUNNERS, choose
 from agent.languages.python.runners.base import Runner
 from agent.languages.python.runners.pytest import PYTEST, node_file
 from agent.protocol import EnvInfo, TaskSpec
@@ -300,8 +300,11 @@ class _Run:
             evidence.fail("sandbox", f"the test run could not start: {error or 'error'}")
         if bundle is not None and bundle.junit is not None:
             evidence.junit_xml = bundle.junit
-        elif bundle is not None and evidence.runner != PYTEST.name:
-            return  # the runner's log is its report (the verdict reads it)
+        elif bundle is not None and evidence.runner in LOG_RUNNERS:
+            if evidence.error is None and not LOG_RUNNERS[evidence.runner].statuses(bundle.log):
+                evidence.no_report = (f"{evidence.runner} reported no test (exit {bundle.exit_code}): "
+                                      f"{failure_cause(bundle.log)}")
+            return  # else the runner's log is its report (the verdict reads it)
         elif evidence.error is None:
             signal = data.get("signal")  # a crash (a C extension's SIGSEGV) before pytest could bundle its report
             why = (f"exit {evidence.exit_code}" if bundle else f"killed by {signal}" if isinstance(signal, str)
