@@ -21,6 +21,7 @@ _REPO_PARSERS = {
     "pylint-dev/pylint": "parse_log_pytest_options",
     "matplotlib/matplotlib": "parse_log_matplotlib",
 }
+_OPTIONS_PARSERS = ("parse_log_pytest_options", "parse_log_pylint", "parse_log_requests", "parse_log_pydicom")
 _PARAMS = re.compile(r"^(.*?)\[(.*)\]$")
 
 
@@ -63,7 +64,7 @@ def rewrite(parser: str) -> Callable[[str], str] | None:
     parse_log_pytest_options keeps only the last part of a parameter that is an absolute path (pylint's
     ``test_functional[/repo/tests/functional/a.py]`` is ``test_functional[/a.py]``); parse_log_matplotlib
     writes a mouse button by its number."""
-    if parser == "parse_log_pytest_options":
+    if parser in _OPTIONS_PARSERS:
         return _path_param_basename
     if parser == "parse_log_matplotlib":
         return lambda name: name.replace("MouseButton.LEFT", "1").replace("MouseButton.RIGHT", "3")
