@@ -4,10 +4,14 @@ codebox's runner does, test by test, except where this file says why."""
 from __future__ import annotations
 
 import importlib
+import json
 from pathlib import Path
 
 import pytest
 
+from agent.eval.job import EvalEvidence
+from agent.eval.store import swebench_log
+from agent.eval.verdict import InstanceEval, judge
 from agent.languages.python.runners import DJANGO, SYMPY
 from agent.languages.python.runners.base import LogRunner
 from tests.e2e.swebench_referee import referee_or_skip
@@ -41,3 +45,25 @@ def test_swebench_reads_every_test_as_codebox_does(name: str, runner: LogRunner,
         assert len(last) == 1 and all(ours[t] == "PASSED" for t in last)
         ours = {t: s for t, s in ours.items() if t not in last}
     assert theirs == ours
+
+
+ROWS = json.loads((LOGS / "sympy-rows.json").read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize(("iid", "name", "exit_code", "resolved"), [
+    ("sympy__sympy-11400", "sympy-1.0-py3.9.txt", 1, False),
+    ("sympy__sympy-20442", "sympy-1.8-py3.11.txt", 1, False),
+    ("sympy__sympy-11400", "sympy-1.0-py3.9-gold.swebench.txt", None, True)])
+def test_swebench_and_codebox_give_real_sympy_rows_the_same_verdict(
+        iid: str, name: str, exit_code: int | None, resolved: bool, tmp_path: Path) -> None:
+    referee = referee_or_skip()
+    text = (LOGS / name).read_text(encoding="utf-8")
+    shaped = text if exit_code is None else swebench_log(text, exit_code)
+    (tmp_path / "log.txt").write_text(shaped)
+    f2p, p2p = ROWS[iid]["FAIL_TO_PASS"], ROWS[iid]["PASS_TO_PASS"]
+    theirs = referee.grade(iid, f2p, p2p, "pass_and_fail", "a patch", tmp_path / "log.txt", repo="sympy/sympy",
+                           log_parser="parse_log_sympy")
+    result = InstanceEval(instance_id=iid, status="error", runner="sympy")
+    judge(result, f2p, p2p, EvalEvidence(runner="sympy", log=shaped, exit_code=exit_code or 0), None)
+    assert theirs["resolved"] == (result.resolution == "RESOLVED_FULL") == resolved
+    assert {k: theirs["tests_status"][k] for k in ("FAIL_TO_PASS", "PASS_TO_PASS")} == result.tests_status
