@@ -5,7 +5,9 @@
   no /repo, no /usr);
 - musl: the busybox one plus Debian's musl (its loader /lib/ld-musl-x86_64.so.1): a musl image;
 - bullseye: ``debootstrap --variant=minbase bullseye`` with python3 (CPython 3.9, glibc 2.31);
-- pypy: codebox's own base with Debian's pypy3 as the only python3 (CPython removed).
+- pypy: codebox's own base with Debian's pypy3 as the only python3 (CPython removed);
+
+and three that codebox must refuse before the first model request: /repo a file, no /bin/sh, arm64.
 
 Each is tagged ``codebox-test-<name>:<key>``, the key a hash of its builder's source (and BUILD_FORMAT,
 for the helpers they share): a second build finds the tag and reuses it (CI builds each once per change). Needs root
@@ -17,9 +19,11 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import inspect
+import json
 import os
 import shutil
 import subprocess
+import tarfile
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -153,8 +157,48 @@ def build_pypy(work: Path, tag: str) -> None:
     _run(["docker", "build", "--network", "none", "-q", "-t", tag, str(context)])
 
 
+def build_repo_is_a_file(work: Path, tag: str) -> None:
+    """busybox with a FILE at /repo: no repository can be mounted there (the image check says so)."""
+    root = _busybox_root(work)
+    (root / "repo").write_text("not a folder\n")
+    _import(root, tag, 'CMD ["sh"]')
+
+
+def build_no_shell(work: Path, tag: str) -> None:
+    """busybox at /usr/bin/busybox and its `true` only: no /bin/sh (a #! /bin/sh script cannot run)."""
+    root = work / "root"
+    (root / "usr" / "bin").mkdir(parents=True)
+    (work / "b").mkdir()
+    shutil.move(str(_busybox_root(work / "b") / "bin" / "busybox"), root / "usr" / "bin" / "busybox")
+    (root / "usr" / "bin" / "true").symlink_to("busybox")
+    _import(root, tag, 'CMD ["true"]')
+
+
+def build_arm64(work: Path, tag: str) -> None:
+    """An image that says it is for linux/arm64 (one empty layer), loaded as `docker save` writes it."""
+    layer = work / "layer.tar"
+    with tarfile.open(layer, "w") as tar:
+        folder = tarfile.TarInfo("bin")
+        folder.type = tarfile.DIRTYPE
+        tar.addfile(folder)
+    diff_id = "sha256:" + hashlib.sha256(layer.read_bytes()).hexdigest()
+    config = json.dumps({"architecture": "arm64", "os": "linux", "config": {"Cmd": ["/bin/true"],
+                         "Labels": {LABEL.split("=")[0]: LABEL.split("=")[1]}},
+                         "rootfs": {"type": "layers", "diff_ids": [diff_id]}}).encode()
+    config_name = hashlib.sha256(config).hexdigest() + ".json"
+    (work / config_name).write_bytes(config)
+    (work / "manifest.json").write_text(json.dumps([{"Config": config_name, "RepoTags": [tag],
+                                                     "Layers": ["layer.tar"]}]))
+    archive = work / "image.tar"
+    with tarfile.open(archive, "w") as tar:
+        for name in ("manifest.json", config_name, "layer.tar"):
+            tar.add(work / name, arcname=name)
+    _run(["docker", "load", "-q", "-i", str(archive)])
+
+
 BUILDERS: dict[str, Callable[[Path, str], None]] = {
     "busybox": build_busybox, "musl": build_musl, "bullseye": build_bullseye, "pypy": build_pypy,
+    "repo-is-a-file": build_repo_is_a_file, "no-shell": build_no_shell, "arm64": build_arm64,
 }
 
 

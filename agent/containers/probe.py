@@ -119,9 +119,10 @@ def _run_probe(client: EngineClient, image: str, program: str, shell: bool) -> t
                 client.remove(container_id, force=True)
 
 
-def image_problem(image: str, program: str = "", shell: bool = False) -> str | None:
+def image_problem(image: str, program: str = "", shell: bool = False, script: str = "") -> str | None:
     """What the image lacks to serve a task whose test command starts ``program`` (none: ""), in one
-    line; None when it has it all, or when this cannot be told here."""
+    line; None when it has it all, or when this cannot be told here. ``script``: the repository's
+    script whose ``#!`` line names ``program``."""
     try:
         client = connect_engine()
     except Exception:  # Docker down: the runner says so, with its own message
@@ -141,7 +142,9 @@ def image_problem(image: str, program: str = "", shell: bool = False) -> str | N
         _remember(key)
         return None
     if code is None or code == NO_REPO:
-        detail = f" ({one_line(refused)[:300]})" if refused else ""
+        detail = f" (the engine: {one_line(refused)[-200:]})" if refused else ""
+        if "not a directory" in refused:
+            detail = " (it is a file in the image)"
         return (f"the image {one_line(image)} cannot hold the repository at {REPO_MOUNT}{detail}: "
                 f"{REPO_MOUNT} must be a folder, or absent")
     if code == NO_SHELL:
@@ -149,6 +152,9 @@ def image_problem(image: str, program: str = "", shell: bool = False) -> str | N
                 "(drop the flag, or pass another --image)")
     if code == NO_PROGRAM:
         where = "at that path" if program.startswith("/") else "on PATH"
+        if script:
+            return (f"--test-cmd: {one_line(repr(script))} starts {one_line(repr(program))} (its #! line), "
+                    f"which is not {where} in the image {one_line(image)} (pass --image with one that has it)")
         return (f"--test-cmd: the program {one_line(repr(program))} is not {where} in the image {one_line(image)} "
                 "(a typo? or pass --image with one that has it)")
     return None

@@ -154,10 +154,25 @@ def missing_test_program(task: TaskSpec, image: str, allow_shell: bool = False) 
     test command's program: in the repository (a relative path with a /), else in the image (on PATH, or
     an absolute path). A cheap probe on codebox's own runtime, cached per image (agent.containers.probe)."""
     program = task.test_cmd[0] if task.test_cmd else ""
+    script = ""
     if "/" in program and not program.startswith("/"):
-        if not (Path(task.repo) / program).is_file():
+        path = Path(task.repo) / program
+        if not path.is_file():
             return f"--test-cmd: {one_line(repr(program))} is not a file in the repository {one_line(task.repo)}"
-        program = ""
+        script, program = program, _interpreter(path)  # a script's #! program must be in the image
     from agent.containers.probe import image_problem
 
-    return image_problem(image, program, allow_shell)
+    return image_problem(image, program, allow_shell, script=script)
+
+
+def _interpreter(script: Path) -> str:
+    """The program a script's ``#!`` line starts (``#!/usr/bin/env bash``: bash), or "" for none."""
+    try:
+        with script.open("rb") as f:
+            first = f.readline(256)
+    except OSError:
+        return ""
+    words = first[2:].decode("utf-8", "replace").split() if first.startswith(b"#!") else []
+    if words and Path(words[0]).name == "env":
+        words = [w for w in words[1:] if not w.startswith("-")]
+    return words[0] if words else ""
