@@ -253,7 +253,7 @@ def _cmd_run(args: argparse.Namespace, task_id: str, warm: WarmPool | None) -> i
         _model_problem(args)
         or checks.output_file_problem(args.report, "--report")
         or checks.output_file_problem(args.output_last_message, "--output-last-message")
-        or checks.missing_test_program(task, sandbox_config.image)
+        or checks.missing_test_program(task, sandbox_config.image, sandbox_config.allow_shell)
     )
     if problem:
         return usage_error(problem)
