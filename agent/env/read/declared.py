@@ -290,7 +290,7 @@ def _read_setup_cfg(c: _Collector, cfg: configparser.ConfigParser | None) -> Non
 
 def _cfg_lines(c: _Collector, value: str, where: str) -> list[str]:
     """A setup.cfg list; ``file:`` read (it names requirements files), ``attr:`` left to the backend."""
-    lines = [line.strip() for line in value.splitlines() if line.strip() and not line.strip().startswith("#")]
+    lines = setuptools_lines([value])
     if len(lines) == 1 and ";" not in lines[0] and "," in lines[0]:  # one line, comma-separated
         lines = [part.strip() for part in lines[0].split(",") if part.strip()]
     found: list[str] = []
@@ -337,7 +337,25 @@ def _literal_list(value: Any, where: str) -> list[str]:
         return []
     if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
         raise EnvError(f"{where}: expected a list of strings", usage=True)
-    return [v.strip() for v in value if v.strip() and not v.strip().startswith("#")]
+    return setuptools_lines(value)
+
+
+def setuptools_lines(values: list[str] | tuple[str, ...]) -> list[str]:
+    """Requirement strings as setuptools reads them (``_reqs.parse``): each value's lines stripped, blank and
+    ``#`` lines dropped, an inline `` #`` comment cut (xarray: ``setuptools >= 40.4  # For pkg_resources``), a
+    line ending in a backslash joined to the next one left (zipp: ``pytest-black; \\``, a comment line, then
+    its marker). A continuation at the very end is dropped, as setuptools drops it."""
+    lines = [line.strip() for value in values for line in value.splitlines()]
+    kept = [line.partition(" #")[0].strip() for line in lines if line and not line.startswith("#")]
+    joined: list[str] = []
+    pending = ""
+    for line in kept:
+        if line.endswith("\\"):
+            pending += line[:-1].strip() + " "
+            continue
+        joined.append(pending + line)
+        pending = ""
+    return [line for line in joined if line]
 
 
 # --- requirements files, tox -----------------------------------------------------------------------

@@ -200,3 +200,69 @@ def test_version_from_the_highest_git_tag_when_dynamic(tmp_path: Path) -> None:
                             ".git/packed-refs": "abc refs/tags/v1.9.0\nabd refs/tags/2.0.0rc1\n",
                             ".git/refs/tags/1.10.0": "abe\n"})
     assert read_declared(repo).project.version == "1.10.0"
+
+
+# --- setuptools' own list syntax, from the real files' shape -------------------------------------------------
+
+XARRAY_SETUP_CFG = """[metadata]
+name = xarray
+version = 0.16.3
+[options]
+packages = find:
+zip_safe = False  # https://mypy.readthedocs.io/en/latest/installed_packages.html
+python_requires = >=3.7
+install_requires =
+    numpy >= 1.17
+    pandas >= 1.0
+    setuptools >= 40.4  # For pkg_resources
+
+[options.extras_require]
+io =
+    netCDF4
+    ## Scitools packages & dependencies (e.g: cartopy, cf-units) can be hard to install
+    # scitools-iris
+"""
+
+ZIPP_SETUP_CFG = """[metadata]
+name = zipp
+version = 3.8.0
+[options]
+py_modules = zipp
+install_requires =
+
+[options.extras_require]
+testing =
+\t# upstream
+\tpytest >= 6
+\tpytest-black >= 0.3.7; \\
+\t\t# workaround for jaraco/skeleton#22
+\t\tpython_implementation != "PyPy"
+\tpytest-mypy >= 0.9.1; \\
+\t\t# workaround for jaraco/skeleton#22
+\t\tpython_implementation != "PyPy"
+
+\t# local
+\tjaraco.itertools
+"""
+
+
+def test_setup_cfg_inline_comment_is_cut_as_setuptools_does(tmp_path: Path) -> None:
+    repo = write(tmp_path, {"setup.cfg": XARRAY_SETUP_CFG, "setup.py": "import setuptools\nsetuptools.setup()\n",
+                            "xarray/__init__.py": ""})
+    found = {r.text for r in read_declared(repo, runner=None).requirements}
+    assert found == {"numpy>=1.17", "pandas>=1.0", "setuptools>=40.4"}
+
+
+def test_backslash_continuation_across_comment_lines_in_extras(tmp_path: Path) -> None:
+    repo = write(tmp_path, {"setup.cfg": ZIPP_SETUP_CFG, "zipp.py": ""})
+    found = {r.text for r in read_declared(repo, runner=None).requirements}
+    assert found == {"pytest>=6", 'pytest-black>=0.3.7; platform_python_implementation != "PyPy"',
+                     'pytest-mypy>=0.9.1; platform_python_implementation != "PyPy"', "jaraco.itertools"}
+
+
+def test_setup_py_lists_follow_the_same_rules(tmp_path: Path) -> None:
+    repo = write(tmp_path, {"setup.py": "from setuptools import setup\nsetup(name='x', version='1', "
+                                        "install_requires=['six  # py2 and 3', 'attrs; \\\\', "
+                                        "'python_version > \"3\"'])\n", "x.py": ""})
+    found = {r.text for r in read_declared(repo, runner=None).requirements}
+    assert found == {"six", 'attrs; python_version > "3"'}
