@@ -45,13 +45,16 @@ class Candidate(BaseModel):
 
 
 def make_candidates(base: list[Requirement], groups: list[tuple[Group, list[Requirement]]],
-                    runner: str | None) -> list[Candidate]:
-    """Each group on top of ``base``, by rank (stable), then ``base`` alone; equal sets of requirements kept
-    once (the first); ``runner`` (None: none) added to each candidate that names no package of that name."""
+                    runner: str | None, project: bool) -> list[Candidate]:
+    """Each group on top of ``base``, by rank (stable), then ``base`` alone when there is a ``project`` (a folder
+    of requirement files alone has no fallback); equal sets of requirements kept once (the first); ``runner``
+    (None: none) added to each candidate that names no package of that name."""
     ordered = sorted(enumerate(groups), key=lambda item: (item[1][0].rank, item[0]))
+    alone = Group(rank=PROJECT_ONLY, name=PROJECT_ONLY_NAME)
+    last: list[tuple[int, tuple[Group, list[Requirement]]]] = [(len(groups), (alone, []))] if project or base else []
     found: list[Candidate] = []
     seen: set[frozenset[str]] = set()
-    for _, (group, reqs) in [*ordered, (len(groups), (Group(rank=PROJECT_ONLY, name=PROJECT_ONLY_NAME), []))]:
+    for _, (group, reqs) in [*ordered, *last]:
         requirements = _dedupe([*base, *reqs])
         if runner and canonicalize_name(runner) not in {r.name for r in requirements}:
             requirements.append(parse_requirement(runner, "codebox default (the test runner)"))

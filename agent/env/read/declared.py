@@ -595,17 +595,17 @@ def _read_declared(repo: Path, extras: list[str], groups: list[str], requirement
                               "edits to their C/Cython sources need a new `codebox env build`")
     if runner and declared.needs_env and _norm(runner) not in {r.name for r in declared.requirements}:
         declared.requirements.append(parse_requirement(runner, "codebox default (the test runner)"))
-    declared.candidates = _candidates(c, runner if declared.needs_env else None)
+    declared.candidates = _candidates(c, runner if declared.needs_env else None, project.name is not None)
     return declared
 
 
-def _candidates(c: _Collector, runner: str | None) -> list[Candidate]:
+def _candidates(c: _Collector, runner: str | None, project: bool) -> list[Candidate]:
     base = [req for group, req in c.tagged if group is None]
     groups: dict[str, tuple[Group, list[Requirement]]] = {}
     for group, req in c.tagged:
         if group is not None:
             groups.setdefault(group.name, (group, []))[1].append(req)
-    return make_candidates(base, list(groups.values()), runner)
+    return make_candidates(base, list(groups.values()), runner, project)
 
 
 def _dedupe(requirements: list[Requirement]) -> list[Requirement]:

@@ -246,3 +246,22 @@ def test_an_sdist_that_fails_to_build_reports_its_log_tail_and_leaves_no_image(
     assert info.value.usage  # exit 2
     assert env_images(client, repo) == []
     assert created and all(c["network_mode"] == "none" for c in created)
+
+
+def test_a_candidate_that_conflicts_is_dropped_and_the_next_one_built(tmp_path: Path, local_index: IndexConfig,
+                                                                       made: list[str]) -> None:
+    """flask's shape: the test pins conflict with what the project needs (alpha needs beta>=2); the environment
+    falls back to the next candidate, and the notes say which was dropped and why, and which was chosen."""
+    pyproject = ('[project]\nname = "fallproj"\nversion = "1.0"\ndependencies = ["alpha"]\n'
+                 '[project.optional-dependencies]\ntest = ["beta<2"]\n')
+    repo = write(tmp_path, {"pyproject.toml": pyproject, "fallproj/__init__.py": "",
+                            "requirements-test.txt": "gamma\n"})
+    info = build(repo, local_index, made)
+    assert "beta==2.0" in info.installed and "gamma==3.0" in info.installed
+    dropped = [n for n in info.notes if "dropped" in n]
+    assert len(dropped) == 1 and dropped[0].startswith("environment candidate 1 (extra test) dropped: ")
+    assert "beta<2" in dropped[0]
+    assert "environment: candidate 2 of 3, requirements-test.txt" in info.notes
+    skipped = build(repo, local_index, made, skip=2)  # what eval asks for after candidate 2 failed its tests
+    assert "gamma==3.0" not in skipped.installed and skipped.image != info.image
+    assert "environment: candidate 3 of 3, the project's own dependencies" in skipped.notes
