@@ -48,10 +48,11 @@ from agent.env.read.reqlines import Requirement, parse_requirement
 from agent.env.read.source_policy import check_sources
 from agent.env.recipe import Recipe
 from agent.env.resolve import apt, asof
-from agent.env.resolve.resolve import IndexConfig, Lock, check_python, resolve
+from agent.env.resolve.resolve import IndexConfig, Lock, Pin, check_python, resolve
 
 if TYPE_CHECKING:
     from agent.env.install.layer import Stacked
+    from agent.env.resolve.sdists import SdistMeta
     from agent.sandboxes.build import Builder
 
 FORMAT_VERSION = "2"
@@ -324,7 +325,7 @@ class _Build:
                  f"({self.target.platform})")
         notes: list[str] = []
         lock = resolve_with_sdists(requirements, self.target, self.request.index, self.cancel, self.exclude_newer,
-                                   notes)
+                                   notes, self._build_dynamic)
         for note in notes:
             self.log(note)
         self.inputs.declared.notes += [n for n in notes if n not in self.inputs.declared.notes]
@@ -332,6 +333,18 @@ class _Build:
             own = canonicalize_name(project)
             lock = Lock(pins=[p for p in lock.pins if canonicalize_name(p.name) != own])
         return lock
+
+    def _build_dynamic(self, pin: Pin, path: Path, build_requires: list[str]) -> SdistMeta:
+        """A dependency whose sdist's metadata is dynamic: its wheel built in a box (install/sdist_wheel.py)."""
+        from agent.env.install.sdist_wheel import build_wheel
+        from agent.env.resolve.sdists import SdistMeta, checked_requires
+
+        asked = [parse_requirement(t, f"{pin.filename} [build-system] requires") for t in build_requires]
+        build_lock = self.resolve(asked, f"build requirements of {pin.filename}")
+        built = build_wheel(self.client, self.request.base_image, self.target, pin, path, build_lock,
+                            self.request.limits, self.deadline, self.cancel, self.log)
+        return SdistMeta(requires_dist=checked_requires(built.requires_dist, pin), build_requires=build_requires,
+                         wheel=built.pin)
 
     def _locked_deps(self, requirements: list[Requirement], project: str | None,
                      on_top: Stacked | None = None) -> tuple[images.Entry, str | None]:
