@@ -76,6 +76,8 @@ class CodeboxSettings:
     backend: str = _default("backend")
     runtime: str = _default("runtime")
     jobs: int = _default("jobs")
+    env_candidates: int = _default("env_candidates")
+    env_candidate_timeout: float = _default("env_candidate_timeout")
 
     def __init__(self, **values: Any) -> None:
         """The built-in defaults, replaced by ``values`` (checked already: see load_settings)."""
