@@ -131,6 +131,14 @@ SETTINGS: Final[dict[str, Setting]] = {
     "runtime": Setting(DEFAULT_RUNTIME, "text", "OCI runtime of the sandbox: runc, runsc (gVisor), or any the "
                        "engine lists", _never("it chooses what isolates the sandbox")),
     "jobs": Setting(DEFAULT_JOBS, "integer", "batch tasks at once", at_least=1),
+    "python": Setting(None, "text", "the sandbox's Python, X.Y (default: the dataset's spec, else the Python "
+                      "current on the task's date that the project's requires-python allows)",
+                      _never("it chooses what runs in the sandbox")),
+    "python_pull": Setting("no", "choice", "yes: a Python no registered image or Debian suite provides comes "
+                           "from a registry (python:X.Y-slim)", _never("it sends traffic to a registry"),
+                           choices=("no", "yes")),
+    "python_images": Setting([], "list", "images registered per Python version, X.Y=IMAGE (also `codebox image "
+                             "python X.Y --image IMAGE`)", _never("it chooses what runs in the sandbox")),
 }
 
 

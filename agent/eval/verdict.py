@@ -18,7 +18,7 @@ from agent.eval import grading
 from agent.eval.dataset import DatasetInfo, EvalType
 from agent.eval.job import ApplyRecord, ErrorKind, EvalEvidence, Flag
 from agent.eval.junit import XPASS, Key, collection_errors, junit_cases, junit_key, status_map
-from agent.protocol import EnvInfo
+from agent.protocol import EnvInfo, PythonChoice
 
 EvalStatus = Literal["resolved", "unresolved", "patch_failed", "error"]
 STATUSES: tuple[EvalStatus, ...] = ("resolved", "unresolved", "patch_failed", "error")
@@ -69,6 +69,8 @@ class InstanceEval(BaseModel):
     exit_code: int | None = None
     run_outcome: str | None = None
     env: EnvInfo | None = None
+    python: PythonChoice | None = None
+    """The Python the tests ran on, the one the spec or the user asked for, and why."""
     backend: str | None = None
     runtime: str | None = None
     """The OCI runtime the tests ran under (runc, runsc...): recorded, and part of the fingerprint."""

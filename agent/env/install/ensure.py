@@ -81,6 +81,8 @@ class EnvRequest(BaseModel):
     # The repository as the task names it (a path, or owner/name), when ``repo`` is a workspace made
     # from it: what the log lines, the image labels and `codebox env ls` show.
     repo_name: str | None = None
+    # The X.Y chosen for the task, which ``base_image`` holds (agent/env/python): part of the key, said in the log.
+    python: str | None = None
 
     def shown(self) -> str:
         return self.repo_name or str(self.repo)
@@ -179,6 +181,7 @@ def inputs_key(base_id: str, inputs: _Inputs, request: EnvRequest, engine: str =
         "uv_index": sorted(IndexConfig.user_indexes()),  # every index the user gives uv (resolve.py)
         "tree": inputs.tree.key if inputs.tree is not None else None,
         **images.engine_part(engine),
+        **({"python": request.python} if request.python else {}),  # keys made before a Python was chosen stay
     }
     return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()[:32]
 

@@ -46,6 +46,9 @@ VALUES: dict[str, tuple[Any, Any]] = {
     "jobs": (1, 64),
     "test_timeout": (60.0, 3600.0),
     "max_test_timeout": (120.0, 7200.0),
+    "python": (None, "3.9"),
+    "python_pull": (None, "yes"),
+    "python_images": (None, ["3.9=attacker/image:latest"]),
 }
 # More values no untrusted project may set.
 LOOSER: list[tuple[str, Any]] = [
