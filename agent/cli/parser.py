@@ -414,6 +414,13 @@ def build_parser(settings: CodeboxSettings | None = None, chosen: str | None = N
     build.add_argument("--backend", choices=list(BACKEND_NAMES), default="docker",
                        help="the engine whose store gets it (podman: Docker's image, copied over)")
     build.set_defaults(func="agent.cli.commands.maintenance:cmd_image")
+    python = image_sub.add_parser("python", help="where each Python version comes from: list them, register an "
+                                  "image for one, or build its Debian suite's image now")
+    python.add_argument("version", nargs="?", metavar="X.Y", help="the Python version (default: every one)")
+    python.add_argument("--image", metavar="NAME", help="register NAME as the sandbox image of X.Y (taken as it is)")
+    python.add_argument("--forget", action="store_true", help="forget the image registered for X.Y")
+    python.add_argument("--build", action="store_true", help="build X.Y's Debian suite image now (offline)")
+    python.set_defaults(func="agent.cli.commands.maintenance:cmd_image_python")
 
     _add_env_parser(sub, c.backend)
     _add_settings_parsers(sub, c, epilog)

@@ -152,16 +152,16 @@ def build_lock(log: Log) -> Iterator[None]:
 
 
 def build_base(force: bool = False, log: Log = print, suite: str = "bookworm", tag: str = BASE_IMAGE,
-               mirror: str | None = None) -> None:
+               mirror: str | None = None, packages: tuple[str, ...] = ()) -> None:
     """Build ``tag`` (default ``BASE_IMAGE``) offline from Debian ``suite`` with ``build_base.sh`` (it reuses an
-    existing one unless ``force``; ``mirror``: CODEBOX_DEBIAN_MIRROR when the user set none), streaming the
-    script's output line by line to ``log``."""
+    existing one unless ``force``; ``mirror``: CODEBOX_DEBIAN_MIRROR when the user set none; ``packages``: more
+    Debian packages), streaming the script's output line by line to ``log``."""
     if not BUILD_BASE_SCRIPT.is_file():
         raise ImageError(
             f"{BUILD_BASE_SCRIPT.name} is missing from this codebox install ({BUILD_BASE_SCRIPT}); "
             "reinstall codebox (pip install --force-reinstall codebox)"
         )
-    cmd = ["bash", str(BUILD_BASE_SCRIPT), "--tag", tag]
+    cmd = ["bash", str(BUILD_BASE_SCRIPT), "--tag", tag, *(["--packages", ",".join(packages)] if packages else [])]
     if force:
         cmd.append("--force")
     try:

@@ -26,6 +26,9 @@ from agent.defaults import DEFAULT_IMAGE
 
 # The Debian suites reachable here and the CPython each ships (python3 in main).
 SUITES: dict[str, str] = {"3.9": "bullseye", "3.11": "bookworm", "3.13": "trixie"}
+# What a suite's Python needs beyond python3: uv does not take a 3.9 without distutils (Debian ships it apart),
+# nor does the setuptools of that era.
+SUITE_PACKAGES: dict[str, tuple[str, ...]] = {"bullseye": ("python3-distutils",)}
 REGISTRY_IMAGE = "python:{minor}-slim"
 Log = Callable[[str], None]
 
@@ -139,7 +142,7 @@ def ensure_suite_sandbox(minor: str, log: Log = _quiet) -> str:
             return tag
         base = base_tag(suite)
         log(f"building {tag}: Python {minor} from Debian {suite}, offline (once; reused after)")
-        image.build_base(log=log, suite=suite, tag=base, mirror=host_mirror())
+        image.build_base(log=log, suite=suite, tag=base, mirror=host_mirror(), packages=SUITE_PACKAGES.get(suite, ()))
         return image.build_sandbox(base=base, tag=tag, log=log)
 
 

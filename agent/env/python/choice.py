@@ -92,4 +92,7 @@ def _from_project(requires_python: str | None, as_of: str | None, default: str) 
     allowed = [m for m in versions.RELEASED if versions.allows(requires_python, m)]
     if not allowed:
         return Wanted(minor=None, source="default", why=f"the default image's (no known Python fits {said})")
+    newer = [m for m in allowed if versions.key(m) > versions.key(default)]
+    if newer:  # the oldest one it allows above the default: the likeliest to be here
+        return Wanted(minor=min(newer, key=versions.key), source="project", why=f"the oldest Python {said} allows")
     return Wanted(minor=max(allowed, key=versions.key), source="project", why=f"the newest Python {said} allows")
