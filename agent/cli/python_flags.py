@@ -83,6 +83,8 @@ class PythonFlags:
             raise EnvError(f"{self.where} and --image both choose the sandbox's Python: give one of them", usage=True)
         self.images: PythonImages = PythonImages(registered_images(list(args.python_images)),
                                                  pull=args.python_pull == "yes", log=log)
+        self.backend = getattr(args, "backend", None) or "docker"
+        self._copied: set[str] = set()
 
     def apply(self, task: TaskSpec, read: Reader, as_of: str | None, spec: tuple[str, str] | None = None,
               recipe_python: str | None = None) -> TaskSpec:
@@ -97,6 +99,7 @@ class PythonFlags:
                                   image=DEFAULT_IMAGE, link="codebox's default image")
             return task.model_copy(update={"python_choice": chosen})
         provided = self.images.provide(wanted.minor)
+        self._into_backend(provided.image)
         chosen = PythonChoice(wanted=wanted.minor, ran=provided.minor, source=wanted.source, why=wanted.why,
                               image=provided.image, link=provided.link)
         return task.model_copy(update={"image": provided.image, "python_choice": chosen})
@@ -109,3 +112,12 @@ class PythonFlags:
         if recipe_python:
             return choice.asked_version(recipe_python, "the recipes file's python"), "recipe", "the recipes file"
         return None
+
+    def _into_backend(self, image: str) -> None:
+        """Podman's store gets the image Docker built (as `codebox image build --backend podman` copies it), once."""
+        if self.backend != "podman" or image in self._copied:
+            return
+        from agent.backends.podman import copy_image_from_docker
+
+        copy_image_from_docker(image)
+        self._copied.add(image)

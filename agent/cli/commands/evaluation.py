@@ -51,18 +51,23 @@ def cmd_eval(args: argparse.Namespace) -> int:
         return inputs
     instances, predictions, bad_input = inputs
     try:
-        instances, unavailable = _with_python(args, _with_env_flags(args, _with_specs(args, instances)))
-    except CodeboxError as exc:  # EnvError: a bad --recipes file, --as-of date or --specs file; no --python here
+        instances = _with_env_flags(args, _with_specs(args, instances))
+    except CodeboxError as exc:  # EnvError: a bad --recipes file, --as-of date or --specs file
         return usage_error(str(exc))
+    from agent.backends.registry import backend_for
+
+    try:  # each instance's Python (no engine is asked for the default image's); a --python no source has
+        instances, unavailable, said = _with_python(args, instances)
+        # no engine, no runtime, no sandbox image the instances run in: said before any instance starts
+        for image in sorted({i.task.image or config.image for i in instances}):
+            backend_for(config).preflight(config.replace(image=image))
+    except CodeboxError as exc:
+        return usage_error(str(exc))
+    for line in said:
+        print(f"codebox: {printable(line)}", file=sys.stderr)
     bad_input = bad_input or unavailable
     if not instances:
         return usage_error("no instance's Python can be had here (above)")
-    from agent.backends.registry import backend_for
-
-    try:  # no engine, no runtime, no sandbox image: said before any instance starts
-        backend_for(config).preflight(config)
-    except CodeboxError as exc:
-        return usage_error(str(exc))
     return _run(args, instances, predictions, config, bad_input)
 
 
@@ -126,9 +131,9 @@ def _with_specs(args: argparse.Namespace, instances: list[Any]) -> list[Any]:
     return out
 
 
-def _with_python(args: argparse.Namespace, instances: list[Any]) -> tuple[list[Any], bool]:
+def _with_python(args: argparse.Namespace, instances: list[Any]) -> tuple[list[Any], bool, list[str]]:
     """Each instance's Python and its image (agent/cli/python_flags.py); an instance whose Python no source has is
-    named and left out (the rest run); one line per distinct choice."""
+    named and left out (the rest run); one line to say per distinct choice."""
     from collections import Counter
 
     from agent.cli.commands.common import env_progress
@@ -155,9 +160,8 @@ def _with_python(args: argparse.Namespace, instances: list[Any]) -> tuple[list[A
         if task.python_choice is not None:
             said[task.python_choice.line()] += 1
         out.append(instance.model_copy(update={"task": task}))
-    for line, count in said.items():
-        print(f"codebox: {printable(line)} [{count} instance{'s' if count != 1 else ''}]", file=sys.stderr)
-    return out, unavailable
+    lines = [f"{line} [{count} instance{'s' if count != 1 else ''}]" for line, count in said.items()]
+    return out, unavailable, lines
 
 
 def _inputs(args: argparse.Namespace, pattern: str | None,
