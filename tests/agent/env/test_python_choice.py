@@ -85,3 +85,22 @@ def test_requires_python_is_read_from_each_file_and_from_a_commit(tmp_path: Path
     assert requires_python(at_commit(tmp_path, "HEAD")) == ">=3.7"
     assert requires_python(in_folder(tmp_path)) == ">=3.6"  # an unreadable file says nothing
     assert requires_python(at_commit(tmp_path, "0" * 40)) is None
+
+
+def test_build_requirements_are_never_older_than_the_python_they_run_on() -> None:
+    from agent.env.install.ensure import build_date
+
+    assert build_date("2019-08-03T00:00:00Z", "3.9.2") == "2020-10-05T00:00:00Z"  # setuptools 41 breaks on 3.9
+    assert build_date("2021-06-01T00:00:00Z", "3.9.2") == "2021-06-01T00:00:00Z"
+    assert build_date(None, "3.9.2") is None  # "now": no limit
+    assert build_date("2019-08-03T00:00:00Z", "3.99.0") == "2019-08-03T00:00:00Z"  # a minor of no known date
+
+
+def test_a_recipe_s_exact_pin_is_taken_whatever_the_date() -> None:
+    """SWE-bench's specs pin versions newer than their rows (pytest 5.4's attrs==23.1.0 for a 2020 row)."""
+    from agent.env.read.reqlines import parse_requirement
+    from agent.env.resolve.resolve import RECIPE_PIP, _pinned_whatever_the_date
+
+    requirements = [parse_requirement("attrs==23.1.0", RECIPE_PIP), parse_requirement("py>=1.5", RECIPE_PIP),
+                    parse_requirement("pluggy==0.13.1", "setup.cfg [options] install_requires")]
+    assert _pinned_whatever_the_date(requirements) == ["--exclude-newer-package", "attrs=false"]
