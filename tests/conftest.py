@@ -13,9 +13,6 @@ import pytest
 if TYPE_CHECKING:
     from agent.containers.engine_api import EngineClient
 
-# testcontainers' reaper image cannot be pulled here; codebox removes its own containers.
-os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
-
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
