@@ -48,7 +48,7 @@ from agent.env.read.reqlines import Requirement, parse_requirement
 from agent.env.read.source_policy import check_sources
 from agent.env.recipe import Recipe
 from agent.env.resolve import apt, asof
-from agent.env.resolve.resolve import IndexConfig, Lock, Pin, check_python, resolve
+from agent.env.resolve.resolve import RECIPE_PIP, IndexConfig, Lock, Pin, check_python, resolve
 
 if TYPE_CHECKING:
     from agent.env.install.layer import Stacked
@@ -88,6 +88,8 @@ class EnvRequest(BaseModel):
     candidates: int = Field(defaults.DEFAULT_ENV_CANDIDATES, ge=1)
     candidate_timeout_s: float = Field(defaults.DEFAULT_ENV_CANDIDATE_TIMEOUT_S, gt=0)
     skip: int = Field(0, ge=0)
+    # The X.Y chosen for the task, which ``base_image`` holds (agent/env/python): part of the key, said in the log.
+    python: str | None = None
 
     def shown(self) -> str:
         return self.repo_name or str(self.repo)
@@ -133,7 +135,7 @@ def _read_inputs(request: EnvRequest) -> _Inputs:
     apt.check_names(recipe.apt)
     declared = read_declared(request.repo, recipe.extras, recipe.groups, recipe.requirements, request.runner)
     declared.notes += check_sources(declared, request.index, request.allow_public_fallback)
-    pip = [parse_requirement(text, "the recipe's pip") for text in recipe.pip]
+    pip = [parse_requirement(text, RECIPE_PIP) for text in recipe.pip]
     backend, requires = plan.backend_of(request.repo, declared)
     build = plan.needs_build(declared, request.repo, recipe, backend, requires)
     tree = read_tree(request.repo) if build else None
@@ -187,6 +189,7 @@ def inputs_key(base_id: str, inputs: _Inputs, request: EnvRequest, engine: str =
         "tree": inputs.tree.key if inputs.tree is not None else None,
         "candidates": [[c.name, [r.text for r in c.requirements]] for c in window(declared.candidates, request)],
         **images.engine_part(engine),
+        **({"python": request.python} if request.python else {}),  # keys made before a Python was chosen stay
     }
     return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()[:32]
 
@@ -222,10 +225,17 @@ class _Build:
         check_python(inputs.declared.project.requires_python, self.target, request.base_image)
 
     def resolve(self, requirements: list[Requirement], what: str) -> Lock:
-        when = f" as of {self.request.as_of[:10]}" if self.exclude_newer else ""
+        """Build requirements (setuptools, wheel...), as of the task's date, or of its Python's release when the
+        date is older: a backend of an older day may not run on a newer Python (setuptools 41 on 3.9)."""
+        exclude_newer = build_date(self.exclude_newer, self.target.python)
+        if exclude_newer != self.exclude_newer and exclude_newer is not None:
+            note = (f"build requirements resolved as of {exclude_newer[:10]}, Python {self.target.python}'s release "
+                    f"(the task's date {self.request.as_of[:10]} predates it)")
+            if note not in self.inputs.declared.notes:
+                self.inputs.declared.notes.append(note)
+        when = f" as of {exclude_newer[:10]}" if exclude_newer else ""
         self.log(f"resolving {len(requirements)} {what}{when} for Python {self.target.python}")
-        return resolve(requirements, self.target, self.request.index, cancel=self.cancel,
-                       exclude_newer=self.exclude_newer)
+        return resolve(requirements, self.target, self.request.index, cancel=self.cancel, exclude_newer=exclude_newer)
 
     def run(self) -> images.Entry:
         import tempfile
@@ -419,6 +429,16 @@ def _build(request: EnvRequest, inputs: _Inputs, engine: images.EngineImages, ba
         f"({len(inputs.declared.requirements)} declared requirements"
         + ("; the project's own build runs" if inputs.build else "") + ")")
     return _Build(request, inputs, engine, engine.store, base_id, key, log, cancel).run()
+
+
+def build_date(exclude_newer: str | None, python: str) -> str | None:
+    """``exclude_newer``, or the release day of ``python``'s minor when that is later (None: no limit)."""
+    from agent.python_versions import RELEASED, minor_of
+
+    released = RELEASED.get(minor_of(python) or "")
+    if exclude_newer is None or released is None:
+        return exclude_newer
+    return max(exclude_newer, f"{released}T00:00:00Z")
 
 
 def _plugins(entry_points: dict[str, dict[str, str]]) -> list[str]:
