@@ -111,7 +111,9 @@ def cause(verdict: dict) -> str:
     """Why an instance is not what it should be, in codebox's words (eval.json)."""
     status = verdict.get("status")
     if status == "error":
-        return one_line(verdict.get("error") or verdict.get("harness_error"))
+        text = verdict.get("error") or verdict.get("harness_error") or ""
+        lines = [line for line in text.splitlines() if line.strip()]
+        return one_line(lines[0] + (f" … {lines[-1]}" if len(lines) > 1 else "")) if lines else ""
     if status == "patch_failed":
         tried = (verdict.get("model_patch") or {}).get("tried") or []
         return one_line("patch did not apply: " + (str(tried[-1]) if tried else ""))
@@ -160,8 +162,9 @@ def markdown(rows: list[Row], header: dict) -> str:
              "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         empty_ok = r.empty == "unresolved" and r.empty_ran
-        why = "; ".join(c for c in (r.gold_cause if r.gold != "resolved" else "",
-                                    "" if empty_ok else f"empty: {r.empty_cause}") if c)
+        gold_why = r.gold_cause if r.gold != "resolved" else ""
+        empty_why = "" if empty_ok else ("empty: the same" if r.empty_cause == gold_why else f"empty: {r.empty_cause}")
+        why = "; ".join(c for c in (gold_why, empty_why) if c)
         empty = r.empty + ("" if r.empty_ran or not r.empty else " (no tests ran)")
         lines.append(f"| {r.instance} | {r.version} | {r.spec_python} | {r.ran_python} | {r.gold} | {r.gold_s:.0f}s "
                      f"| {empty} | {r.empty_s:.0f}s | {why.replace('|', '/')} |")
@@ -180,6 +183,7 @@ def main() -> None:
     parser.add_argument("--specs", type=Path, help="swebench 4.1.0 wheel or its constants/python.py")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--only", choices=["gold", "empty"], help="run one of the two")
+    parser.add_argument("--tabulate", action="store_true", help="only write the table again from --out's verdicts")
     parser.add_argument("--out", type=Path, default=Path("codebox-out") / time.strftime("swebench_dev-%Y%m%dT%H%M%S"))
     parser.add_argument("eval_args", nargs="*", help="after --: more `codebox eval` arguments")
     args = parser.parse_args()
@@ -197,6 +201,12 @@ def main() -> None:
                 f.write(json.dumps({"instance_id": row["instance_id"], "model_name_or_path": kind,
                                     "model_patch": patch}) + "\n")
 
+    kept = args.out / "table.json"
+    header = json.loads(kept.read_text())["run"] if args.tabulate else run_both(args, picked, subset)
+    tabulate(args, picked, header)
+
+
+def run_both(args: argparse.Namespace, picked: list[tuple[str, dict]], subset: Path) -> dict:
     checkout, commit = checkout_of(args.codebox)
     header: dict = {"checkout": checkout, "commit": commit, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                     "load_before": " ".join(f"{x:.1f}" for x in os.getloadavg()), "eval_args": args.eval_args,
@@ -206,7 +216,10 @@ def main() -> None:
         print(f"swebench_dev: {kind}: {len(picked)} instances with {args.codebox}", file=sys.stderr, flush=True)
         header[f"{kind}_wall_s"] = run_eval(args.codebox, subset, args.out / f"{kind}.jsonl", args.out / kind, args)
     header["load_after"] = " ".join(f"{x:.1f}" for x in os.getloadavg())
+    return header
 
+
+def tabulate(args: argparse.Namespace, picked: list[tuple[str, dict]], header: dict) -> None:
     specs = spec_pythons(args.specs)
     gold, empty = verdicts(args.out / "gold"), verdicts(args.out / "empty")
     table = []
