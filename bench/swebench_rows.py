@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import subprocess
 import sys
@@ -43,10 +44,18 @@ def split_diff(mirror: Path, commit: str) -> tuple[str, str, list[str]]:
     return patch, test_patch, [f for f in tests if f.endswith(".py")]
 
 
-def outcomes(venv: Path, tree: Path, test_files: list[str]) -> dict[str, str]:
+def outcomes(venv: Path, tree: Path, test_files: list[str], path: bool, image: str | None) -> dict[str, str]:
     present = [f for f in test_files if (tree / f).exists()]
-    proc = subprocess.run([str(venv / "bin" / "python"), "-m", "pytest", "-rA", "--color=no", "-p",
-                           "no:cacheprovider", *present], cwd=tree, capture_output=True, text=True)
+    pytest = ["-m", "pytest", "-rA", "--color=no", "-p", "no:cacheprovider", *present]
+    code = "/repo/src" if (tree / "src").is_dir() else "/repo"
+    if image:  # the image's python3, the packages from --target, no network
+        command = ["docker", "run", "--rm", "--network", "none", "--label", "swebench_rows=1", "-v", f"{tree}:/repo",
+                   "-v", f"{venv}:/site:ro", "-w", "/repo", "-e", f"PYTHONPATH=/site:{code}", image, "python3", *pytest]
+        proc = subprocess.run(command, capture_output=True, text=True)
+    else:
+        env = dict(os.environ, PYTHONPATH=code.replace("/repo", str(tree))) if path else None
+        proc = subprocess.run([str(venv / "bin" / "python"), *pytest], cwd=tree, capture_output=True, text=True,
+                              env=env)
     found: dict[str, str] = {}
     for line in proc.stdout.splitlines():
         if m := _SUMMARY.match(line):
@@ -62,7 +71,11 @@ def main() -> None:
     parser.add_argument("--version", required=True, help="the project's version at the base (SWE-bench's `version`)")
     parser.add_argument("--pip", action="append", default=[], help="what the host venv needs beyond the project")
     parser.add_argument("--python", default=sys.executable)
-    parser.add_argument("--no-install", action="store_true", help="do not pip install the project (flat layout)")
+    parser.add_argument("--no-install", action="store_true",
+                        help="do not pip install the project: put it (or its src/) on PYTHONPATH")
+    parser.add_argument("--image", help="run the tests in this image's python3 (network none; the project on "
+                        "PYTHONPATH, --pip wheels unpacked for --image-python): a project older than the host's Python")
+    parser.add_argument("--image-python", default="3.9")
     args = parser.parse_args()
 
     commit = git(args.mirror, "rev-parse", args.commit).strip()
@@ -74,15 +87,21 @@ def main() -> None:
         tree, venv = Path(tmp, "tree"), Path(tmp, "venv")
         subprocess.run(["git", "clone", "-q", "--no-checkout", str(args.mirror), str(tree)], check=True)
         git(tree, "checkout", "-q", base)
-        subprocess.run([args.python, "-m", "venv", str(venv)], check=True)
-        pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q"]
-        subprocess.run([*pip, *(args.pip or ["pytest"])], check=True)
-        if not args.no_install:
-            subprocess.run([*pip, "-e", str(tree)], check=True)
+        if args.image:  # wheels for the image's Python, unpacked on the host into the folder it mounts
+            subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--target", str(venv),
+                            "--only-binary", ":all:", "--python-version", args.image_python,
+                            "--platform", "manylinux2014_x86_64",
+                            *(args.pip or ["pytest"])], check=True)
+        else:
+            subprocess.run([args.python, "-m", "venv", str(venv)], check=True)
+            pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q"]
+            subprocess.run([*pip, *(args.pip or ["pytest"])], check=True)
+            if not args.no_install:
+                subprocess.run([*pip, "-e", str(tree)], check=True)
         git(tree, "apply", "-", stdin=test_patch)
-        before = outcomes(venv, tree, test_files)
+        before = outcomes(venv, tree, test_files, args.no_install, args.image)
         git(tree, "apply", "-", stdin=patch)
-        after = outcomes(venv, tree, test_files)
+        after = outcomes(venv, tree, test_files, args.no_install, args.image)
     passing = {"PASSED", "XFAIL"}
     fail_to_pass = sorted(t for t, o in after.items() if o in passing and before.get(t) not in passing)
     pass_to_pass = sorted(t for t, o in after.items() if o in passing and before.get(t) in passing)
@@ -93,7 +112,7 @@ def main() -> None:
     row = {
         "repo": args.repo, "instance_id": f"{name}-{commit[:10]}", "base_commit": base, "patch": patch,
         "test_patch": test_patch, "problem_statement": number,
-        "hints_text": "", "created_at": git(args.mirror, "log", "-1", "--format=%cI", commit).strip(),
+        "hints_text": "", "created_at": git(args.mirror, "log", "-1", "--format=%aI", commit).strip(),
         "version": args.version, "FAIL_TO_PASS": json.dumps(fail_to_pass), "PASS_TO_PASS": json.dumps(pass_to_pass),
         "environment_setup_commit": base,
     }
