@@ -13,20 +13,13 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 from agent.eval.grading import ERROR, FAILED, PASSED, SKIPPED, XFAIL
+from agent.languages.python.runners.pytest import node_file as node_file  # its home: the pytest runner
 
 Key = tuple[str, str]
 XPASS = "XPASS"
 XPASS_PROPERTY = "codebox.outcome"  # the plugin's property on an xpassed testcase (value "xpassed")
 NODEID_PROPERTY = "codebox.nodeid"  # the plugin's: the id the summary wrote, when not JUnit's (another rootdir)
 SUMMARY_ORDER = (PASSED, SKIPPED, XFAIL, ERROR, FAILED)  # -rA's sections, XPASS left out
-
-
-def node_file(node_id: str) -> str | None:
-    """The file part of a pytest node id (`tests/test_x.py::C::test[a::b]` -> tests/test_x.py)."""
-    head = node_id.split("[", 1)[0]
-    if "::" not in head:
-        return None
-    return head.split("::", 1)[0]
 
 
 def junit_key(node_id: str) -> Key:

@@ -9,10 +9,11 @@ import pytest
 
 from agent.cancel import CancelToken
 from agent.cli.parser import main
-from agent.eval.instance import invalid_task, not_pytest_ids
+from agent.eval.instance import evaluate, invalid_task
 from agent.eval.job import EvalJob
 from agent.eval.predictions import Prediction
 from agent.protocol import TaskSpec
+from agent.sandboxes.config import SandboxConfig
 from tests.agent.eval.repos import calc_repo
 
 
@@ -53,9 +54,12 @@ def test_flags_that_cannot_work_are_usage_errors(tmp_path: Path, capsys: pytest.
 def test_instances_that_cannot_be_evaluated_say_why(tmp_path: Path) -> None:
     no_tests = TaskSpec(id="t", repo=str(tmp_path), goal="g")
     assert "names no FAIL_TO_PASS" in (invalid_task(no_tests) or "")
-    not_pytest = no_tests.model_copy(update={"FAIL_TO_PASS": ["test_x (mod.Class)"]})
-    assert "not pytest node ids" in (not_pytest_ids(not_pytest) or "")
-    assert not_pytest_ids(no_tests.model_copy(update={"FAIL_TO_PASS": ["tests/test_a.py::test_x"]})) is None
+    no_ids = no_tests.model_copy(update={"FAIL_TO_PASS": ["[100%]"], "PASS_TO_PASS": ["["]})
+    job = EvalJob(prediction=Prediction(instance_id="t"), timeout_s=10)
+    evidence = evaluate(no_ids, job, SandboxConfig(), tmp_path, CancelToken())
+    assert "no test id any runner reads among the named tests: [100%], [" in (evidence.error or "")
+    unittest_ids = no_tests.model_copy(update={"FAIL_TO_PASS": ["test_x (mod.Class)"]})
+    assert invalid_task(unittest_ids) is None  # unittest's form: graded by the unittest runner
 
 
 def test_no_docker_is_one_line_before_any_instance_starts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
