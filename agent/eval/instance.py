@@ -40,9 +40,9 @@ from agent.eval.pytest_run import (
     shown_command,
 )
 from agent.eval.runner_run import command_argv, command_environment
-from agent.languages.python.runners import LOG_RUNNERS, RUNNERS, choose
-from agent.languages.python.runners.base import Runner
 from agent.languages.python.runners.pytest import PYTEST, node_file
+from agent.languages.registry import eval_runner, is_test_id, log_runner_named
+from agent.languages.runner import Runner
 from agent.protocol import EnvInfo, TaskSpec
 from agent.sandboxes.base import Session
 from agent.sandboxes.config import SandboxConfig
@@ -60,7 +60,7 @@ def invalid_task(task: TaskSpec) -> str | None:
     named = [*task.FAIL_TO_PASS, *task.PASS_TO_PASS]
     if not named:
         return "the instance names no FAIL_TO_PASS or PASS_TO_PASS tests"
-    if not any(runner.is_test_id(n) for n in named for runner in RUNNERS.values()):
+    if not any(is_test_id(n) for n in named):
         return f"no test id any runner reads among the named tests: {', '.join(named[:5])}"
     return None
 
@@ -217,7 +217,7 @@ class _Run:
     def _tests(self, sandbox: Session, repo: Path, env: EnvInfo | None) -> None:
         evidence, task = self.evidence, self.task
         named = [*task.FAIL_TO_PASS, *task.PASS_TO_PASS]
-        runner, why = choose(repo, named)
+        runner, why = eval_runner(repo, named)
         evidence.runner = runner.name
         if runner is not PYTEST:
             evidence.notes.append(f"tests run with {runner.name}: {why}")
@@ -300,8 +300,8 @@ class _Run:
             evidence.fail("sandbox", f"the test run could not start: {error or 'error'}")
         if bundle is not None and bundle.junit is not None:
             evidence.junit_xml = bundle.junit
-        elif bundle is not None and evidence.runner in LOG_RUNNERS:
-            if evidence.error is None and not LOG_RUNNERS[evidence.runner].statuses(bundle.log):
+        elif bundle is not None and (log_runner := log_runner_named(evidence.runner)) is not None:
+            if evidence.error is None and not log_runner.statuses(bundle.log):
                 evidence.no_report = (f"{evidence.runner} reported no test (exit {bundle.exit_code}): "
                                       f"{failure_cause(bundle.log)}")
             return  # else the runner's log is its report (the verdict reads it)
