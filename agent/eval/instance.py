@@ -31,6 +31,7 @@ from agent.eval.apply import apply_patch, reset_to_base
 from agent.eval.changed import changed_paths, patch_paths
 from agent.eval.integrity import flag_environment, flag_patch, flagged_paths
 from agent.eval.job import ApplyRecord, EvalEvidence, EvalJob
+from agent.eval.junit import junit_from_outcomes
 from agent.eval.pytest_run import (
     BUNDLE_PATH,
     failure_cause,
@@ -40,8 +41,9 @@ from agent.eval.pytest_run import (
     shown_command,
 )
 from agent.eval.runner_run import command_argv, command_environment
+from agent.languages.base import RunsNamedTests
 from agent.languages.python.runners.pytest import PYTEST, node_file
-from agent.languages.registry import eval_runner, is_test_id, log_runner_named
+from agent.languages.registry import eval_runner, is_test_id, log_runner_named, named_tests
 from agent.languages.runner import Runner
 from agent.protocol import EnvInfo, TaskSpec
 from agent.sandboxes.base import Session
@@ -216,6 +218,10 @@ class _Run:
 
     def _tests(self, sandbox: Session, repo: Path, env: EnvInfo | None) -> None:
         evidence, task = self.evidence, self.task
+        language = named_tests(repo)
+        if language is not None:  # another language than Python, graded by its test names (Rust's cargo test)
+            self._named_tests(sandbox, repo, language)
+            return
         named = [*task.FAIL_TO_PASS, *task.PASS_TO_PASS]
         runner, why = eval_runner(repo, named)
         evidence.runner = runner.name
@@ -268,6 +274,34 @@ class _Run:
         evidence.test_command = runner.command(targets)
         return {"argv": command_argv(evidence.test_command), "timeout_s": self.job.timeout_s,
                 "report_file": BUNDLE_PATH, "env": command_environment(runner, root, self.job.dataset_image)}
+
+    def _named_tests(self, sandbox: Session, repo: Path, language: RunsNamedTests) -> None:
+        """The language's own run; its machine output read per test and graded as a JUnit report would be."""
+        evidence = self.evidence
+        run = language.named_tests_run(repo, [*self.task.FAIL_TO_PASS, *self.task.PASS_TO_PASS])
+        evidence.test_command = run.shown
+        request: dict[str, object] = {"argv": run.argv, "timeout_s": self.job.timeout_s, "report_file": run.report_file}
+        if self.task.test_in_copy:
+            request["copy_repo"] = True
+        reply = self._run_test(sandbox, request)
+        if reply is None:
+            return
+        report = reply.data.get("report_file_text")
+        machine = report if isinstance(report, str) else reply.output
+        evidence.run_outcome = reply.outcome
+        code = reply.data.get("exit_code")
+        evidence.exit_code = code if isinstance(code, int) else None
+        evidence.log = f"{reply.output}\n{machine}" if isinstance(report, str) else reply.output
+        if reply.outcome == "timeout":
+            evidence.fail("timeout", f"the tests timed out after {self.job.timeout_s:g} s")
+        elif reply.outcome in ("oom", "container_died", "sandbox_error", "error"):
+            evidence.fail("sandbox", f"the test run did not finish ({reply.outcome}): {reply.error or ''}".rstrip(": "))
+        outcomes = language.outcomes(machine)
+        if outcomes:
+            evidence.junit_xml = junit_from_outcomes(outcomes)
+        elif evidence.error is None:
+            cause = failure_cause(reply.output)
+            evidence.no_report = f"the tests reported no outcome (exit {evidence.exit_code}): {cause}"
 
     def _run_test(self, sandbox: Session, request: dict[str, object]) -> ToolResult | None:
         """run_test in the sandbox (a cancel closes it); None, the evidence's error set, when no container ran."""

@@ -25,7 +25,7 @@ from agent.eval.junit import XPASS, Key, collection_errors, junit_cases, junit_k
 from agent.languages.python.runners.pytest import PYTEST, repo_parser, rewrite
 from agent.languages.registry import log_runner_named, runner_named
 from agent.languages.runner import LogRunner
-from agent.protocol import EnvInfo
+from agent.protocol import EnvInfo, PythonChoice
 
 EvalStatus = Literal["resolved", "unresolved", "patch_failed", "error"]
 STATUSES: tuple[EvalStatus, ...] = ("resolved", "unresolved", "patch_failed", "error")
@@ -79,6 +79,8 @@ class InstanceEval(BaseModel):
     exit_code: int | None = None
     run_outcome: str | None = None
     env: EnvInfo | None = None
+    python: PythonChoice | None = None
+    """The Python the tests ran on, the one the spec or the user asked for, and why."""
     backend: str | None = None
     runtime: str | None = None
     """The OCI runtime the tests ran under (runc, runsc...): recorded, and part of the fingerprint."""
