@@ -13,8 +13,6 @@ import pytest
 if TYPE_CHECKING:
     from agent.containers.engine_api import EngineClient
 
-# testcontainers' reaper image cannot be pulled here; codebox removes its own containers.
-os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
 # The sandbox server's runtime, copied once out of the sandbox image: one for the whole session (and
 # its child processes), though many tests point XDG_CACHE_HOME at a folder of their own.
 os.environ.setdefault(
