@@ -39,6 +39,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 import agent.containers.launch as launch  # noqa: E402
+from agent.containers.engine_api import connect_engine  # noqa: E402
 from agent.containers.image import ensure_sandbox_image  # noqa: E402
 from agent.containers.runtime import Runtime, ensure_runtime  # noqa: E402
 from agent.containers.sandbox import Sandbox  # noqa: E402
@@ -149,7 +150,11 @@ def main() -> int:
     parser.add_argument("--calls", type=int, default=20)
     parser.add_argument("--runtimes", default="runc,runsc")
     args = parser.parse_args()
-    own = ensure_sandbox_image(log=lambda _m: None)
+    # A tag of its own: on a machine where another codebox checkout retags codebox-sandbox:latest
+    # meanwhile, the runs here keep the image this checkout built.
+    client = connect_engine()
+    client.tag_image(ensure_sandbox_image(log=lambda _m: None), "codebox-bench-any", "own")
+    own = "codebox-bench-any:own"
     ensure_runtime()
     images = {"codebox": own, **{name: foreign_image(name) for name in ("bullseye", "busybox", "musl", "pypy")}}
     paths: list[tuple[str, str, str, bool]] = []  # (label, image, runtime, injected)
