@@ -196,6 +196,7 @@ def _info(entry: images.Entry, request: EnvRequest, built: bool, start: float) -
         image=entry.tag, image_id=entry.id, base_image=request.base_image, built=built, lock=entry.lock,
         installed=list(entry.packages), apt=list(entry.apt), python=entry.python, notes=list(entry.notes),
         as_of=entry.as_of, pytest_plugins=entry.pytest_plugins, duration_s=round(time.monotonic() - start, 3),
+        candidate=entry.candidate, candidates=entry.candidates,
     )
 
 
@@ -215,6 +216,7 @@ class _Build:
         self.deadline = Deadline(request.limits.timeout_s)
         self.exclude_newer = asof.exclude_newer(request.as_of)
         self.compiles = inputs.build and inputs.declared.project.extension_modules
+        self.chosen = 0  # the candidate built (1-based)
         from agent.env.install.probe import probe  # a build's own imports: a cache hit never needs them
 
         self.target, self.installed = probe(client, request.base_image,
@@ -311,6 +313,7 @@ class _Build:
                 self.deadline = overall
             self.inputs.declared.notes += [*dropped, f"environment: candidate {number} of "
                                            f"{len(self.inputs.declared.candidates)}, {candidate.name}"]
+            self.chosen = number
             return found
         raise EnvError(f"none of {len(tried)} environment candidates could be installed: " + "; ".join(dropped),
                        usage=True)
@@ -390,6 +393,7 @@ class _Build:
             kind="env", key=self.key, id=image_id, tag=tag, repo=self.request.shown(), base=self.request.base_image,
             base_id=self.base_id, python=self.target.python, lock=deps.lock, packages=deps.packages, apt=deps.apt,
             as_of=self.request.as_of, deps=deps.id, pytest_plugins=plugins or [], engine=self.engine.name,
+            candidate=self.chosen, candidates=len(self.inputs.declared.candidates),
             notes=[*self.inputs.declared.notes, *([f"the project ({name}) was installed by its own build backend"]
                                                   if self.inputs.build and name else [])],
         )
