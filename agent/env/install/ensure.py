@@ -223,11 +223,12 @@ class _Build:
                                             with_debs=bool(inputs.recipe.apt) or self.compiles, cancel=cancel)
         check_python(inputs.declared.project.requires_python, self.target, request.base_image)
 
-    def resolve(self, requirements: list[Requirement], what: str) -> Lock:
-        when = f" as of {self.request.as_of[:10]}" if self.exclude_newer else ""
+    def resolve(self, requirements: list[Requirement], what: str, dated: bool = True) -> Lock:
+        """``dated=False``: as of today, as pip's build isolation resolves a build's requirements."""
+        exclude_newer = self.exclude_newer if dated else None
+        when = f" as of {self.request.as_of[:10]}" if exclude_newer else ""
         self.log(f"resolving {len(requirements)} {what}{when} for Python {self.target.python}")
-        return resolve(requirements, self.target, self.request.index, cancel=self.cancel,
-                       exclude_newer=self.exclude_newer)
+        return resolve(requirements, self.target, self.request.index, cancel=self.cancel, exclude_newer=exclude_newer)
 
     def run(self) -> images.Entry:
         import tempfile
@@ -343,7 +344,10 @@ class _Build:
         from agent.env.resolve.sdists import SdistMeta, checked_requires
 
         asked = [parse_requirement(t, f"{pin.filename} [build-system] requires") for t in build_requires]
-        build_lock = self.resolve(asked, f"build requirements of {pin.filename}")
+        # As of today, as pip's build isolation does: an sdist of 2014 names no setuptools bound, and the
+        # setuptools of its day imports the stdlib distutils that Python 3.12 (and Debian's 3.11 without
+        # python3-distutils) lacks; setuptools 60+ carries its own.
+        build_lock = self.resolve(asked, f"build requirements of {pin.filename}", dated=False)
         built = build_wheel(self.client, self.request.base_image, self.target, pin, path, build_lock,
                             self.request.limits, self.deadline, self.cancel, self.log)
         return SdistMeta(requires_dist=checked_requires(built.requires_dist, pin), build_requires=build_requires,
