@@ -231,6 +231,10 @@ class _Run:
             reply = self._run_test(self.sandbox, request)
             if reply is None:
                 return None
+            if reply.outcome not in ("ok", "failed"):  # the box's end, not the environment's: it is not judged
+                self.evidence.notes.append(f"the check of environment candidate {env.candidate} did not finish "
+                                           f"({reply.outcome}): the candidate is kept")
+                return []
             text = reply.data.get("report_file_text")
             bundle = read_bundle(text) if isinstance(text, str) else None
             junit = bundle.junit if bundle is not None else None
