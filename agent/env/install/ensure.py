@@ -267,13 +267,16 @@ class _Build:
             name = declared.project.name or ""
             plugins = _plugins(declared.project.entry_points)
             if inputs.backend.name:
-                build_lock = self.resolve(build_requires, "build requirements")
+                # As of today, as pip's build isolation resolves them (and as SWE-bench's `pip install -e .`
+                # did): the setuptools of a 2019 commit imports the distutils Debian's Python ships apart.
+                build_lock = self.resolve(build_requires, "build requirements", dated=False)
                 box.install_build_requirements(build_lock)
                 box.prepare()
                 more = plan.unsatisfied(box.requires(), build_lock)
                 if more:  # the backend's get_requires_for_build_*: a second round on the host
                     asked = [parse_requirement(t, "the build backend (get_requires_for_build_*)") for t in more]
-                    box.install_build_requirements(self.resolve(build_requires + asked, "build requirements"))
+                    box.install_build_requirements(self.resolve(build_requires + asked, "build requirements",
+                                                                dated=False))
                 meta = box.metadata()
                 check_python(meta.requires_python, self.target, request.base_image)
                 extras = [*DEFAULT_EXTRAS, *inputs.recipe.extras]
