@@ -2,7 +2,7 @@
 
 ```
 host:   read what the repo declares (never run) ─▶ the cache key ─▶ recorded? done (offline)
-host:   [build-system] requires: uv resolve + download (wheels) as of DATE
+host:   [build-system] requires: uv resolve + download (wheels) as of today
 box:    build venv ─▶ pre_install ─▶ PEP 517 hooks ─▶ METADATA          (only when metadata is dynamic,
 host:   resolve Requires-Dist + declared + recipe as of DATE ─▶ lock       the project compiles or a
 box:    dependencies image = base + apt + venv of the lock (shared)        recipe has pre_install)
