@@ -2,7 +2,7 @@
 
 ```
 host:   read what the repo declares (never run) ─▶ the cache key ─▶ recorded? done (offline)
-host:   [build-system] requires: uv resolve + download (wheels) as of DATE
+host:   [build-system] requires: uv resolve + download (wheels) as of today
 box:    build venv ─▶ pre_install ─▶ PEP 517 hooks ─▶ METADATA          (only when metadata is dynamic,
 host:   resolve Requires-Dist + declared + recipe as of DATE ─▶ lock       the project compiles or a
 box:    dependencies image = base + apt + venv of the lock (shared)        recipe has pre_install)
@@ -199,6 +199,7 @@ def _info(entry: images.Entry, request: EnvRequest, built: bool, start: float) -
         image=entry.tag, image_id=entry.id, base_image=request.base_image, built=built, lock=entry.lock,
         installed=list(entry.packages), apt=list(entry.apt), python=entry.python, notes=list(entry.notes),
         as_of=entry.as_of, pytest_plugins=entry.pytest_plugins, duration_s=round(time.monotonic() - start, 3),
+        candidate=entry.candidate, candidates=entry.candidates,
     )
 
 
@@ -218,17 +219,19 @@ class _Build:
         self.deadline = Deadline(request.limits.timeout_s)
         self.exclude_newer = asof.exclude_newer(request.as_of)
         self.compiles = inputs.build and inputs.declared.project.extension_modules
+        self.chosen = 0  # the candidate built (1-based)
         from agent.env.install.probe import probe  # a build's own imports: a cache hit never needs them
 
         self.target, self.installed = probe(client, request.base_image,
                                             with_debs=bool(inputs.recipe.apt) or self.compiles, cancel=cancel)
         check_python(inputs.declared.project.requires_python, self.target, request.base_image)
 
-    def resolve(self, requirements: list[Requirement], what: str) -> Lock:
-        """Build requirements (setuptools, wheel...), as of the task's date, or of its Python's release when the
-        date is older: a backend of an older day may not run on a newer Python (setuptools 41 on 3.9)."""
-        exclude_newer = build_date(self.exclude_newer, self.target.python)
-        if exclude_newer != self.exclude_newer and exclude_newer is not None:
+    def resolve(self, requirements: list[Requirement], what: str, dated: bool = True) -> Lock:
+        """As of the task's date, or of its Python's release when the date is older: a backend of an older day may
+        not run on a newer Python (setuptools 41 on 3.9). ``dated=False``: as of today, as pip's build isolation
+        resolves a build's requirements."""
+        exclude_newer = build_date(self.exclude_newer, self.target.python) if dated else None
+        if dated and exclude_newer != self.exclude_newer and exclude_newer is not None:
             note = (f"build requirements resolved as of {exclude_newer[:10]}, Python {self.target.python}'s release "
                     f"(the task's date {self.request.as_of[:10]} predates it)")
             if note not in self.inputs.declared.notes:
@@ -274,13 +277,16 @@ class _Build:
             name = declared.project.name or ""
             plugins = _plugins(declared.project.entry_points)
             if inputs.backend.name:
-                build_lock = self.resolve(build_requires, "build requirements")
+                # As of today, as pip's build isolation resolves them (and as SWE-bench's `pip install -e .`
+                # did): the setuptools of a 2019 commit imports the distutils Debian's Python ships apart.
+                build_lock = self.resolve(build_requires, "build requirements", dated=False)
                 box.install_build_requirements(build_lock)
                 box.prepare()
                 more = plan.unsatisfied(box.requires(), build_lock)
                 if more:  # the backend's get_requires_for_build_*: a second round on the host
                     asked = [parse_requirement(t, "the build backend (get_requires_for_build_*)") for t in more]
-                    box.install_build_requirements(self.resolve(build_requires + asked, "build requirements"))
+                    box.install_build_requirements(self.resolve(build_requires + asked, "build requirements",
+                                                                dated=False))
                 meta = box.metadata()
                 check_python(meta.requires_python, self.target, request.base_image)
                 extras = [*DEFAULT_EXTRAS, *inputs.recipe.extras]
@@ -321,6 +327,7 @@ class _Build:
                 self.deadline = overall
             self.inputs.declared.notes += [*dropped, f"environment: candidate {number} of "
                                            f"{len(self.inputs.declared.candidates)}, {candidate.name}"]
+            self.chosen = number
             return found
         raise EnvError(f"none of {len(tried)} environment candidates could be installed: " + "; ".join(dropped),
                        usage=True)
@@ -350,7 +357,10 @@ class _Build:
         from agent.env.resolve.sdists import SdistMeta, checked_requires
 
         asked = [parse_requirement(t, f"{pin.filename} [build-system] requires") for t in build_requires]
-        build_lock = self.resolve(asked, f"build requirements of {pin.filename}")
+        # As of today, as pip's build isolation does: an sdist of 2014 names no setuptools bound, and the
+        # setuptools of its day imports the stdlib distutils that Python 3.12 (and Debian's 3.11 without
+        # python3-distutils) lacks; setuptools 60+ carries its own.
+        build_lock = self.resolve(asked, f"build requirements of {pin.filename}", dated=False)
         built = build_wheel(self.client, self.request.base_image, self.target, pin, path, build_lock,
                             self.request.limits, self.deadline, self.cancel, self.log)
         return SdistMeta(requires_dist=checked_requires(built.requires_dist, pin), build_requires=build_requires,
@@ -400,6 +410,7 @@ class _Build:
             kind="env", key=self.key, id=image_id, tag=tag, repo=self.request.shown(), base=self.request.base_image,
             base_id=self.base_id, python=self.target.python, lock=deps.lock, packages=deps.packages, apt=deps.apt,
             as_of=self.request.as_of, deps=deps.id, pytest_plugins=plugins or [], engine=self.engine.name,
+            candidate=self.chosen, candidates=len(self.inputs.declared.candidates),
             notes=[*self.inputs.declared.notes, *([f"the project ({name}) was installed by its own build backend"]
                                                   if self.inputs.build and name else [])],
         )
