@@ -183,7 +183,8 @@ def resolve(requirements: list[Requirement], target: Target, index: IndexConfig,
         return parse_pylock(Path(tmp, "pylock.toml").read_text(encoding="utf-8"))
 
 
-RECIPE_PIP = "the recipe's pip"  # the source of a recipe's packages (a --pip flag, a dataset spec's pip_packages)
+RECIPE_PIP = "the recipe's pip"  # the source of a recipe's packages (a --pip flag)
+PREFERRED = "the recipe's prefer"  # a recipe's preferred versions (a dataset spec's pip_packages)
 
 
 def _pinned_whatever_the_date(requirements: list[Requirement]) -> list[str]:
@@ -194,7 +195,7 @@ def _pinned_whatever_the_date(requirements: list[Requirement]) -> list[str]:
 
     args: list[str] = []
     for requirement in requirements:
-        if requirement.source != RECIPE_PIP:
+        if requirement.source not in (RECIPE_PIP, PREFERRED):
             continue
         try:
             parsed = Pep508(requirement.text)

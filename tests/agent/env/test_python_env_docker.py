@@ -39,3 +39,19 @@ def test_an_environment_on_bullseye_is_resolved_and_built_for_python_3_9(tmp_pat
         assert again.image == info.image and not again.built  # the same Python, the same key: a hit
     finally:
         remove_image(docker(), info.image)
+
+
+def test_a_preferred_version_that_cannot_be_had_is_left_out_with_a_note(tmp_path: Path,
+                                                                        local_index: IndexConfig) -> None:
+    """SWE-bench's pip_packages are what it installs first; the project's install may replace them."""
+    from agent.env.recipe import Recipe
+
+    repo = write(tmp_path, projects.FLAT)
+    recipe = Recipe(prefer=["beta==7.0", "gamma==3.0"])  # no beta 7.0 anywhere; gamma 3.0 is there
+    info = ensure_env(EnvRequest(repo=repo, base_image=ensure_suite_sandbox("3.9"), index=local_index,
+                                 recipe=recipe, python="3.9"))
+    try:
+        assert "gamma==3.0" in info.installed and "beta==2.0" in info.installed
+        assert any(n.startswith("preferred beta==7.0 left out: cannot resolve") for n in info.notes), info.notes
+    finally:
+        remove_image(docker(), info.image)
