@@ -262,7 +262,8 @@ class _Build:
         build_requires = plan.build_requirements(inputs.build_requires, inputs.backend, declared, needs_cython)
         with ProjectBuild(self.client, image, request.repo, inputs.tree, inputs.backend, inputs.recipe,
                           declared.project.import_root, declared.project.version, folder / "project",
-                          request.limits, self.deadline, self.cancel, self.log, self.target.executable) as box:
+                          request.limits, self.deadline, self.cancel, self.log, self.target.executable,
+                          self.target.debian) as box:
             self.log("starting the project's build container (network none, unprivileged)")
             box.start(self.installed)
             requirements = list(declared.requirements)

@@ -37,6 +37,9 @@ class Target(BaseModel):
     # The interpreter itself, resolved to an absolute path before anything ran in a box of the image, and not
     # writable by the build user: what codebox's own steps in a box run (with -I -S). "": not probed.
     executable: str = ""
+    # The image's Debian release (/etc/os-release's VERSION_CODENAME): where its Debian packages come from. "":
+    # not Debian, or not probed (the host's release is assumed).
+    debian: str = ""
 
 
 class IndexConfig(BaseModel):
