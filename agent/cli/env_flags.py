@@ -16,6 +16,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from agent.defaults import DEFAULT_ENV_CANDIDATE_TIMEOUT_S, DEFAULT_ENV_CANDIDATES
 from agent.env.recipe import EnvSpec, Recipe, RecipeBook, load_recipes, parse_recipe
 from agent.env.resolve import asof
 
@@ -42,6 +43,12 @@ class EnvFlags:
         self.book = load_recipes(Path(path).expanduser()) if path else RecipeBook()
         when = getattr(args, "as_of", None)
         self.as_of = asof.normalize(when) if when else None
+        self.candidates: dict[str, float] = {}  # the candidates' settings, when not the defaults
+        for flag, field, default in (("env_candidates", "candidates", DEFAULT_ENV_CANDIDATES),
+                                     ("env_candidate_timeout", "candidate_timeout", DEFAULT_ENV_CANDIDATE_TIMEOUT_S)):
+            value = getattr(args, flag, None)
+            if value is not None and value != default:
+                self.candidates[field] = value
 
     def recipe_for(self, repo: str, version: str | None = None) -> Recipe:
         """The flags' recipe, then the recipes file's for this repository."""
@@ -56,6 +63,8 @@ class EnvFlags:
         own = env if isinstance(env, EnvSpec) else EnvSpec()
         merged = recipe.plus(own.recipe())
         when = self.as_of or own.as_of or self.book.setting_for(task.repo, task.version, "as_of")
-        if merged.is_empty() and when is None:
+        if merged.is_empty() and when is None and not self.candidates and own == EnvSpec():
             return task
-        return task.model_copy(update={"env": EnvSpec(**merged.model_dump(), as_of=when)})
+        picked = {"candidates": own.candidates, "candidate_timeout": own.candidate_timeout, **self.candidates}
+        return task.model_copy(update={"env": EnvSpec(**merged.model_dump(), as_of=when, **picked,
+                                                      skip_candidates=own.skip_candidates)})

@@ -8,8 +8,9 @@ Two images:
 - ``SANDBOX_IMAGE`` (``codebox-sandbox:latest``): ``Dockerfile.sandbox`` built on a
   base, always with ``network_mode="none"``.
 
-The tool server is not part of the image: the client bind-mounts it read-only
-at /opt/codebox, so any image with python3 >= 3.9 can serve as a sandbox.
+The tool server is not part of the image: the client bind-mounts it read-only, on
+codebox's own runtime copied out of this image (agent/containers/runtime.py), so any
+Linux image can serve as a sandbox.
 
 ``Dockerfile.sandbox`` and ``build_base.sh`` are package data next to this module,
 so an installed wheel builds its images from any directory. Every image built here

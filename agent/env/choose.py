@@ -114,7 +114,9 @@ def choose_env(env: str | EnvSpec, repo: Path, base_image: str, log: Log = _quie
                          as_of=as_of or asof.choose(spec.as_of, repo),
                          limits=BuildLimits(memory=memory, pids=pids, cpus=cpus),
                          allow_public_fallback=allow_public_fallback, repo_name=repo_name, backend=backend,
-                         python=python)
+                         candidates=spec.candidates or defaults.DEFAULT_ENV_CANDIDATES,
+                         candidate_timeout_s=spec.candidate_timeout or defaults.DEFAULT_ENV_CANDIDATE_TIMEOUT_S,
+                         skip=spec.skip_candidates, python=python)
     return ensure_env(request, log, cancel)
 
 

@@ -189,6 +189,11 @@ class EnvSpec(Recipe):
     """A task's ``env`` given as an object: built as ``auto`` builds one, with this recipe, as of ``as_of``."""
 
     as_of: str | None = None  # a date, a timestamp or "now"; default: the task's created_at or commit date
+    # The candidate environments tried (agent/env/read/candidates.py; None: the settings' defaults), and how many
+    # of the first are skipped (eval: the next candidate after one that failed the row's PASS_TO_PASS).
+    candidates: int | None = Field(None, ge=1)
+    candidate_timeout: float | None = Field(None, gt=0)
+    skip_candidates: int = Field(0, ge=0)
 
     def recipe(self) -> Recipe:
-        return Recipe(**self.model_dump(exclude={"as_of"}))
+        return Recipe(**self.model_dump(exclude={"as_of", "candidates", "candidate_timeout", "skip_candidates"}))

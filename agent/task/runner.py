@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 from agent.backends.registry import backend_for
 from agent.cancel import CancelToken
 from agent.env.cancel import EnvCancelled
-from agent.env.choose import choose_for_task
 from agent.errors import CodeboxError, SandboxError
+from agent.languages.registry import choose_env
 from agent.model.base import ModelClient, ModelError
 from agent.model.factory import build_model
 from agent.protocol import STATUS_FOR_REASON, AgentEvent, EnvInfo, Report, StopReason, TaskSpec
@@ -180,8 +180,9 @@ def choose_task_env(
     task: TaskSpec, repo: Path, config: SandboxConfig, log: Callable[[str], None], cancel: CancelToken,
     repo_name: str | None = None,
 ) -> EnvInfo | None:
-    """The task's environment (choose_for_task: built or found in the sandbox backend's image store)."""
-    return choose_for_task(task, repo, config, log, cancel, repo_name)
+    """The task's environment (agent.languages.registry.choose_env: built or found in the sandbox backend's
+    image store)."""
+    return choose_env(task, repo, config, log, cancel, repo_name)
 
 
 def env_progress(line: str) -> None:

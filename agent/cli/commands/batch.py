@@ -120,7 +120,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
         return usage_error(f"--filter {args.filter!r} matches no task id in {args.tasks}")
     for task in selected:
         problem = _task_model_problem(args, task) or checks.missing_test_program(
-            task, task.image or sandbox_config.image
+            task, task.image or sandbox_config.image, sandbox_config.allow_shell
         )
         if problem:
             return usage_error(f"task {task.id}: {problem} (nothing was run)")

@@ -62,7 +62,8 @@ def cmd_env_build(args: argparse.Namespace) -> int:
         return error_exit(exc)
     request = EnvRequest(repo=repo, base_image=args.image or DEFAULT_IMAGE, backend=args.backend, index=index,
                          allow_public_fallback=args.allow_public_fallback,
-                         recipe=flags.recipe_for(str(repo)), as_of=flags.as_of or asof.choose(None, repo))
+                         recipe=flags.recipe_for(str(repo)), as_of=flags.as_of or asof.choose(None, repo),
+                         candidates=args.env_candidates, candidate_timeout_s=args.env_candidate_timeout)
     cancel = CancelToken()  # Ctrl-C / SIGTERM: uv and the build container stop at once, nothing is tagged
     try:
         # Each step a line; on a terminal a live line under them: the step, its seconds, the total.

@@ -274,7 +274,7 @@ def _cmd_run(args: argparse.Namespace, task_id: str, warm: WarmPool | None) -> i
         _model_problem(args)
         or checks.output_file_problem(args.report, "--report")
         or checks.output_file_problem(args.output_last_message, "--output-last-message")
-        or checks.missing_test_program(task, sandbox_config.image)
+        or checks.missing_test_program(task, sandbox_config.image, sandbox_config.allow_shell)
     )
     if problem:
         return usage_error(problem)
@@ -353,14 +353,14 @@ def _prepare_env(task: TaskSpec, sandbox_config: Any) -> Any:
     from agent.cli.signals import cancel_on_signals
     from agent.console.progress import StepProgress
     from agent.env.cancel import EnvCancelled
-    from agent.env.choose import choose_for_task
     from agent.errors import CodeboxError
+    from agent.languages.registry import choose_env
 
     cancel = CancelToken()  # Ctrl-C / SIGTERM stop a build under way: its uv and container go at once
     try:
         # Each step a line; on a terminal a live line under them: the step, its seconds, the total.
         with StepProgress(sys.stderr) as progress, cancel_on_signals(cancel, io.StringIO()):  # quiet: see below
-            return choose_for_task(task, Path(task.repo), sandbox_config, progress.log, cancel)
+            return choose_env(task, Path(task.repo), sandbox_config, progress.log, cancel)
     except (KeyboardInterrupt, EnvCancelled):
         print("codebox: cancelled while preparing the environment", file=sys.stderr)
         return EXIT_CANCELLED

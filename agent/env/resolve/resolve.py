@@ -249,8 +249,25 @@ def _explain(stderr: str, requirements: list[Requirement]) -> str:
     reason = (match.group(0) if match else text)[:400]
     mentioned = [r for r in requirements if re.search(rf"(?<![\w.-]){re.escape(r.name)}(?![\w-])", text.lower())]
     where = "; ".join(f"{r.text} (declared in {r.source})" for r in mentioned[:3])
+    wheelless = no_wheel_names(stderr)
+    if wheelless:  # name the package whose wheel is missing, not the declared one that pulls it in
+        head = f"no usable wheel of {', '.join(wheelless)} for the sandbox's Python and platform"
+        return f"{head}{f' (needed by {where})' if where else ''}: {reason}"
     head = f"cannot resolve {where}" if where else "cannot resolve the declared requirements"
     return f"{head}: {reason}"
+
+
+_NO_WHEEL = (r"(?:^|[\s,(])([A-Za-z0-9][A-Za-z0-9_.-]*)(?:[<>=!~]=?[^\s,]*)? "
+             r"has no (?:usable wheels|wheels with a matching)")
+
+
+def no_wheel_names(stderr: str) -> list[str]:
+    """The packages uv says have no wheel for the target: its hint, or its reason's "has no usable wheels" /
+    "has no wheels with a matching Python ABI tag"."""
+    text = " ".join(stderr.split())
+    names = re.findall(r"Wheels are required for `([^`]+)`", text)
+    names += re.findall(_NO_WHEEL, text)
+    return list(dict.fromkeys(n.lower() for n in names))
 
 
 def parse_pylock(text: str) -> Lock:

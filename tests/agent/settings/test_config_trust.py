@@ -44,6 +44,8 @@ VALUES: dict[str, tuple[Any, Any]] = {
     "backend": (None, "podman"),
     "runtime": (None, "runc"),
     "jobs": (1, 64),
+    "env_candidates": (2, 50),
+    "env_candidate_timeout": (60.0, 1e6),
     "test_timeout": (60.0, 3600.0),
     "max_test_timeout": (120.0, 7200.0),
     "python": (None, "3.9"),
