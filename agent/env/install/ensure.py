@@ -48,7 +48,7 @@ from agent.env.read.reqlines import Requirement, parse_requirement
 from agent.env.read.source_policy import check_sources
 from agent.env.recipe import Recipe
 from agent.env.resolve import apt, asof
-from agent.env.resolve.resolve import RECIPE_PIP, IndexConfig, Lock, Pin, check_python, resolve
+from agent.env.resolve.resolve import PREFERRED, RECIPE_PIP, IndexConfig, Lock, Pin, check_python, resolve
 
 if TYPE_CHECKING:
     from agent.env.install.layer import Stacked
@@ -124,6 +124,7 @@ class _Inputs(BaseModel):
     declared: Declared
     recipe: Recipe
     pip: list[Requirement]
+    prefer: list[Requirement]
     backend: Backend
     build_requires: list[Requirement]
     build: bool  # the project's own build runs (else: the static fast path)
@@ -136,17 +137,18 @@ def _read_inputs(request: EnvRequest) -> _Inputs:
     declared = read_declared(request.repo, recipe.extras, recipe.groups, recipe.requirements, request.runner)
     declared.notes += check_sources(declared, request.index, request.allow_public_fallback)
     pip = [parse_requirement(text, RECIPE_PIP) for text in recipe.pip]
+    prefer = [parse_requirement(text, PREFERRED) for text in recipe.prefer]
     backend, requires = plan.backend_of(request.repo, declared)
     build = plan.needs_build(declared, request.repo, recipe, backend, requires)
     tree = read_tree(request.repo) if build else None
-    return _Inputs(declared=declared, recipe=recipe, pip=pip, backend=backend, build_requires=requires, build=build,
-                   tree=tree)
+    return _Inputs(declared=declared, recipe=recipe, pip=pip, prefer=prefer, backend=backend, build_requires=requires,
+                   build=build, tree=tree)
 
 
 def _ensure(request: EnvRequest, log: Log, cancel: Cancel) -> EnvInfo:
     start = time.monotonic()
     inputs = _read_inputs(request)
-    if not (inputs.build or inputs.declared.needs_env or inputs.recipe.apt or inputs.pip):
+    if not (inputs.build or inputs.declared.needs_env or inputs.recipe.apt or inputs.pip or inputs.prefer):
         return EnvInfo(image=request.base_image, base_image=request.base_image, notes=[NO_DEPENDENCIES])
     engine = images.EngineImages.connect(request.backend)
     try:
@@ -270,7 +272,8 @@ class _Build:
         build_requires = plan.build_requirements(inputs.build_requires, inputs.backend, declared, needs_cython)
         with ProjectBuild(self.client, image, request.repo, inputs.tree, inputs.backend, inputs.recipe,
                           declared.project.import_root, declared.project.version, folder / "project",
-                          request.limits, self.deadline, self.cancel, self.log, self.target.executable) as box:
+                          request.limits, self.deadline, self.cancel, self.log, self.target.executable,
+                          self.target.debian) as box:
             self.log("starting the project's build container (network none, unprivileged)")
             box.start(self.installed)
             requirements = list(declared.requirements)
@@ -335,14 +338,12 @@ class _Build:
     def _lock(self, requirements: list[Requirement], project: str | None) -> Lock:
         from packaging.utils import canonicalize_name
 
-        from agent.env.resolve.sdists import resolve_with_sdists
 
         when = f" as of {self.request.as_of[:10]}" if self.exclude_newer else ""
         self.log(f"resolving {len(requirements)} requirements{when} for Python {self.target.python} "
                  f"({self.target.platform})")
         notes: list[str] = []
-        lock = resolve_with_sdists(requirements, self.target, self.request.index, self.cancel, self.exclude_newer,
-                                   notes, self._build_dynamic)
+        lock = self._with_preferred(requirements, notes)
         for note in notes:
             self.log(note)
         self.inputs.declared.notes += [n for n in notes if n not in self.inputs.declared.notes]
@@ -350,6 +351,23 @@ class _Build:
             own = canonicalize_name(project)
             lock = Lock(pins=[p for p in lock.pins if canonicalize_name(p.name) != own])
         return lock
+
+    def _with_preferred(self, requirements: list[Requirement], notes: list[str]) -> Lock:
+        """The lock of ``requirements`` and the recipe's preferred versions; a preferred one an error names (a
+        conflict, no wheel) is dropped with a note and the rest resolved again."""
+        from agent.env.resolve.sdists import resolve_with_sdists
+
+        prefer = list(self.inputs.prefer)
+        while True:
+            try:
+                return resolve_with_sdists(requirements + prefer, self.target, self.request.index, self.cancel,
+                                           self.exclude_newer, notes, self._build_dynamic)
+            except EnvError as exc:
+                named = [r for r in prefer if _names(str(exc), r.name)]
+                if not named:
+                    raise
+                prefer = [r for r in prefer if r not in named]
+                notes.append(f"preferred {', '.join(r.text for r in named)} left out: {str(exc)[:300]}")
 
     def _build_dynamic(self, pin: Pin, path: Path, build_requires: list[str]) -> SdistMeta:
         """A dependency whose sdist's metadata is dynamic: its wheel built in a box (install/sdist_wheel.py)."""
@@ -440,6 +458,14 @@ def _build(request: EnvRequest, inputs: _Inputs, engine: images.EngineImages, ba
         f"({len(inputs.declared.requirements)} declared requirements"
         + ("; the project's own build runs" if inputs.build else "") + ")")
     return _Build(request, inputs, engine, engine.store, base_id, key, log, cancel).run()
+
+
+def _names(message: str, name: str) -> bool:
+    """Whether an error message names the package ``name`` (any spelling of it: - _ . are one)."""
+    import re
+
+    words = re.split(r"[-_.]", name.lower())
+    return re.search(r"(?<![\w.-])" + r"[-_.]".join(map(re.escape, words)) + r"(?![\w-])", message.lower()) is not None
 
 
 def build_date(exclude_newer: str | None, python: str) -> str | None:
