@@ -2,12 +2,12 @@
 # Set-up and the everyday jobs, on a fresh machine with Docker and Python >= 3.11:
 #   ./dev.sh demo          install codebox into .venv (its run-time dependencies only), build the sandbox
 #                          image (offline if no registry), run `codebox demo`
-#   ./dev.sh test          the same with the dev extra, then ruff, mypy and the whole test suite
+#   ./dev.sh test          the same with the dev extra, then ruff, mypy and the whole test suite (what CI runs)
+#   ./dev.sh test fast     the edit loop: ruff, mypy and the tests that need no Docker, browser, Ray or install
 #   ./dev.sh wheels [DIR]  codebox's wheel and its dependencies' wheels into DIR (default .wheels/): what the
 #                          compose runner image installs, offline (Dockerfile.runner)
 set -euo pipefail
 cd "$(dirname "$0")"
-export TESTCONTAINERS_RYUK_DISABLED=true  # its reaper image cannot be pulled without a registry
 
 say() { printf '\033[1mdev.sh:\033[0m %s\n' "$*" >&2; }  # what it is doing, on stderr
 styled=1
@@ -16,7 +16,7 @@ if [ -n "${NO_COLOR:-}" ] || [ ! -t 2 ]; then styled=0; say() { printf 'dev.sh: 
 case "${1:-}" in
   demo|wheels) extras="" ;;               # the demo needs codebox's run-time dependencies only
   test) extras=${CODEBOX_EXTRAS:-dev} ;;  # CI adds ray and parquet: their tests are required there
-  *) echo "usage: ./dev.sh demo | test [pytest args] | wheels [DIR]" >&2; exit 2 ;;
+  *) echo "usage: ./dev.sh demo | test [fast] [pytest args] | wheels [DIR]" >&2; exit 2 ;;
 esac
 SWEBENCH="swebench==5.0.2"  # tests/e2e/test_eval_parity.py: SWE-bench's own grading is the referee
 
@@ -92,6 +92,11 @@ case "$1" in
     ruff check agent sandbox tests bench
     say "mypy: types"
     mypy
+    if [ "${2:-}" = fast ]; then
+      # No engine, browser, cluster or fresh install: what the edit loop needs back in under 2 minutes.
+      say "pytest: the fast tier (no Docker, browser, Ray or wheel install)"
+      exec python -m pytest -q -m "not docker and not browser and not ray and not install" "${@:3}"
+    fi
     say "the sandbox image (built only if missing)"
     codebox image build
     say "pytest: the whole suite"

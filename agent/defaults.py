@@ -40,6 +40,13 @@ DEFAULT_CALL_GRACE_S: Final = 5.0  # host deadline = request timeout + grace
 DEFAULT_TOOL_TIMEOUT_S: Final = 60.0  # a tool call's timeout when the model gives none
 # An environment build, from its first resolve to its image: the deadline of its containers and steps.
 DEFAULT_ENV_BUILD_TIMEOUT_S: Final = 1800.0
+# The environments a build tries (agent/env/read/candidates.py), and the seconds each may take. 4: flask 2.3 offers
+# 4 after equal sets are merged (its tox env, a minimum-pins file, its dev file, the project alone) and few
+# projects offer more; a candidate that fails to resolve costs one resolve (1-3 s), so the cap bounds the builds
+# that fail late (an sdist that does not compile). 900 s: half the build deadline, so the fallbacks after a slow
+# first candidate keep the other half.
+DEFAULT_ENV_CANDIDATES: Final = 4
+DEFAULT_ENV_CANDIDATE_TIMEOUT_S: Final = 900.0
 # What may come out of an environment build's box, counted on the host: a box past a cap is removed and the build
 # fails saying so. A layer of the dependencies (a venv: torch with CUDA's libraries is ~7 GB), the project's layer
 # (its install and what its build generated: at most 2 GiB of files in the box), a step's log (only its last 64 KB
@@ -131,6 +138,20 @@ SETTINGS: Final[dict[str, Setting]] = {
     "runtime": Setting(DEFAULT_RUNTIME, "text", "OCI runtime of the sandbox: runc, runsc (gVisor), or any the "
                        "engine lists", _never("it chooses what isolates the sandbox")),
     "jobs": Setting(DEFAULT_JOBS, "integer", "batch tasks at once", at_least=1),
+    "env_candidates": Setting(DEFAULT_ENV_CANDIDATES, "integer", "environments an env build tries, closest to the "
+                              "project's CI first (tox test env or test extra, test requirements file, the rest, "
+                              "the project alone)", at_least=1),
+    "env_candidate_timeout": Setting(DEFAULT_ENV_CANDIDATE_TIMEOUT_S, "number", "seconds one candidate "
+                                     "environment may take to resolve and install before the next is tried",
+                                     more_than=0),
+    "python": Setting(None, "text", "the sandbox's Python, X.Y (default: the dataset's spec, else the Python "
+                      "current on the task's date that the project's requires-python allows)",
+                      _never("it chooses what runs in the sandbox")),
+    "python_pull": Setting("no", "choice", "yes: a Python no registered image or Debian suite provides comes "
+                           "from a registry (python:X.Y-slim)", _never("it sends traffic to a registry"),
+                           choices=("no", "yes")),
+    "python_images": Setting([], "list", "images registered per Python version, X.Y=IMAGE (also `codebox image "
+                             "python X.Y --image IMAGE`)", _never("it chooses what runs in the sandbox")),
 }
 
 

@@ -71,7 +71,7 @@ def _status_code(status: int) -> int:
 USAGE = "usage: python3 -m sandbox.container_init --alarm-s N [--hup-grace-s G] -- COMMAND..."
 SERVER_MODULE = "sandbox.server"
 # Interpreter flags that change nothing for the stdlib server run in-process; any other: exec.
-_IN_PROCESS_FLAGS = ("-S", "-s", "-B", "-u")
+_IN_PROCESS_FLAGS = ("-I", "-S", "-s", "-B", "-u")
 
 
 class _Usage(Exception):
@@ -100,8 +100,10 @@ def _parse(argv: list[str]) -> _Options:
 
 
 def _server_argv(command: list[str]) -> list[str] | None:
-    """The server's own arguments when ``command`` is ``python3 [-S|-s|-B|-u]... -m sandbox.server ...``."""
-    if not command or os.path.basename(command[0]) not in ("python3", "python"):
+    """The server's own arguments when ``command`` is ``python3 [-I|-S|-s|-B|-u]... -m sandbox.server ...``
+    (any ``python``, ``python3`` or ``python3.X``: the injected runtime's is ``/.codebox/bin/python3.11``)."""
+    name = os.path.basename(command[0]) if command else ""
+    if not (name in ("python3", "python") or name.startswith("python3.")):
         return None
     at = 1
     while at < len(command) and command[at] in _IN_PROCESS_FLAGS:

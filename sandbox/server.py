@@ -3,6 +3,7 @@
     python3 -m sandbox.server --root /repo [--lifetime-s S] [--output-limit N]
                               [--allow-shell] [--reap-all] [--wipe-tmp]
                               [--max-request-bytes N] [--search-engine auto|rg|python|literal]
+                              [--runtime DIR]
 
 Stdlib only, python3 >= 3.9. One request at a time: a line in, one line out,
 flushed. A malformed line (bad JSON, unknown tool, wrong types, too long) gets
@@ -286,6 +287,23 @@ def _which(name: str) -> Optional[str]:
     return None
 
 
+def _ripgrep(runtime: Optional[str]) -> tuple[Optional[str], list[str]]:
+    """(rg's path, the argv it starts through): the injected runtime's own, else the image's on PATH.
+
+    The runtime's rg is linked against the runtime's libraries: its own loader starts it, with
+    ``--library-path`` (nothing in the environment, so nothing reaches what rg might start)."""
+    if runtime:
+        try:
+            with open(os.path.join(runtime, "runtime.json"), encoding="utf-8") as f:
+                manifest = json.load(f)
+            if manifest.get("rg"):
+                loader = os.path.join(runtime, manifest["loader"])
+                return os.path.join(runtime, manifest["rg"]), [loader, "--library-path", os.path.join(runtime, "lib")]
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            log(f"--runtime {runtime!r}: no usable runtime.json ({exc}); ripgrep from PATH")
+    return _which("rg"), []
+
+
 def _take_stdio() -> tuple[BinaryIO, int]:
     """Keep the real stdin/stdout for the protocol only; fd 0 = /dev/null, fd 1 = stderr."""
     in_fd = os.dup(0)  # new descriptors are not inherited by children
@@ -301,6 +319,7 @@ def _take_stdio() -> tuple[BinaryIO, int]:
 USAGE = """usage: python3 -m sandbox.server [--root DIR] [--lifetime-s S] [--output-limit N]
                               [--allow-shell] [--reap-all] [--wipe-tmp] [--max-request-bytes N]
                               [--tools NAME,...] [--search-engine auto|rg|python|literal]
+                              [--runtime DIR]
 
   --root DIR             the repository root (default /repo)
   --lifetime-s S         exit after this many seconds
@@ -314,7 +333,9 @@ USAGE = """usage: python3 -m sandbox.server [--root DIR] [--lifetime-s S] [--out
   --tools NAME,...       the tools this server runs (default: all); the write container: apply_patch
   --search-engine E      auto: ripgrep when on PATH, else the pure-Python search; rg; python;
                          literal: as auto, but a literal query is searched in Python (under gVisor
-                         starting a process costs more than the walk)"""
+                         starting a process costs more than the walk)
+  --runtime DIR          the runtime this server runs on, injected by the host (its runtime.json): its
+                         ripgrep is started through its own loader, so the image needs none"""
 
 ENGINES = ("auto", "rg", "python", "literal")
 
@@ -328,6 +349,7 @@ _FLAGS: flags.Spec = {
     "--max-request-bytes": (int, wire.MAX_REQUEST_BYTES),
     "--tools": (str, None),
     "--search-engine": (str, "auto"),
+    "--runtime": (str, None),
 }
 
 
@@ -358,7 +380,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if not os.path.isdir(root):
         log(f"--root {ns['root']!r} is not a directory")
         return 2
-    rg = _which("rg") if ns["search_engine"] != "python" else None
+    rg, rg_via = _ripgrep(ns["runtime"]) if ns["search_engine"] != "python" else (None, [])
     if ns["search_engine"] == "rg" and rg is None:
         log("--search-engine rg: rg is not on PATH")
         return 2
@@ -381,6 +403,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         rg=rg,
         wipe_tmp=wipe_tmp,
         literal_in_python=ns["search_engine"] == "literal",
+        rg_via=rg_via,
     )
     server = Server(
         ctx,

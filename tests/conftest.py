@@ -13,8 +13,12 @@ import pytest
 if TYPE_CHECKING:
     from agent.containers.engine_api import EngineClient
 
-# testcontainers' reaper image cannot be pulled here; codebox removes its own containers.
-os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
+# The sandbox server's runtime, copied once out of the sandbox image: one for the whole session (and
+# its child processes), though many tests point XDG_CACHE_HOME at a folder of their own.
+os.environ.setdefault(
+    "CODEBOX_RUNTIME_DIR",
+    str(Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "codebox" / "runtime"),
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:

@@ -31,8 +31,8 @@ def command_function(target: str) -> Command:
     return function
 
 
-def _add_env_recipe_options(p: argparse.ArgumentParser) -> None:
-    """The environment recipe and date (agent/cli/env_flags.py folds them into each task's env)."""
+def _add_env_recipe_options(p: argparse.ArgumentParser, c: CodeboxSettings) -> None:
+    """The environment recipe, date and candidates (agent/cli/env_flags.py folds them into each task's env)."""
     g = p.add_argument_group("environment recipe")
     g.add_argument("--pip", action="append", default=[], metavar="PKG",
                    help="a package the environment gets by name (PEP 508, from the index) beyond what the repo "
@@ -51,9 +51,12 @@ def _add_env_recipe_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--as-of", metavar="DATE|now",
                    help="resolve packages as they were on DATE (default: the task's created_at, else its commit's "
                         "date; for run, HEAD's)")
+    _setting(g, "env_candidates", c)
+    _setting(g, "env_candidate_timeout", c)
 
 
-def _add_env_parser(sub: Any, backend: str) -> None:
+def _add_env_parser(sub: Any, c: CodeboxSettings) -> None:
+    backend = c.backend
     env = sub.add_parser("env", help="dependency environments (images with the repo's declared dependencies)")
     env_sub = env.add_subparsers(dest="env_command", required=True)
     build = env_sub.add_parser("build", help="build or reuse the environment of a repository; prints the image")
@@ -65,7 +68,7 @@ def _add_env_parser(sub: Any, backend: str) -> None:
     _add_fallback_option(build)
     build.add_argument("--print-declared", action="store_true",
                        help="print what is read from the repository (JSON) and build nothing")
-    _add_env_recipe_options(build)
+    _add_env_recipe_options(build, c)
     build.set_defaults(func="agent.cli.commands.env:cmd_env_build")
     ls = env_sub.add_parser("ls", help="list environment images")
     _add_env_backend_option(ls, backend)
@@ -162,6 +165,10 @@ def _add_sandbox_options(p: argparse.ArgumentParser, c: CodeboxSettings) -> None
     for key in ("memory", "pids", "cpus", "backend"):
         _setting(g, key, c)
     _setting(g, "runtime", c, metavar="NAME")
+    _setting(g, "python", c, metavar="X.Y")
+    _setting(g, "python_pull", c)
+    g.add_argument("--python-images", action=_SettingListFlag, default=None, metavar="X.Y=IMAGE",
+                   help=f"{SETTINGS['python_images'].help} (repeatable; replaces the configured list)")
 
 
 def _add_write_options(p: argparse.ArgumentParser, c: CodeboxSettings) -> None:
@@ -183,6 +190,8 @@ def _add_settings_parsers(sub: Any, c: CodeboxSettings, epilog: str) -> None:
     _setting(config, "test_cmd", c)
     _add_test_timeouts(config, c)
     _setting(config, "jobs", c)
+    _setting(config, "env_candidates", c)
+    _setting(config, "env_candidate_timeout", c)
     _add_limits(config, c, c.max_steps, c.timeout, "")
     _add_model_options(config, c)
     _add_sandbox_options(config, c)
@@ -323,7 +332,7 @@ def build_parser(settings: CodeboxSettings | None = None, chosen: str | None = N
     _add_model_options(run, c)
     _add_sandbox_options(run, c)
     _add_fallback_option(run)
-    _add_env_recipe_options(run)
+    _add_env_recipe_options(run, c)
     run.set_defaults(func="agent.cli.commands.run:cmd_run")
 
     batch = sub.add_parser("batch", help="run a JSONL file of tasks, N at a time", formatter_class=_HelpFormatter,
@@ -351,7 +360,7 @@ def build_parser(settings: CodeboxSettings | None = None, chosen: str | None = N
     _add_model_options(batch, c)
     _add_sandbox_options(batch, c)
     _add_fallback_option(batch)
-    _add_env_recipe_options(batch)
+    _add_env_recipe_options(batch, c)
     batch.set_defaults(func="agent.cli.commands.batch:cmd_batch")
 
     ev = sub.add_parser("eval", help="grade predictions as SWE-bench does: each instance's tests, offline, in its "
@@ -385,8 +394,14 @@ def build_parser(settings: CodeboxSettings | None = None, chosen: str | None = N
     ev.add_argument("--address", default="auto", help="with --engine ray: the head's HOST:PORT, or auto")
     ev.add_argument("--max-retries", type=int, default=1, metavar="N",
                     help="with --engine ray: runs again of an instance whose node was lost")
+    ev.add_argument("--specs", metavar="FILE|none",
+                    help="the dataset's per-repository, per-version specs as JSON ({\"owner/name\": {\"version\": "
+                         "{\"python\": ...}}}); default: SWE-bench 4.1.0's, fetched once from the package index and "
+                         "read as data; none: no specs")
+    ev.add_argument("--find-links", action="append", default=[], metavar="DIR",
+                    help="a local folder of wheels the environments may use (repeatable; relative to here)")
     _add_sandbox_options(ev, c)
-    _add_env_recipe_options(ev)
+    _add_env_recipe_options(ev, c)
     ev.set_defaults(func="agent.cli.commands.evaluation:cmd_eval")
 
     demo = sub.add_parser("demo", help="the whole pipeline on a bundled buggy repo, with a scripted model")
@@ -404,8 +419,15 @@ def build_parser(settings: CodeboxSettings | None = None, chosen: str | None = N
     build.add_argument("--backend", choices=list(BACKEND_NAMES), default="docker",
                        help="the engine whose store gets it (podman: Docker's image, copied over)")
     build.set_defaults(func="agent.cli.commands.maintenance:cmd_image")
+    python = image_sub.add_parser("python", help="where each Python version comes from: list them, register an "
+                                  "image for one, or build its Debian suite's image now")
+    python.add_argument("version", nargs="?", metavar="X.Y", help="the Python version (default: every one)")
+    python.add_argument("--image", metavar="NAME", help="register NAME as the sandbox image of X.Y (taken as it is)")
+    python.add_argument("--forget", action="store_true", help="forget the image registered for X.Y")
+    python.add_argument("--build", action="store_true", help="build X.Y's Debian suite image now (offline)")
+    python.set_defaults(func="agent.cli.commands.maintenance:cmd_image_python")
 
-    _add_env_parser(sub, c.backend)
+    _add_env_parser(sub, c)
     _add_settings_parsers(sub, c, epilog)
 
     view = sub.add_parser("view", help="runs and batches as one HTML page (a batch --out folder, events or report)")
@@ -460,6 +482,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace | int:
     if getattr(args, "_allow", None) is not None:  # a flag replaces the configured list
         args.allow = args._allow if args.allow is None else args.allow
         args.deny = args._deny if args.deny is None else args.deny
+    if getattr(args, "python_images", []) is None:  # the flags' list replaces the configured one
+        args.python_images = settings.python_images
     settings.given_as_flags({key: getattr(args, key) for key in getattr(args, GIVEN, ())})
     args.settings = settings
     return args

@@ -26,6 +26,7 @@ from agent.containers.attach_stream import AttachStream, StreamError
 from agent.containers.engine import DOCKER, Engine
 from agent.containers.engine_api import EngineClient, EngineError, NotFound
 from agent.containers.leftovers import LABEL_EXPIRES, reap_in_background, remove_container
+from agent.containers.runtime import ensure_runtime
 from agent.containers.spec import (
     ROLE_TOOLS,
     RepoAccessError,
@@ -118,7 +119,9 @@ def launch(
     # No image lookup here: create answers NotFound itself (the runner has looked the image up
     # once, before the model's first token).
     try:
-        name, options = container_options(config, repo, role, task_id, time.time(), labels, engine.host_config)
+        runtime = ensure_runtime()
+        name, options = container_options(config, repo, role, task_id, time.time(), labels, engine.host_config,
+                                          runtime)
     except RepoAccessError as exc:
         raise SandboxError(str(exc)) from exc
     except ValueError as exc:  # a size the daemon would refuse

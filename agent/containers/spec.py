@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from agent.containers.leftovers import owner_labels
+from agent.containers.runtime import RUNTIME_MOUNT, Runtime
 from agent.defaults import REPO_MOUNT
 from agent.errors import CodeboxError
 from agent.sandboxes.config import SandboxConfig, size_bytes
@@ -95,10 +96,13 @@ def uses_gvisor(config: SandboxConfig) -> bool:
     return config.runtime == "runsc" or config.runtime.startswith("runsc-")
 
 
-def _command(config: SandboxConfig, role: str) -> list[str]:
+def _command(config: SandboxConfig, role: str, runtime: Runtime | None) -> list[str]:
+    """init, then the server it runs in-process: on the injected runtime, started through its own
+    loader; ``runtime=None``: on the image's own python3 (bench/ measures the two)."""
     cfg = config
+    python = [runtime.inside(runtime.python), "-I", "-S"] if runtime is not None else ["python3"]
     server = [
-        "python3",
+        *python,
         "-m",
         "sandbox.server",
         "--root",
@@ -110,6 +114,8 @@ def _command(config: SandboxConfig, role: str) -> list[str]:
         "--reap-all",
         "--wipe-tmp",
     ]
+    if runtime is not None:
+        server += ["--runtime", RUNTIME_MOUNT]
     if role == ROLE_WRITE:  # the write container runs nothing but the tools that write
         server += ["--tools", ",".join(sorted(WRITE_TOOLS))]
     if cfg.allow_shell:
@@ -122,7 +128,8 @@ def _command(config: SandboxConfig, role: str) -> list[str]:
     # -S: no site hooks (the image's .pth files, sitecustomize): the stdlib-only init and server
     # do not need them, and they were the larger part of the boot. init runs the server in its
     # forked child, in-process (sandbox/container_init.py), so one interpreter starts, not two.
-    init = ["python3", "-S", "-m", "sandbox.container_init", "--alarm-s", str(alarm_s)]
+    starter = runtime.python_argv() if runtime is not None else ["python3", "-S"]
+    init = [*starter, "-m", "sandbox.container_init", "--alarm-s", str(alarm_s)]
     return [*init, "--hup-grace-s", f"{HUP_GRACE_S:g}", "--", *server]
 
 
@@ -130,14 +137,19 @@ def _bind(source: Path | str, target: str, read_only: bool) -> dict[str, Any]:
     return {"Type": "bind", "Source": str(source), "Target": target, "ReadOnly": read_only}
 
 
-def _mounts(repo: Path, role: str) -> list[dict[str, Any]]:
-    """HostConfig.Mounts: the server package read-only, the repository (read-only for the tools;
-    read-write for the write container, with its .git re-mounted read-only on top).
+def _mounts(repo: Path, role: str, runtime: Runtime | None) -> list[dict[str, Any]]:
+    """HostConfig.Mounts: the runtime and in it the server package, read-only, the repository
+    (read-only for the tools; read-write for the write container, with its .git re-mounted
+    read-only on top). Without a runtime the package goes to CODE_ROOT, for the image's python3.
 
     Mounts, not Binds: for a source that is not there (a workspace removed while its warm
     container was still starting), Binds makes the daemon create an empty root-owned folder on
     the host; a bind mount is refused instead. A ':' in a path is not a separator here either."""
-    mounts = [_bind(SANDBOX_PACKAGE_DIR, f"{CODE_ROOT}/sandbox", True)]
+    if runtime is not None:
+        mounts = [_bind(runtime.folder, RUNTIME_MOUNT, True),
+                  _bind(SANDBOX_PACKAGE_DIR, runtime.inside(runtime.package), True)]
+    else:
+        mounts = [_bind(SANDBOX_PACKAGE_DIR, f"{CODE_ROOT}/sandbox", True)]
     if role == ROLE_WRITE:
         mounts.append(_bind(repo, REPO_MOUNT, False))
         git = repo / ".git"
@@ -156,8 +168,12 @@ def container_options(
     now: float,
     extra_labels: dict[str, str] | None = None,
     host_extra: Mapping[str, Any] | None = None,
+    runtime: Runtime | None = None,
 ) -> tuple[str, dict[str, Any]]:
     """The container's name and the body of the Engine API's ``POST /containers/create``.
+
+    ``runtime``: the injected runtime the server runs on (agent.containers.runtime), which every
+    sandbox has; None runs it on the image's own python3 (the old way, kept for bench/).
 
     ``host_extra``: what this engine's containers need in HostConfig beyond the common options
     (agent.containers.engine.Engine.host_config); it never replaces a hardening option."""
@@ -166,7 +182,7 @@ def container_options(
     labels = {**(extra_labels or {}), **owner_labels(task_id, role, now + config.lifetime_s)}
     memory = size_bytes(config.memory, "memory limit")
     host_config: dict[str, Any] = {
-        "Mounts": _mounts(repo, role),
+        "Mounts": _mounts(repo, role, runtime),
         # Our own init is PID 1 (agent/containers/sandbox.py says why): not docker's --init.
         "Init": False,
         "AutoRemove": True,
@@ -187,8 +203,10 @@ def container_options(
     host_config = {**(host_extra or {}), **host_config}
     body: dict[str, Any] = {
         "Image": config.image,
-        "Cmd": _command(config, role),
-        "Entrypoint": None,  # the image's (the sandbox image has none)
+        "Cmd": _command(config, role, runtime),
+        # Not the image's: a brought image's entrypoint (a docker-entrypoint.sh, tini) would get the
+        # server's command as its arguments. An empty list, not null, resets it.
+        "Entrypoint": [] if runtime is not None else None,
         "Labels": labels,
         # stdin open, attached, and closed by docker when its one attached client goes (StdinOnce):
         # the host's end of the attach socket is the container's lifeline (sandbox.py).
@@ -202,11 +220,15 @@ def container_options(
         # container=: the systemd convention that says "in a container" (the server's --wipe-tmp checks it).
         # safe.directory: a root-owned repository is used as UNPRIVILEGED_USER, and git calls a repository
         # another user owns "dubious" and stops: a test running git on /repo failed where it passes on the host.
-        "Env": ["HOME=/tmp", f"PYTHONPATH={CODE_ROOT}", "PYTHONDONTWRITEBYTECODE=1", "container=codebox",
-                "GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=safe.directory", "GIT_CONFIG_VALUE_0=*"],
+        # No PYTHONPATH nor LD_* for the injected runtime (-I, --library-path): what the tools start
+        # inherits this environment and the image's, nothing of codebox's runtime.
+        "Env": ["HOME=/tmp", "PYTHONDONTWRITEBYTECODE=1", "container=codebox",
+                "GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=safe.directory", "GIT_CONFIG_VALUE_0=*",
+                *([] if runtime is not None else [f"PYTHONPATH={CODE_ROOT}"])],
         # NOT the repo: `python3 -m` puts the working directory first on sys.path, and a
         # repository with its own `sandbox/` package would replace the server (and the init).
-        "WorkingDir": CODE_ROOT,
+        # The injected runtime's -I puts none there; "/" is in every image.
+        "WorkingDir": "/" if runtime is not None else CODE_ROOT,
         "Hostname": "codebox",
         "NetworkDisabled": False,
         "HostConfig": host_config,

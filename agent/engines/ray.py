@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from agent.cancel import CancelToken
+from agent.defaults import DEFAULT_IMAGE
 from agent.engines.base import AdmitFn, OutcomeFn, StartFn, TaskJob, TaskOutcome, execute_job
 from agent.engines.node import ensure_image, local_image_id, missing_images, once_per_run, reap, save_image
 from agent.engines.snapshot import Snapshot, SnapshotKind, make_snapshot, shared_source, sweep_sources, unpack_snapshot
@@ -240,7 +241,9 @@ class _Run:
     def _plan_images(self) -> _Images:
         """Each image the jobs name: by id when the driver knows it; archived once if a node lacks it."""
         plan = _Images()
-        for ref in sorted({job.task.image or job.sandbox.image for job in self.jobs}):
+        # codebox's sandbox image too: a node copies the sandbox server's runtime out of it
+        # (agent.containers.runtime), whatever image its tasks run in.
+        for ref in sorted({job.task.image or job.sandbox.image for job in self.jobs} | {DEFAULT_IMAGE}):
             image_id = local_image_id(ref)
             if image_id is not None:
                 plan.ids[ref] = image_id
@@ -288,11 +291,14 @@ class _Run:
         if image_id is not None:  # run on exactly the driver's image, whatever tags say on the node
             job = job.model_copy(update={"sandbox": job.sandbox.replace(image=image_id),
                                          "task": job.task.model_copy(update={"image": image_id})})
-        shipment = (image_id, [self.images.archives.get(image_id)], image) if image_id else None
+        shipments = [(found, [self.images.archives.get(found)], name)
+                     for name, found in ((image, image_id), (DEFAULT_IMAGE, self.images.ids.get(DEFAULT_IMAGE)))
+                     if found is not None]
         ref = self.remote.options(
             num_cpus=0, resources={SLOT_RESOURCE: 1}, max_retries=self.engine.max_retries,
             retry_exceptions=False, name=f"codebox:{job.task.id}",
-        ).remote(job.model_dump_json(), source.snapshot.kind, source.ref, source.snapshot.digest, shipment, self.board)
+        ).remote(job.model_dump_json(), source.snapshot.kind, source.ref, source.snapshot.digest, shipments,
+                 self.board)
         self.pending[ref] = _Pending(self.by_id[job.task.id], key)
 
     def _drain_starts(self) -> None:
@@ -410,7 +416,7 @@ def _run_on_node(
     kind: SnapshotKind,
     snapshot: bytes,
     digest: str,
-    shipment: tuple[str, list[Any], str] | None,
+    shipments: list[tuple[str, list[Any], str]],
     board: Any,
 ) -> str | None:
     """The Ray task: one codebox job on this node; its TaskOutcome as JSON (None: cancelled before start)."""
@@ -426,7 +432,7 @@ def _run_on_node(
     watcher = _CancelWatcher(ray, board, cancel)
     watcher.start()
     try:
-        outcome = _run_here(ray, job, kind, snapshot, digest, shipment, cancel, context.get_job_id())
+        outcome = _run_here(ray, job, kind, snapshot, digest, shipments, cancel, context.get_job_id())
     finally:
         watcher.stop()
     return outcome.model_copy(update={"node": node}).model_dump_json()
@@ -441,13 +447,14 @@ def _sources_root() -> Path:
 
 
 def _run_here(ray: Any, job: TaskJob, kind: SnapshotKind, snapshot: bytes, digest: str,
-              shipment: tuple[str, list[Any], str] | None, cancel: CancelToken, scope: str) -> TaskOutcome:
+              shipments: list[tuple[str, list[Any], str]], cancel: CancelToken, scope: str) -> TaskOutcome:
     node_id = ray.get_runtime_context().get_node_id()
     try:
         # Before this node's first task of the batch: `codebox gc`, and the sources of ended batches go.
         once_per_run(f"{scope}-{node_id}", lambda: (reap(), sweep_sources(_sources_root(), scope)))
-        if shipment is not None and shipment[0] not in _IMAGES_HERE:
-            image_id, (archive_ref,), ref = shipment
+        for image_id, (archive_ref,), ref in shipments:  # the task's image, and the sandbox runtime's
+            if image_id in _IMAGES_HERE:
+                continue
             archive = ray.get(archive_ref) if archive_ref is not None and local_image_id(image_id) is None else None
             ensure_image(image_id, archive, ref)
             _IMAGES_HERE.add(image_id)

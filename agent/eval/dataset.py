@@ -43,7 +43,9 @@ DATA_KEYS = {"instance_id", "id", "repo", "base_commit", "patch", "test_patch", 
              "hints_text", "created_at", "version", "environment_setup_commit", "FAIL_TO_PASS", "PASS_TO_PASS",
              "difficulty", "meta"}
 LINE_KEYS = frozenset(DATA_KEYS | _EVAL_KEYS | {"test_in_copy"})
-_PYTEST_PARSERS = re.compile(r"parse_log_pytest\w*")
+# SWE-bench's parsers of Python repositories' logs: the runners codebox reads (agent/languages/python/runners)
+_PYTHON_PARSERS = re.compile(r"parse_log_(pytest\w*|sympy|django|astropy|astroid|flask|marshmallow|matplotlib|pvlib|"
+                             r"pydicom|pylint|pyvista|requests|scikit|seaborn|sphinx|sqlfluff|xarray)")
 NOT_RUN_SCRIPT = ("eval_script not run: codebox runs the named tests itself (pytest, JUnit XML, no network) "
                   "in the environment built for the repository; the script is SWE-bench's image's own")
 
@@ -65,6 +67,10 @@ class DatasetInfo(BaseModel):
     split: str | None = None
     ignored_keys: list[str] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
+    spec: str | None = None
+    """The dataset spec that describes this row (SWE-bench's, by repository and version), when one does."""
+    spec_python: str | None = None
+    """That spec's Python (X.Y)."""
 
 
 class EvalInstance(BaseModel):
@@ -272,8 +278,9 @@ def _task_fields(row: dict[str, Any], info: DatasetInfo) -> dict[str, Any]:
     parser = row.get("log_parser")
     if isinstance(parser, str) and parser:
         info.log_parser = parser
-        if not _PYTEST_PARSERS.fullmatch(parser):
-            info.notes.append(f"log_parser {parser} is not pytest's: codebox runs pytest node ids only")
+        if not _PYTHON_PARSERS.fullmatch(parser):
+            info.notes.append(f"log_parser {parser} is not one of Python's: codebox runs the named tests with pytest, "
+                              "sympy's bin/test, Django's tests/runtests.py or unittest, as the repository shows")
     if isinstance(row.get("eval_script"), str) and row["eval_script"].strip():
         info.eval_script = True
         info.notes.append(NOT_RUN_SCRIPT)

@@ -88,11 +88,11 @@ def resolution(report: TestsReport) -> str:
     return NO
 
 
-def untrusted(status: dict[K, str], exit_code: int | None) -> str | None:
+def untrusted(status: dict[K, str], exit_code: int | None, runner: str = "pytest") -> str | None:
     """Why SWE-bench would not grade this run at all (its get_logs_eval), or None."""
     if not status:
         return "no test result at all (the run reported no test)"
     if exit_code not in (None, 0) and not any(s in (FAILED, ERROR) for s in status.values()):
-        return (f"pytest exited {exit_code} but reported no failed or errored test: the results do not "
+        return (f"{runner} exited {exit_code} but reported no failed or errored test: the results do not "
                 "describe the run (SWE-bench's rule)")
     return None

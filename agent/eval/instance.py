@@ -7,7 +7,9 @@
    that changes what the project's build reads (C, Cython, build files) gets the environment
    built again for the patched tree, as SWE-bench's eval script installs the project again;
 3. the files the test_patch touches back to the base commit, then the test_patch (`git apply`);
-4. pytest on the named tests' files in the network-off sandbox, JUnit XML and the log back.
+4. the named tests in the network-off sandbox, by the runner SWE-bench runs them with (runners.choose: pytest on
+   their files, JUnit XML and the log back; sympy's bin/test, Django's runtests.py or unittest on the test_patch's
+   modules, their whole log back).
 Every failure is the evidence's own (error, no_report), never an exception out of here.
 """
 
@@ -29,7 +31,7 @@ from agent.eval.apply import apply_patch, reset_to_base
 from agent.eval.changed import changed_paths, patch_paths
 from agent.eval.integrity import flag_environment, flag_patch, flagged_paths
 from agent.eval.job import ApplyRecord, EvalEvidence, EvalJob
-from agent.eval.junit import node_file
+from agent.eval.junit import junit_from_outcomes
 from agent.eval.pytest_run import (
     BUNDLE_PATH,
     failure_cause,
@@ -38,6 +40,12 @@ from agent.eval.pytest_run import (
     run_environment,
     shown_command,
 )
+from agent.eval.runner_run import command_argv, command_environment
+from agent.languages.base import RunsNamedTests
+from agent.languages.python.runners import LOG_RUNNERS, RUNNERS, choose
+from agent.languages.python.runners.base import Runner
+from agent.languages.python.runners.pytest import PYTEST, node_file
+from agent.languages.registry import named_tests
 from agent.protocol import EnvInfo, TaskSpec
 from agent.sandboxes.base import Session
 from agent.sandboxes.config import SandboxConfig
@@ -55,9 +63,8 @@ def invalid_task(task: TaskSpec) -> str | None:
     named = [*task.FAIL_TO_PASS, *task.PASS_TO_PASS]
     if not named:
         return "the instance names no FAIL_TO_PASS or PASS_TO_PASS tests"
-    not_pytest = [n for n in named if node_file(n) is None]
-    if not_pytest:
-        return f"not pytest node ids (path.py::name): {', '.join(not_pytest[:5])}"
+    if not any(runner.is_test_id(n) for n in named for runner in RUNNERS.values()):
+        return f"no test id any runner reads among the named tests: {', '.join(named[:5])}"
     return None
 
 
@@ -102,6 +109,7 @@ class _Run:
         self.task, self.job, self.evidence, self.cancel = task, job, evidence, cancel
         self.workspace: Workspace | None = None
         self.sandbox: Session | None = None
+        self.test_patch_paths: list[str] = []
 
     @contextmanager
     def step(self, name: str) -> Iterator[None]:
@@ -193,6 +201,7 @@ class _Run:
                 if not evidence.model_patch.applied:
                     return False
             test_patch_paths = patch_paths(path, task.test_patch) if task.test_patch else []
+            self.test_patch_paths = test_patch_paths
             if patch.strip():
                 evidence.changed = changed_paths(path)
                 evidence.flags = flag_patch(path, evidence.changed, test_patch_paths,
@@ -210,20 +219,19 @@ class _Run:
 
     def _tests(self, sandbox: Session, repo: Path, env: EnvInfo | None) -> None:
         evidence, task = self.evidence, self.task
-        files = _test_files([*task.FAIL_TO_PASS, *task.PASS_TO_PASS])
-        evidence.test_files = [f for f in files if (repo / f).is_file()]
-        evidence.test_command = shown_command(evidence.test_files)
-        missing = [f for f in files if f not in evidence.test_files]
-        if missing:
-            evidence.notes.append(f"test file(s) not in the tree: {', '.join(missing[:5])}")
-        if not evidence.test_files:
-            evidence.no_report = f"none of the named tests' files is in the tree ({', '.join(files[:5])})"
+        language = named_tests(repo)
+        if language is not None:  # another language than Python, graded by its test names (Rust's cargo test)
+            self._named_tests(sandbox, repo, language)
             return
+        named = [*task.FAIL_TO_PASS, *task.PASS_TO_PASS]
+        runner, why = choose(repo, named)
+        evidence.runner = runner.name
+        if runner is not PYTEST:
+            evidence.notes.append(f"tests run with {runner.name}: {why}")
         root = None if envs.installs_the_repo(env) and not self.job.dataset_image else envs.import_root(repo)
-        request: dict[str, object] = {
-            "argv": pytest_argv(evidence.test_files), "timeout_s": self.job.timeout_s, "report_file": BUNDLE_PATH,
-            "env": run_environment(root, self.job.dataset_image),
-        }
+        request = self._pytest_request(repo, root) if runner is PYTEST else self._runner_request(runner, repo, root)
+        if request is None:
+            return
         if task.test_in_copy:
             request["copy_repo"] = True
         reply = self._run_test(sandbox, request)
@@ -237,6 +245,64 @@ class _Run:
             reply = self._run_test(sandbox, request)
         if reply is not None:
             self._read_run(reply.output, reply.outcome, reply.error, reply.data)
+
+    def _pytest_request(self, repo: Path, root: str | None) -> dict[str, object] | None:
+        """pytest on the named tests' files (None: none of them is in the tree)."""
+        evidence, task = self.evidence, self.task
+        files = _test_files([*task.FAIL_TO_PASS, *task.PASS_TO_PASS])
+        evidence.test_files = [f for f in files if (repo / f).is_file()]
+        evidence.test_command = shown_command(evidence.test_files)
+        missing = [f for f in files if f not in evidence.test_files]
+        if missing:
+            evidence.notes.append(f"test file(s) not in the tree: {', '.join(missing[:5])}")
+        if not evidence.test_files:
+            evidence.no_report = f"none of the named tests' files is in the tree ({', '.join(files[:5])})"
+            return None
+        return {"argv": pytest_argv(evidence.test_files), "timeout_s": self.job.timeout_s, "report_file": BUNDLE_PATH,
+                "env": run_environment(root, self.job.dataset_image)}
+
+    def _runner_request(self, runner: Runner, repo: Path, root: str | None) -> dict[str, object] | None:
+        """The runner's command on the test_patch's files (SWE-bench's directives; None: nothing to run)."""
+        evidence, task = self.evidence, self.task
+        named = [n for n in [*task.FAIL_TO_PASS, *task.PASS_TO_PASS] if runner.is_test_id(n)]
+        present = [f for f in self.test_patch_paths if (repo / f).is_file()]
+        evidence.test_files = present
+        targets = runner.targets(named, present)
+        if not targets:
+            evidence.no_report = (f"nothing for {runner.name} to run: the test_patch changes no test file in the tree"
+                                  + (f" ({', '.join(self.test_patch_paths[:5])})" if self.test_patch_paths else ""))
+            return None
+        evidence.test_command = runner.command(targets)
+        return {"argv": command_argv(evidence.test_command), "timeout_s": self.job.timeout_s,
+                "report_file": BUNDLE_PATH, "env": command_environment(runner, root, self.job.dataset_image)}
+
+    def _named_tests(self, sandbox: Session, repo: Path, language: RunsNamedTests) -> None:
+        """The language's own run; its machine output read per test and graded as a JUnit report would be."""
+        evidence = self.evidence
+        run = language.named_tests_run(repo, [*self.task.FAIL_TO_PASS, *self.task.PASS_TO_PASS])
+        evidence.test_command = run.shown
+        request: dict[str, object] = {"argv": run.argv, "timeout_s": self.job.timeout_s, "report_file": run.report_file}
+        if self.task.test_in_copy:
+            request["copy_repo"] = True
+        reply = self._run_test(sandbox, request)
+        if reply is None:
+            return
+        report = reply.data.get("report_file_text")
+        machine = report if isinstance(report, str) else reply.output
+        evidence.run_outcome = reply.outcome
+        code = reply.data.get("exit_code")
+        evidence.exit_code = code if isinstance(code, int) else None
+        evidence.log = f"{reply.output}\n{machine}" if isinstance(report, str) else reply.output
+        if reply.outcome == "timeout":
+            evidence.fail("timeout", f"the tests timed out after {self.job.timeout_s:g} s")
+        elif reply.outcome in ("oom", "container_died", "sandbox_error", "error"):
+            evidence.fail("sandbox", f"the test run did not finish ({reply.outcome}): {reply.error or ''}".rstrip(": "))
+        outcomes = language.outcomes(machine)
+        if outcomes:
+            evidence.junit_xml = junit_from_outcomes(outcomes)
+        elif evidence.error is None:
+            cause = failure_cause(reply.output)
+            evidence.no_report = f"the tests reported no outcome (exit {evidence.exit_code}): {cause}"
 
     def _run_test(self, sandbox: Session, request: dict[str, object]) -> ToolResult | None:
         """run_test in the sandbox (a cancel closes it); None, the evidence's error set, when no container ran."""
@@ -269,11 +335,16 @@ class _Run:
             evidence.fail("sandbox", f"the test run could not start: {error or 'error'}")
         if bundle is not None and bundle.junit is not None:
             evidence.junit_xml = bundle.junit
+        elif bundle is not None and evidence.runner in LOG_RUNNERS:
+            if evidence.error is None and not LOG_RUNNERS[evidence.runner].statuses(bundle.log):
+                evidence.no_report = (f"{evidence.runner} reported no test (exit {bundle.exit_code}): "
+                                      f"{failure_cause(bundle.log)}")
+            return  # else the runner's log is its report (the verdict reads it)
         elif evidence.error is None:
             signal = data.get("signal")  # a crash (a C extension's SIGSEGV) before pytest could bundle its report
             why = (f"exit {evidence.exit_code}" if bundle else f"killed by {signal}" if isinstance(signal, str)
                    else (data.get("report_file_error") or error or "no report"))
-            evidence.no_report = f"pytest wrote no report ({why}): {failure_cause(evidence.log)}"
+            evidence.no_report = f"{evidence.runner} wrote no report ({why}): {failure_cause(evidence.log)}"
 
 
 def _wrote_into_repo(output: str, data: dict[str, object]) -> bool:

@@ -75,6 +75,8 @@ class EvalEvidence(BaseModel):
     """The OCI runtime the tests ran under (runc, runsc: gVisor...): the user's, or a trusted line's."""
     image_id: str | None = None
     """The image the tests ran in, by id (sha256:...)."""
+    runner: str = "pytest"
+    """The test runner the named tests ran with (agent/languages/python/runners: pytest, sympy, django, unittest)."""
     test_command: list[str] = Field(default_factory=list)
     test_files: list[str] = Field(default_factory=list)
     exit_code: int | None = None

@@ -13,20 +13,13 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 from agent.eval.grading import ERROR, FAILED, PASSED, SKIPPED, XFAIL
+from agent.languages.python.runners.pytest import node_file as node_file  # its home: the pytest runner
 
 Key = tuple[str, str]
 XPASS = "XPASS"
 XPASS_PROPERTY = "codebox.outcome"  # the plugin's property on an xpassed testcase (value "xpassed")
 NODEID_PROPERTY = "codebox.nodeid"  # the plugin's: the id the summary wrote, when not JUnit's (another rootdir)
 SUMMARY_ORDER = (PASSED, SKIPPED, XFAIL, ERROR, FAILED)  # -rA's sections, XPASS left out
-
-
-def node_file(node_id: str) -> str | None:
-    """The file part of a pytest node id (`tests/test_x.py::C::test[a::b]` -> tests/test_x.py)."""
-    head = node_id.split("[", 1)[0]
-    if "::" not in head:
-        return None
-    return head.split("::", 1)[0]
 
 
 def junit_key(node_id: str) -> Key:
@@ -87,3 +80,20 @@ def collection_errors(xml_text: str) -> list[str]:
             cause = next((line for line in reversed(text) if line.startswith("E ")), text[-1] if text else "")
             messages.append(f"{case.get('name', '?')}: {cause.removeprefix('E').strip()}")
     return messages
+
+
+def junit_from_outcomes(outcomes: dict[str, str]) -> str:
+    """A JUnit report of another runner's per-test outcomes (libtest's: passed, failed, skipped by test name),
+    each case keyed as a node id of that name would be (its name kept in NODEID_PROPERTY): graded as pytest's."""
+    suite = ET.Element("testsuite", {"name": "codebox", "tests": str(len(outcomes))})
+    for name, outcome in outcomes.items():
+        classname, short = junit_key(name)
+        case = ET.SubElement(suite, "testcase", {"classname": classname, "name": short})
+        properties = ET.SubElement(case, "properties")
+        ET.SubElement(properties, "property", {"name": NODEID_PROPERTY, "value": name})
+        if outcome == "failed":
+            ET.SubElement(case, "failure", {"message": "failed"})
+        elif outcome == "skipped":
+            ET.SubElement(case, "skipped", {"message": "ignored"})
+    return ET.tostring(ET.Element("testsuites", {}), encoding="unicode").replace(
+        "<testsuites />", f"<testsuites>{ET.tostring(suite, encoding='unicode')}</testsuites>")

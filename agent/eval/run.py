@@ -104,7 +104,8 @@ def regrade(out: Path, strict: bool | None = None, progress: TextIO | None = Non
         before = (result.status, result.resolution)
         if strict is not None:
             result.strict = strict
-        judge(result, list(result.fail_to_pass), list(result.pass_to_pass), None, store.read_junit(folder, result))
+        judge(result, list(result.fail_to_pass), list(result.pass_to_pass), None, store.read_junit(folder, result),
+              store.read_log(folder))
         store.write_verdict(folder, result)
         if before != (result.status, result.resolution) and progress is not None:
             print(f"  {printable(iid)}: {before[0]} -> {result.status}", file=progress)
@@ -133,7 +134,7 @@ class _Driver:
         if kept.strict != self.strict:  # the same evidence, judged with this run's --strict
             kept.strict = self.strict
             judge(kept, list(kept.fail_to_pass), list(kept.pass_to_pass), None,
-                  store.read_junit(self.out / kept.instance_id, kept))
+                  store.read_junit(self.out / kept.instance_id, kept), store.read_log(self.out / kept.instance_id))
             store.write_verdict(self.out / kept.instance_id, kept)
         self.results[kept.instance_id] = kept
         self._say(kept, "kept from an earlier run")
@@ -145,6 +146,7 @@ class _Driver:
         result = InstanceEval(instance_id=outcome.task_id, status="error", strict=self.strict,
                               model_name_or_path=prediction.model_name_or_path, empty_patch=prediction.empty,
                               eval_type=instance.dataset.eval_type, dataset=instance.dataset,
+                              python=instance.task.python_choice,
                               notes=list(instance.dataset.notes),
                               fingerprint=fingerprint(instance, prediction, self.sandbox), node=outcome.node,
                               duration_s=outcome.report.duration_s)

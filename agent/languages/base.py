@@ -8,8 +8,15 @@ from __future__ import annotations
 
 import posixpath
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import NamedTuple, Protocol
+from typing import TYPE_CHECKING, NamedTuple, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from agent.env.cancel import Cancel
+    from agent.env.info import EnvInfo
+
+Log = Callable[[str], None]
 
 CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 
@@ -52,6 +59,59 @@ class Language(Protocol):
 
     def failing_tests(self, output: str) -> list[str]:
         """The failing tests a run's output names, each once, in order (at most MAX_NAMES)."""
+        ...
+
+
+# What a language may answer beyond Language's questions (the registry asks whether it does).
+
+
+@runtime_checkable
+class ArrangesArgs(Protocol):
+    """A runner whose own options and its tests' options go on either side of a ``--`` (cargo test)."""
+
+    def test_argv(self, test_cmd: list[str], args: list[str]) -> list[str]:
+        """The argv that runs ``test_cmd`` with the model's (checked) ``args``."""
+        ...
+
+
+@runtime_checkable
+class ReadsOutcomes(Protocol):
+    """A runner whose machine output says each test's outcome (libtest's JSON, go test -json, TAP)."""
+
+    def outcomes(self, output: str) -> dict[str, str]:
+        """Each test's outcome (passed, failed, skipped) by its name, as the runner names it."""
+        ...
+
+
+class NamedTestsRun(NamedTuple):
+    """How an evaluation runs a repository's tests in the sandbox and gets its machine output back whole."""
+
+    argv: list[str]
+    report_file: str
+    """Where the run writes the runner's machine output (under /tmp): read back whole, not from the capped output."""
+    shown: list[str]
+    """The command as a user would type it (eval.json says it)."""
+
+
+@runtime_checkable
+class RunsNamedTests(Protocol):
+    """A runner an evaluation can grade by test name (SWE-bench Multilingual's FAIL_TO_PASS / PASS_TO_PASS)."""
+
+    def named_tests_run(self, repo: Path, names: list[str]) -> NamedTestsRun:
+        """The run that reports (at least) the tests ``names`` of ``repo``."""
+        ...
+
+    def outcomes(self, output: str) -> dict[str, str]: ...
+
+
+@runtime_checkable
+class BuildsEnvironment(Protocol):
+    """An ecosystem whose toolchain and dependencies are its own (not agent/env's Python environments)."""
+
+    def environment(self, repo: Path, image: str | None, backend: str, log: Log, cancel: Cancel,
+                    repo_name: str) -> EnvInfo:
+        """The image its tests run in, built on the host and kept (``image``: the user's own toolchain image,
+        None: codebox's); EnvError in one line when it cannot be."""
         ...
 
 

@@ -6,12 +6,29 @@ Adding an ecosystem: one module under agent/languages/ with a Language object, a
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from agent.languages.base import Detection, Language
+from agent.languages.base import (
+    ArrangesArgs,
+    BuildsEnvironment,
+    Detection,
+    Language,
+    Log,
+    ReadsOutcomes,
+    RunsNamedTests,
+)
 from agent.languages.generic import GENERIC
+from agent.languages.go import GO
+from agent.languages.node import NODE
 from agent.languages.python import PYTHON
+from agent.languages.rust import RUST
 
-LANGUAGES: tuple[Language, ...] = (PYTHON,)
+if TYPE_CHECKING:
+    from agent.env.cancel import Cancel
+    from agent.env.choose import EnvTask, SandboxLimits
+    from agent.env.info import EnvInfo
+
+LANGUAGES: tuple[Language, ...] = (PYTHON, RUST, GO, NODE)
 
 
 def detect(repo: Path, lock: str | None = None) -> Detection | None:
@@ -31,6 +48,43 @@ def for_command(test_cmd: list[str]) -> Language:
 def check_test_args(test_cmd: list[str], args: list[str], repo: Path | None = None) -> None:
     """Raise TestArgsError unless each of the model's ``args`` only chooses tests of ``test_cmd``."""
     for_command(test_cmd).check_test_args(test_cmd, args, repo)
+
+
+def argv_for(test_cmd: list[str], args: list[str]) -> list[str]:
+    """The argv run_test runs: the command with the model's (checked) arguments where its runner takes them."""
+    language = for_command(test_cmd)
+    return language.test_argv(test_cmd, args) if isinstance(language, ArrangesArgs) else [*test_cmd, *args]
+
+
+def outcomes(output: str, test_cmd: list[str]) -> dict[str, str] | None:
+    """Each test's outcome by name, from the machine output of ``test_cmd``'s runner (None: it has none)."""
+    language = for_command(test_cmd)
+    return language.outcomes(output) if isinstance(language, ReadsOutcomes) else None
+
+
+def named_tests(repo: Path) -> RunsNamedTests | None:
+    """The language of ``repo`` when an evaluation grades it by its own runner's test names (Rust's), else None
+    (pytest's node ids: agent/eval's own run)."""
+    found = detect(repo)
+    language = next((lang for lang in LANGUAGES if found is not None and lang.name == found.language), None)
+    return language if isinstance(language, RunsNamedTests) else None
+
+
+def choose_env(task: EnvTask, repo: Path, sandbox: SandboxLimits, log: Log, cancel: Cancel,
+               repo_name: str | None = None) -> EnvInfo | None:
+    """The task's environment: with ``env: auto``, built by the language of ``repo`` when it builds its own
+    (Rust's toolchain and crates), else agent/env's choice (Python's, an image, none)."""
+    from agent.env.choose import AUTO, choose_for_task
+
+    if task.env == AUTO:
+        found = detect(repo)
+        language = next((lang for lang in LANGUAGES if found is not None and lang.name == found.language), None)
+        if isinstance(language, BuildsEnvironment):
+            from agent.defaults import DEFAULT_IMAGE
+
+            image = sandbox.image if sandbox.image != DEFAULT_IMAGE else None
+            return language.environment(repo, image, sandbox.backend, log, cancel, repo_name or task.repo)
+    return choose_for_task(task, repo, sandbox, log, cancel, repo_name)
 
 
 def failing_tests(output: str, test_cmd: list[str] | None = None) -> list[str]:

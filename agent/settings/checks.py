@@ -149,22 +149,30 @@ def _temperature_problem(temperature: float | None) -> str | None:
     return f"--temperature must be between 0 and 2 (got {temperature:g})"
 
 
-def missing_test_program(task: TaskSpec, image: str) -> str | None:
-    """The test command's program must exist: in the repository (a relative path with a /),
-    else in the image (on PATH, or an absolute path). A cheap probe, cached per image."""
-    if not task.test_cmd:
-        return None
-    program = task.test_cmd[0]
+def missing_test_program(task: TaskSpec, image: str, allow_shell: bool = False) -> str | None:
+    """Can the image serve this task? Its platform, the /repo mount point, --allow-shell's /bin/sh, and the
+    test command's program: in the repository (a relative path with a /), else in the image (on PATH, or
+    an absolute path). A cheap probe on codebox's own runtime, cached per image (agent.containers.probe)."""
+    program = task.test_cmd[0] if task.test_cmd else ""
+    script = ""
     if "/" in program and not program.startswith("/"):
-        if (Path(task.repo) / program).is_file():
-            return None
-        return f"--test-cmd: {one_line(repr(program))} is not a file in the repository {one_line(task.repo)}"
-    from agent.containers.probe import program_in_image
+        path = Path(task.repo) / program
+        if not path.is_file():
+            return f"--test-cmd: {one_line(repr(program))} is not a file in the repository {one_line(task.repo)}"
+        script, program = program, _interpreter(path)  # a script's #! program must be in the image
+    from agent.containers.probe import image_problem
 
-    if program_in_image(image, program) is False:
-        where = "at that path" if program.startswith("/") else "on PATH"
-        return (
-            f"--test-cmd: the program {one_line(repr(program))} is not {where} in the image {one_line(image)} "
-            "(a typo? or pass --image with one that has it)"
-        )
-    return None
+    return image_problem(image, program, allow_shell, script=script)
+
+
+def _interpreter(script: Path) -> str:
+    """The program a script's ``#!`` line starts (``#!/usr/bin/env bash``: bash), or "" for none."""
+    try:
+        with script.open("rb") as f:
+            first = f.readline(256)
+    except OSError:
+        return ""
+    words = first[2:].decode("utf-8", "replace").split() if first.startswith(b"#!") else []
+    if words and Path(words[0]).name == "env":
+        words = [w for w in words[1:] if not w.startswith("-")]
+    return words[0] if words else ""

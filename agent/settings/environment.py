@@ -22,6 +22,8 @@ OPENAI_BASE_URL = "OPENAI_BASE_URL"
 # be listed here or be a setting's (a test reads the sources for os.environ lookups of CODEBOX_ names).
 OTHER_VARIABLES: dict[str, str] = {
     "CODEBOX_CACHE_DIR": "where downloaded wheels and sdists are kept (default $XDG_CACHE_HOME/codebox)",
+    "CODEBOX_RUNTIME_DIR": "where the sandbox server's runtime is copied out of the sandbox image "
+                           "(default $CODEBOX_CACHE_DIR/runtime)",
     "CODEBOX_FIND_LINKS": "folders of wheels for environment builds, :-separated",
     "CODEBOX_NO_INDEX": "1: environment builds use CODEBOX_FIND_LINKS only, no package index",
     "CODEBOX_WORKSPACE_ROOT": "where task workspaces are made (default: the temporary folder)",

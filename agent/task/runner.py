@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 from agent.backends.registry import backend_for
 from agent.cancel import CancelToken
 from agent.env.cancel import EnvCancelled
-from agent.env.choose import choose_for_task
 from agent.errors import CodeboxError, SandboxError
+from agent.languages.registry import choose_env
 from agent.model.base import ModelClient, ModelError
 from agent.model.factory import build_model
 from agent.protocol import STATUS_FOR_REASON, AgentEvent, EnvInfo, Report, StopReason, TaskSpec
@@ -159,7 +159,7 @@ def run_task(
                           no_tests_message=tests.no_tests_message(), test_in_copy=task.test_in_copy,
                           default_test_timeout_s=limits.test_timeout_s, max_test_timeout_s=limits.max_test_timeout_s)
         agent = CodingAgent(model, ToolRegistry(), policy, sink, ctx, limits=limits)
-        return _with_sandbox(_with_env(agent.run(task, cancel), env), config)
+        return _with_sandbox(_with_env(agent.run(task, cancel), env, task), config)
     finally:
         # Closing first is safe: a start still under way sees the sandbox closed and removes
         # its container itself; so a slow start never holds up a finished or cancelled run.
@@ -180,8 +180,9 @@ def choose_task_env(
     task: TaskSpec, repo: Path, config: SandboxConfig, log: Callable[[str], None], cancel: CancelToken,
     repo_name: str | None = None,
 ) -> EnvInfo | None:
-    """The task's environment (choose_for_task: built or found in the sandbox backend's image store)."""
-    return choose_for_task(task, repo, config, log, cancel, repo_name)
+    """The task's environment (agent.languages.registry.choose_env: built or found in the sandbox backend's
+    image store)."""
+    return choose_env(task, repo, config, log, cancel, repo_name)
 
 
 def env_progress(line: str) -> None:
@@ -194,9 +195,11 @@ def _with_sandbox(report: Report, config: SandboxConfig) -> Report:
     return report
 
 
-def _with_env(report: Report, env: EnvInfo | None) -> Report:
+def _with_env(report: Report, env: EnvInfo | None, task: TaskSpec | None = None) -> Report:
     if env is not None:
         report.env = env
+    if task is not None:
+        report.python = task.python_choice
     return report
 
 

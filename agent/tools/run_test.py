@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field
 
 from agent.defaults import REPO_MOUNT
 from agent.languages.base import TestArgsError
-from agent.languages.registry import check_test_args, error_line, failing_tests
+from agent.languages.registry import argv_for, check_test_args, error_line, failing_tests
 from agent.protocol import TestRun
 from agent.sandboxes.result import ToolResult, failure, wrote_into_repo
 from agent.tools.base import RunEffects, ToolArgs, ToolContext, ToolHandler
@@ -76,7 +76,7 @@ class RunTestTool(ToolHandler):
         except TestArgsError as exc:
             return failure(str(exc), "refused")
         timeout = min(args.timeout_s or ctx.default_test_timeout_s, ctx.max_test_timeout_s)
-        argv = [*ctx.test_cmd, *args.args]
+        argv = argv_for(ctx.test_cmd, args.args)
         request: dict[str, Any] = {"argv": argv, "timeout_s": timeout}
         if ctx.test_in_copy:
             request["copy_repo"] = True

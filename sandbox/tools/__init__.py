@@ -22,7 +22,7 @@ import math
 # (~2 MB of an idle sandbox); mypy reads these names, the interpreter never needs them.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Mapping, Optional
+    from typing import Any, Mapping, Optional, Sequence
 
 
 class ToolError(Exception):
@@ -62,7 +62,8 @@ class ToolResult:
 class Context:
     """What every tool may know about the server (fixed for its life)."""
 
-    __slots__ = ("_root_fd", "allow_shell", "literal_in_python", "output_limit", "reap_all", "rg", "root", "wipe_tmp")
+    __slots__ = ("_root_fd", "allow_shell", "literal_in_python", "output_limit", "reap_all", "rg", "rg_via", "root",
+                 "wipe_tmp")
 
     def __init__(
         self,
@@ -73,6 +74,7 @@ class Context:
         rg: Optional[str] = None,  # path of ripgrep, None: use the pure-Python search
         wipe_tmp: bool = False,  # run_test empties /tmp before and after each run (a container's own tmpfs only)
         literal_in_python: bool = False,  # a literal search runs in Python even with rg (under gVisor)
+        rg_via: Sequence[str] = (),  # the loader that starts rg: the injected runtime's (sandbox.server --runtime)
     ) -> None:
         self.root = root
         self.output_limit = output_limit
@@ -81,6 +83,7 @@ class Context:
         self.rg = rg
         self.wipe_tmp = wipe_tmp
         self.literal_in_python = literal_in_python
+        self.rg_via = tuple(rg_via)
         self._root_fd = -1
 
     def root_fd(self) -> int:

@@ -9,7 +9,8 @@ RUFF_CACHE_DIR and COVERAGE_FILE under that HOME) and removed after it,
 PYTHONNOUSERSITE=1 (no user site, no usercustomize), and with
 ``--wipe-tmp`` (given only in a container, and honoured only when /tmp is a
 tmpfs mount of its own) everything in /tmp and /dev/shm is removed before and
-after each run, so nothing one run writes can change the next. Also
+after each run, so nothing one run writes can change the next, but BUILD_CACHE
+(/tmp/codebox-cache: cargo's target directory, Go's build cache). Also
 PYTHONDONTWRITEBYTECODE=1, PYTEST_ADDOPTS="-p no:cacheprovider" (``env``
 overrides all of these), and the server's own package directory removed from
 PYTHONPATH.
@@ -214,6 +215,10 @@ def _make_scratch() -> str:
 # between runs with --wipe-tmp. /dev/shm is the engine's own writable tmpfs; Podman's read-only
 # containers get writable tmpfs mounts at /var/tmp and /run too (its read-only-tmpfs default).
 WIPED_MOUNTS = ("/tmp", "/dev/shm", "/var/tmp", "/run")
+# The one thing a run leaves to the next: a compiler's build cache (cargo's target directory, Go's build
+# cache), which an environment points there (agent/languages/*/env.py). Recompiling a crate's dependencies
+# on every run would cost minutes; what a test writes anywhere else is still wiped.
+BUILD_CACHE = "/tmp/codebox-cache"
 
 
 def _wipe_scratch_mounts() -> None:
@@ -233,6 +238,8 @@ def _wipe_tmp(tmp_root: str) -> None:
         return
     for name in names:
         path = os.path.join(tmp_root, name)
+        if path == BUILD_CACHE and os.path.isdir(path) and not os.path.islink(path):
+            continue
         if os.path.isdir(path) and not os.path.islink(path):
             _remove_tree(path)
         else:

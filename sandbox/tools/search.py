@@ -132,7 +132,7 @@ def search(ctx: Context, args: Mapping[str, Any], timeout_s: Optional[float]) ->
         from sandbox.tools.search_rg import rg_search  # its imports (subprocess, threading) only when used
 
         found, more, timed_out, errors = rg_search(
-            ctx.rg, ctx.root, res.rel, query, regex, globs, max_results, deadline, skipped
+            ctx.rg, ctx.root, res.rel, query, regex, globs, max_results, deadline, skipped, ctx.rg_via
         )
         if errors and not found:
             first = errors.splitlines()

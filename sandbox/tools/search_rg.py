@@ -24,7 +24,7 @@ from sandbox.tools.search_found import MAX_FILE_BYTES, MAX_LINE_BYTES, Match, Sk
 # sandbox ~1 MB; mypy reads these names, the interpreter never needs them.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import IO, Any, List
+    from typing import IO, Any, List, Sequence
 
 _RG_TOO_LARGE = re.compile(r"\bignoring (.+): (\d+) bytes$")
 _RG_NOT_A_FILE = re.compile(r"\bignoring (.+): failed to pass subject filter: file type: Some\(\w+\(\w+ \{ mode: (\d+)")
@@ -50,9 +50,10 @@ def rg_search(
     limit: int,
     deadline: float,
     skipped: Skipped,
+    via: Sequence[str] = (),
 ) -> tuple[list[Match], bool, bool, str]:
-    """(matches, more exist, timed out, rg's error text)."""
-    cmd = [rg, "--json", "--no-config", "--sort", "path", "--hidden", "--no-ignore"]
+    """(matches, more exist, timed out, rg's error text). ``via``: the loader argv rg starts through."""
+    cmd = [*via, rg, "--json", "--no-config", "--sort", "path", "--hidden", "--no-ignore"]
     cmd += ["--encoding", "none", "--color", "never", "--binary", "--debug"]
     cmd += ["--max-filesize", str(MAX_FILE_BYTES)]
     if not regex:

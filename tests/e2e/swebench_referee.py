@@ -40,10 +40,11 @@ class Referee:
         self.report_keys = _report_keys(harness / "reporting.py")
 
     def grade(self, instance_id: str, f2p: list[str], p2p: list[str], eval_type: str, patch: str,
-              log_path: Path) -> dict[str, Any]:
-        """SWE-bench's per-instance report of this log, as run_instance writes it."""
-        spec = self.TestSpec(instance_id=instance_id, image="", eval_script_list=[], repo="acme/calc", version="1.0",
-                             FAIL_TO_PASS=f2p, PASS_TO_PASS=p2p, log_parser="parse_log_pytest", eval_type=eval_type)
+              log_path: Path, repo: str = "acme/calc", log_parser: str = "parse_log_pytest") -> dict[str, Any]:
+        """SWE-bench's per-instance report of this log, as run_instance writes it (``log_parser``: the parser
+        SWE-bench reads ``repo``'s logs with)."""
+        spec = self.TestSpec(instance_id=instance_id, image="", eval_script_list=[], repo=repo, version="1.0",
+                             FAIL_TO_PASS=f2p, PASS_TO_PASS=p2p, log_parser=log_parser, eval_type=eval_type)
         prediction = {"instance_id": instance_id, "model_name_or_path": "acme/model-1", "model_patch": patch}
         report: dict[str, Any] = self.get_eval_report(spec, prediction, str(log_path), include_tests_status=True)
         return report[instance_id]

@@ -54,14 +54,16 @@ def cmd_env_build(args: argparse.Namespace) -> int:
     if args.print_declared:
         return _print_declared(repo, args)
     index = IndexConfig.from_environ()
-    index = IndexConfig(find_links=[*index.find_links, *args.find_links], no_index=index.no_index or args.no_index)
+    links = [str(Path(folder).expanduser().resolve()) for folder in args.find_links]  # uv runs elsewhere
+    index = IndexConfig(find_links=[*index.find_links, *links], no_index=index.no_index or args.no_index)
     try:
         flags = EnvFlags(args)
     except CodeboxError as exc:
         return error_exit(exc)
     request = EnvRequest(repo=repo, base_image=args.image or DEFAULT_IMAGE, backend=args.backend, index=index,
                          allow_public_fallback=args.allow_public_fallback,
-                         recipe=flags.recipe_for(str(repo)), as_of=flags.as_of or asof.choose(None, repo))
+                         recipe=flags.recipe_for(str(repo)), as_of=flags.as_of or asof.choose(None, repo),
+                         candidates=args.env_candidates, candidate_timeout_s=args.env_candidate_timeout)
     cancel = CancelToken()  # Ctrl-C / SIGTERM: uv and the build container stop at once, nothing is tagged
     try:
         # Each step a line; on a terminal a live line under them: the step, its seconds, the total.

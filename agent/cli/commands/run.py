@@ -15,6 +15,7 @@ from agent.cli.commands.common import (
     EXIT_CANCELLED,
     EXIT_OK,
     EXIT_STOPPED,
+    env_progress,
     error_exit,
     flag_problem,
     model_spec,
@@ -148,13 +149,31 @@ def _run_task_spec(args: argparse.Namespace, task_id: str) -> tuple[TaskSpec | N
     except ValidationError as exc:
         return None, None, checks.validation_message(exc)
     from agent.cli.env_flags import EnvFlags
-    from agent.env.errors import EnvError
+    from agent.errors import CodeboxError
 
-    try:  # --pip, --pre-install, --recipes, --as-of: the environment this run builds
-        task = EnvFlags(args).apply(task)
-    except EnvError as exc:
+    try:  # --pip, --pre-install, --recipes, --as-of: the environment this run builds; --python: its Python
+        flags = EnvFlags(args)
+        task = _with_python(args, flags, flags.apply(task))
+    except CodeboxError as exc:
         return None, None, str(exc)
     return task, sandbox_config, None
+
+
+def _with_python(args: argparse.Namespace, flags: Any, task: TaskSpec) -> TaskSpec:
+    """The run's Python (agent/cli/python_flags.py), said in one line when it is not the default image's."""
+    from agent.cli.python_flags import PythonFlags
+    from agent.env.python.requires import in_folder
+    from agent.env.recipe import EnvSpec
+    from agent.env.resolve import asof
+
+    repo = Path(task.repo)
+    when = asof.choose(task.env.as_of if isinstance(task.env, EnvSpec) else None, repo, task.created_at,
+                       task.base_commit)
+    task = PythonFlags(args, env_progress).apply(task, in_folder(repo), when,
+                                                 recipe_python=flags.book.setting_for(task.repo, None, "python"))
+    if task.python_choice is not None and task.python_choice.source != "default":
+        print(f"codebox: {printable(task.python_choice.line())}", file=sys.stderr)
+    return task
 
 
 # How long cmd_run waits for the early start's create request to leave before it imports the rest.
@@ -253,7 +272,7 @@ def _cmd_run(args: argparse.Namespace, task_id: str, warm: WarmPool | None) -> i
         _model_problem(args)
         or checks.output_file_problem(args.report, "--report")
         or checks.output_file_problem(args.output_last_message, "--output-last-message")
-        or checks.missing_test_program(task, sandbox_config.image)
+        or checks.missing_test_program(task, sandbox_config.image, sandbox_config.allow_shell)
     )
     if problem:
         return usage_error(problem)
@@ -332,14 +351,14 @@ def _prepare_env(task: TaskSpec, sandbox_config: Any) -> Any:
     from agent.cli.signals import cancel_on_signals
     from agent.console.progress import StepProgress
     from agent.env.cancel import EnvCancelled
-    from agent.env.choose import choose_for_task
     from agent.errors import CodeboxError
+    from agent.languages.registry import choose_env
 
     cancel = CancelToken()  # Ctrl-C / SIGTERM stop a build under way: its uv and container go at once
     try:
         # Each step a line; on a terminal a live line under them: the step, its seconds, the total.
         with StepProgress(sys.stderr) as progress, cancel_on_signals(cancel, io.StringIO()):  # quiet: see below
-            return choose_for_task(task, Path(task.repo), sandbox_config, progress.log, cancel)
+            return choose_env(task, Path(task.repo), sandbox_config, progress.log, cancel)
     except (KeyboardInterrupt, EnvCancelled):
         print("codebox: cancelled while preparing the environment", file=sys.stderr)
         return EXIT_CANCELLED

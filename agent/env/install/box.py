@@ -95,8 +95,12 @@ class Deadline:
     def remaining(self) -> float:
         left = self.end - time.monotonic()
         if left <= 0:
-            raise EnvError(f"the environment build did not finish in {self.timeout_s:g} s (the build deadline)")
+            raise DeadlinePassed(f"the environment build did not finish in {self.timeout_s:g} s (the build deadline)")
         return left
+
+
+class DeadlinePassed(EnvError):
+    """A build step found its deadline passed."""
 
 
 class StepFailed(EnvError):

@@ -39,18 +39,20 @@ from agent.env.cancel import NEVER, Cancel, EnvCancelled, check
 from agent.env.errors import EnvError
 from agent.env.info import EnvInfo
 from agent.env.install import images, plan
-from agent.env.install.box import ROLE_BUILD, BuildLimits, Deadline
+from agent.env.install.box import ROLE_BUILD, BuildLimits, Deadline, DeadlinePassed, StepFailed
 from agent.env.install.plan import Backend
 from agent.env.install.tree import Tree, read_tree
+from agent.env.read.candidates import Candidate
 from agent.env.read.declared import DEFAULT_EXTRAS, DEFAULT_RUNNER, NO_DEPENDENCIES, Declared, read_declared
 from agent.env.read.reqlines import Requirement, parse_requirement
 from agent.env.read.source_policy import check_sources
 from agent.env.recipe import Recipe
 from agent.env.resolve import apt, asof
-from agent.env.resolve.resolve import IndexConfig, Lock, check_python, resolve
+from agent.env.resolve.resolve import RECIPE_PIP, IndexConfig, Lock, Pin, check_python, resolve
 
 if TYPE_CHECKING:
     from agent.env.install.layer import Stacked
+    from agent.env.resolve.sdists import SdistMeta
     from agent.sandboxes.build import Builder
 
 FORMAT_VERSION = "2"
@@ -81,6 +83,13 @@ class EnvRequest(BaseModel):
     # The repository as the task names it (a path, or owner/name), when ``repo`` is a workspace made
     # from it: what the log lines, the image labels and `codebox env ls` show.
     repo_name: str | None = None
+    # The candidate environments tried (read/candidates.py): at most ``candidates``, from the ``skip``-th (eval
+    # asks for the next when the chosen one fails its PASS_TO_PASS), each within ``candidate_timeout_s``.
+    candidates: int = Field(defaults.DEFAULT_ENV_CANDIDATES, ge=1)
+    candidate_timeout_s: float = Field(defaults.DEFAULT_ENV_CANDIDATE_TIMEOUT_S, gt=0)
+    skip: int = Field(0, ge=0)
+    # The X.Y chosen for the task, which ``base_image`` holds (agent/env/python): part of the key, said in the log.
+    python: str | None = None
 
     def shown(self) -> str:
         return self.repo_name or str(self.repo)
@@ -126,7 +135,7 @@ def _read_inputs(request: EnvRequest) -> _Inputs:
     apt.check_names(recipe.apt)
     declared = read_declared(request.repo, recipe.extras, recipe.groups, recipe.requirements, request.runner)
     declared.notes += check_sources(declared, request.index, request.allow_public_fallback)
-    pip = [parse_requirement(text, "the recipe's pip") for text in recipe.pip]
+    pip = [parse_requirement(text, RECIPE_PIP) for text in recipe.pip]
     backend, requires = plan.backend_of(request.repo, declared)
     build = plan.needs_build(declared, request.repo, recipe, backend, requires)
     tree = read_tree(request.repo) if build else None
@@ -178,7 +187,9 @@ def inputs_key(base_id: str, inputs: _Inputs, request: EnvRequest, engine: str =
         "index": request.index.model_dump(mode="json"),
         "uv_index": sorted(IndexConfig.user_indexes()),  # every index the user gives uv (resolve.py)
         "tree": inputs.tree.key if inputs.tree is not None else None,
+        "candidates": [[c.name, [r.text for r in c.requirements]] for c in window(declared.candidates, request)],
         **images.engine_part(engine),
+        **({"python": request.python} if request.python else {}),  # keys made before a Python was chosen stay
     }
     return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()[:32]
 
@@ -214,10 +225,17 @@ class _Build:
         check_python(inputs.declared.project.requires_python, self.target, request.base_image)
 
     def resolve(self, requirements: list[Requirement], what: str) -> Lock:
-        when = f" as of {self.request.as_of[:10]}" if self.exclude_newer else ""
+        """Build requirements (setuptools, wheel...), as of the task's date, or of its Python's release when the
+        date is older: a backend of an older day may not run on a newer Python (setuptools 41 on 3.9)."""
+        exclude_newer = build_date(self.exclude_newer, self.target.python)
+        if exclude_newer != self.exclude_newer and exclude_newer is not None:
+            note = (f"build requirements resolved as of {exclude_newer[:10]}, Python {self.target.python}'s release "
+                    f"(the task's date {self.request.as_of[:10]} predates it)")
+            if note not in self.inputs.declared.notes:
+                self.inputs.declared.notes.append(note)
+        when = f" as of {exclude_newer[:10]}" if exclude_newer else ""
         self.log(f"resolving {len(requirements)} {what}{when} for Python {self.target.python}")
-        return resolve(requirements, self.target, self.request.index, cancel=self.cancel,
-                       exclude_newer=self.exclude_newer)
+        return resolve(requirements, self.target, self.request.index, cancel=self.cancel, exclude_newer=exclude_newer)
 
     def run(self) -> images.Entry:
         import tempfile
@@ -229,8 +247,7 @@ class _Build:
                 return self._with_project_build(folder, self.compiles)
             layer = static_layer(declared, folder / "project.tar")
             # When the dependencies image is built, one load for both images.
-            deps, image_id = self._locked_deps(declared.requirements + self.inputs.pip, declared.project.name,
-                                               self._stacked(layer))
+            deps, image_id = self._chosen_deps(self.inputs.pip, declared.project.name, self._stacked(layer))
             return self._finish(deps, layer, declared.project.name or "", image_id,
                                 _plugins(declared.project.entry_points))
 
@@ -274,10 +291,39 @@ class _Build:
                          f"{len(meta.requires_dist)} Requires-Dist")
             else:
                 box.prepare()
-            deps, _ = self._locked_deps(requirements + inputs.pip, name)
+            deps, _ = self._chosen_deps(requirements[len(declared.requirements):] + inputs.pip, name)
             self.log("installing the project with its own build backend")
             layer = box.build(folder / "project.tar")
         return self._finish(deps, layer, name, plugins=plugins)
+
+    def _chosen_deps(self, more: list[Requirement], project: str | None,
+                     on_top: Stacked | None = None) -> tuple[images.Entry, str | None]:
+        """The dependencies image of the first candidate (read/candidates.py) that resolves and installs, each
+        with ``more`` and within its own time; one that fails is dropped, said in the notes, and the next tried."""
+        tried = window(self.inputs.declared.candidates, self.request)
+        if not tried:
+            raise EnvError(f"no environment candidate is left to try (skipped {self.request.skip})", usage=True)
+        dropped: list[str] = []
+        overall = self.deadline
+        for number, candidate in enumerate(tried, start=1 + self.request.skip):
+            self.log(f"environment candidate {number}: {candidate.name} ({len(candidate.requirements)} requirements)")
+            self.deadline = Deadline(min(self.request.candidate_timeout_s, overall.remaining()))
+            try:
+                found = self._locked_deps(candidate.requirements + more, project, on_top)
+            except (EnvError, StepFailed) as exc:
+                if len(tried) == 1 or not _drops_candidate(exc, overall):
+                    raise
+                reason = " ".join(str(exc).split())[:600]
+                self.log(f"candidate {number} ({candidate.name}) dropped: {reason}")
+                dropped.append(f"environment candidate {number} ({candidate.name}) dropped: {reason}")
+                continue
+            finally:
+                self.deadline = overall
+            self.inputs.declared.notes += [*dropped, f"environment: candidate {number} of "
+                                           f"{len(self.inputs.declared.candidates)}, {candidate.name}"]
+            return found
+        raise EnvError(f"none of {len(tried)} environment candidates could be installed: " + "; ".join(dropped),
+                       usage=True)
 
     def _lock(self, requirements: list[Requirement], project: str | None) -> Lock:
         from packaging.utils import canonicalize_name
@@ -289,7 +335,7 @@ class _Build:
                  f"({self.target.platform})")
         notes: list[str] = []
         lock = resolve_with_sdists(requirements, self.target, self.request.index, self.cancel, self.exclude_newer,
-                                   notes)
+                                   notes, self._build_dynamic)
         for note in notes:
             self.log(note)
         self.inputs.declared.notes += [n for n in notes if n not in self.inputs.declared.notes]
@@ -297,6 +343,18 @@ class _Build:
             own = canonicalize_name(project)
             lock = Lock(pins=[p for p in lock.pins if canonicalize_name(p.name) != own])
         return lock
+
+    def _build_dynamic(self, pin: Pin, path: Path, build_requires: list[str]) -> SdistMeta:
+        """A dependency whose sdist's metadata is dynamic: its wheel built in a box (install/sdist_wheel.py)."""
+        from agent.env.install.sdist_wheel import build_wheel
+        from agent.env.resolve.sdists import SdistMeta, checked_requires
+
+        asked = [parse_requirement(t, f"{pin.filename} [build-system] requires") for t in build_requires]
+        build_lock = self.resolve(asked, f"build requirements of {pin.filename}")
+        built = build_wheel(self.client, self.request.base_image, self.target, pin, path, build_lock,
+                            self.request.limits, self.deadline, self.cancel, self.log)
+        return SdistMeta(requires_dist=checked_requires(built.requires_dist, pin), build_requires=build_requires,
+                         wheel=built.pin)
 
     def _locked_deps(self, requirements: list[Requirement], project: str | None,
                      on_top: Stacked | None = None) -> tuple[images.Entry, str | None]:
@@ -349,12 +407,38 @@ class _Build:
         return entry
 
 
+def window(candidates: list[Candidate], request: EnvRequest) -> list[Candidate]:
+    """The candidates a build of ``request`` tries: from the ``skip``-th, at most ``candidates``."""
+    return candidates[request.skip:request.skip + request.candidates]
+
+
+def _drops_candidate(exc: BaseException, overall: Deadline) -> bool:
+    """A conflict, a missing wheel, a dynamic sdist, a step that failed (an sdist that does not build), the
+    candidate's own time passed: that candidate is dropped. Anything else (the engine, a cancel, the whole
+    build's deadline) ends the build."""
+    if isinstance(exc, EnvCancelled):
+        return False
+    if isinstance(exc, DeadlinePassed):
+        return overall.end > time.monotonic()
+    return isinstance(exc, StepFailed) or (isinstance(exc, EnvError) and exc.usage)
+
+
 def _build(request: EnvRequest, inputs: _Inputs, engine: images.EngineImages, base_id: str, key: str, log: Log,
            cancel: Cancel) -> images.Entry:
     log(f"building the environment for {request.shown()} on {request.base_image} "
         f"({len(inputs.declared.requirements)} declared requirements"
         + ("; the project's own build runs" if inputs.build else "") + ")")
     return _Build(request, inputs, engine, engine.store, base_id, key, log, cancel).run()
+
+
+def build_date(exclude_newer: str | None, python: str) -> str | None:
+    """``exclude_newer``, or the release day of ``python``'s minor when that is later (None: no limit)."""
+    from agent.python_versions import RELEASED, minor_of
+
+    released = RELEASED.get(minor_of(python) or "")
+    if exclude_newer is None or released is None:
+        return exclude_newer
+    return max(exclude_newer, f"{released}T00:00:00Z")
 
 
 def _plugins(entry_points: dict[str, dict[str, str]]) -> list[str]:

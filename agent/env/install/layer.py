@@ -39,16 +39,17 @@ class Stacked(NamedTuple):
     layers: list[Path]
     tag: str  # "": untagged (docker image prune removes it if codebox dies before it does)
     labels: dict[str, str]
+    env: dict[str, str] = {}  # variables the image's config adds (a toolchain's)
 
 
 def load_image(client: ImageStore, parent: str, layers: list[Path], tag: str,
-               labels: dict[str, str], cancel: Cancel = NEVER) -> str:
+               labels: dict[str, str], cancel: Cancel = NEVER, env: dict[str, str] | None = None) -> str:
     """``tag`` = the image ``parent`` plus ``layers`` (uncompressed tars), loaded; its image id.
 
     Why not ``docker commit``: on fuse-overlayfs it diffs the whole base file by file (11 s
     for a 210 MB base here); loading ready layers takes well under a second.
     """
-    return load_stack(client, parent, [Stacked(layers, tag, labels)], cancel=cancel)[0]
+    return load_stack(client, parent, [Stacked(layers, tag, labels, env or {})], cancel=cancel)[0]
 
 
 def load_stack(client: ImageStore, parent: str, stack: list[Stacked],
@@ -75,7 +76,7 @@ def load_stack(client: ImageStore, parent: str, stack: list[Stacked],
             "architecture": attrs.get("Architecture", "amd64"),
             "os": attrs.get("Os", "linux"),
             "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "config": image_config(below_config, image.labels),
+            "config": image_config(below_config, image.labels, image.env),
             "rootfs": {"type": "layers", "diff_ids": [*below_layers, *digests]},
         }
         data = json.dumps(config).encode()
@@ -184,10 +185,13 @@ class _Watched:
         return self.source.read(1 << 20 if size is None or size < 0 or size > 1 << 20 else size)
 
 
-def image_config(attrs: dict[str, Any], labels: dict[str, str]) -> dict[str, Any]:
-    """The parent's config with the venv and the project's scripts first on PATH, and our labels."""
+def image_config(attrs: dict[str, Any], labels: dict[str, str], extra: dict[str, str] | None = None) -> dict[str, Any]:
+    """The parent's config with the venv and the project's scripts first on PATH, ``extra``'s variables, and
+    our labels."""
     config = dict(attrs.get("Config") or {})
-    env = [e for e in (config.get("Env") or []) if not e.startswith(("PATH=", "VIRTUAL_ENV="))]
+    added = [f"{key}={value}" for key, value in sorted((extra or {}).items())]
+    replaced = tuple(f"{key}=" for key in ("PATH", "VIRTUAL_ENV", *(extra or {})))
+    env = [e for e in (config.get("Env") or []) if not e.startswith(replaced)] + added
     path = next((e[5:] for e in config.get("Env") or [] if e.startswith("PATH=")),
                 "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
     prefix = f"{PROJECT}/bin:{VENV}/bin:"

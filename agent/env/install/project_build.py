@@ -178,7 +178,8 @@ printf '[safe]\\n\\tdirectory = *\\n' >> /etc/gitconfig
         self._open_modes()
         (self.folder / "stage" / "build-requirements.txt").write_text(lock.hashed_txt(), encoding="utf-8")
         self._open_modes()
-        self._run(f"""[ -x {BUILDENV}/bin/python ] || {BUILD}/uv venv --no-config --quiet --python python3 {BUILDENV}
+        self._run(f"""[ -x {BUILDENV}/bin/python ] || \\
+  {BUILD}/uv venv --no-config --quiet --no-python-downloads --python python3 {BUILDENV}
 {BUILD}/uv pip install --no-config --quiet --offline --no-index --find-links {BUILD}/wheels --no-deps \\
   --require-hashes --python {BUILDENV}/bin/python -r {BUILD}/stage/build-requirements.txt
 """, "build requirements")

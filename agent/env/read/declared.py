@@ -42,6 +42,7 @@ from pydantic import BaseModel, Field
 from agent.env.errors import EnvError
 from agent.env.install.project import Project, read_project
 from agent.env.read.backend import BuildSystem, read_build_system
+from agent.env.read.candidates import CI, OTHER, TEST_FILE, Candidate, Group, make_candidates
 from agent.env.read.digest import source_digest
 from agent.env.read.names import extra_name
 from agent.env.read.poetry import poetry_tables
@@ -50,7 +51,7 @@ from agent.env.read.reqlines import Requirement, RequirementsFile, SelfReference
 from agent.env.read.safe_read import read_ini, read_toml, string_list, table
 from agent.env.read.setup_py import METADATA_KEYS, SetupCall, read_setup_py
 from agent.env.read.sources import PackageSource, read_file_sources, read_pyproject_sources
-from agent.env.read.tox import read_tox
+from agent.env.read.tox import ToxEnv, read_tox
 from agent.escape import printable
 
 DEFAULT_EXTRAS = ("test", "tests", "testing", "dev")
@@ -78,6 +79,8 @@ class Declared(BaseModel):
     # Only for a project with compiled extensions: what building them needs, and their sources' digest.
     build_requires: list[Requirement] = Field(default_factory=list)
     sources_digest: str = ""
+    # The environments to try, closest to the project's CI first (candidates.py); ``requirements`` is their union.
+    candidates: list[Candidate] = Field(default_factory=list)
 
     @property
     def needs_env(self) -> bool:
@@ -116,8 +119,11 @@ class _Collector:
         self.extras = _Extras()
         self.groups: dict[str, list[Any]] = {}
         self.reader = RequirementsFile(repo)
-        self._expanded: set[str] = set()
-        self._taken = (0, 0, 0, 0)  # how much of the reader's lists was taken in
+        # The group a requirement read now belongs to (candidates.py); None: what every environment gets.
+        self.group: Group | None = None
+        self.tagged: list[tuple[Group | None, Requirement]] = []
+        self._expanded: set[tuple[str, str]] = set()
+        self._taken = (0, 0, 0, 0, 0)  # how much of the reader's lists was taken in
 
     def add(self, text: str, source: str) -> None:
         req, url_source = parse_declared(text, source)
@@ -125,20 +131,30 @@ class _Collector:
             for extra in sorted(_extras_of(text)):
                 self.expand_extra(extra, source)
             return
-        self.requirements.append(req)
+        self._keep(req)
         if url_source is not None:
             self.sources.append(url_source)
 
+    def _keep(self, req: Requirement) -> None:
+        self.requirements.append(req)
+        self.tagged.append((self.group, req))
+
+    def in_group(self, group: Group | None) -> _Collector:
+        """This collector, reading into ``group`` from now on."""
+        self.group = group
+        return self
+
     def expand_extra(self, name: str, source: str, required: bool = True) -> None:
         key = _norm(name)
-        if key in self._expanded:
+        done = (self.group.name if self.group else "", key)
+        if done in self._expanded:
             return
         if key not in self.extras.by_name:
             if required:
                 raise EnvError(f"{source}: the project has no extra named {name!r} "
                                f"(it has: {', '.join(sorted(self.extras.by_name)) or 'none'})", usage=True)
             return
-        self._expanded.add(key)
+        self._expanded.add(done)
         texts, where = self.extras.by_name[key]
         for text in texts:
             self.add(text, where)
@@ -168,18 +184,26 @@ class _Collector:
     def take_from_reader(self) -> None:
         """What the requirements reader found since the last call: requirements, self-references, sources."""
         reader = self.reader
-        reqs, refs, notes, files = self._taken
+        reqs, refs, notes, files, sources = self._taken
         for req in reader.requirements[reqs:]:
             if self.project.name and req.name == _norm(self.project.name):
                 for extra in sorted(_extras_of(req.text)):
                     self.expand_extra(extra, req.source)
             else:
-                self.requirements.append(req)
+                self._keep(req)
         for ref in reader.self_refs[refs:]:
             self.add_self_ref(ref)
         self.notes.extend(reader.notes[notes:])
         self.files.extend(f for f in reader.files[files:] if f not in self.files)
-        self._taken = (len(reader.requirements), len(reader.self_refs), len(reader.notes), len(reader.files))
+        self.sources.extend(reader.sources[sources:])
+        self._taken = (len(reader.requirements), len(reader.self_refs), len(reader.notes), len(reader.files),
+                       len(reader.sources))
+
+    def fresh_reader(self) -> None:
+        """A new requirements reader: a file another group's file included is read again for this group."""
+        self.take_from_reader()
+        self.reader = RequirementsFile(self.repo)
+        self._taken = (0, 0, 0, 0, 0)
 
     def requirement_lines(self, files: list[str], where: str) -> list[tuple[str, str]]:
         """(text, file:line) of the requirements in ``files`` (setuptools' ``file:``, hatch's hook), read apart."""
@@ -252,6 +276,7 @@ def _read_tool_tables(c: _Collector, data: dict[str, Any]) -> None:
         where = f"pyproject.toml [tool.pdm.dev-dependencies] {name}"
         c.extras.add(name, string_list(texts, where), where)
     for env in ("default", *DEFAULT_EXTRAS):
+        c.in_group(Group(rank=_rank_of(env), name=f"hatch env {env}"))
         hatch = table(data, "tool", "hatch", "envs", env)
         for key in ("dependencies", "extra-dependencies"):
             where = f"pyproject.toml [tool.hatch.envs.{env}] {key}"
@@ -259,10 +284,13 @@ def _read_tool_tables(c: _Collector, data: dict[str, Any]) -> None:
                 if "{" not in text:  # hatch's context formatting ({root:uri}) is not ours to expand
                     c.add(text, where)
     for where, deps in poetry_tables(data):
+        main = where.endswith("[tool.poetry.dependencies]")
+        c.in_group(None if main else Group(rank=_rank_of(where.split(".")[-2]), name=where.split(" ", 1)[1]))
         for name, value in deps.items():
             converted = poetry_requirement(str(name), value, where)
             if converted is not None:
                 c.add(converted, where)
+    c.in_group(None)
     flit = table(data, "tool", "flit", "metadata")
     for text in string_list(flit.get("requires"), "pyproject.toml [tool.flit.metadata] requires"):
         c.add(text, "pyproject.toml [tool.flit.metadata] requires")
@@ -290,7 +318,7 @@ def _read_setup_cfg(c: _Collector, cfg: configparser.ConfigParser | None) -> Non
 
 def _cfg_lines(c: _Collector, value: str, where: str) -> list[str]:
     """A setup.cfg list; ``file:`` read (it names requirements files), ``attr:`` left to the backend."""
-    lines = [line.strip() for line in value.splitlines() if line.strip() and not line.strip().startswith("#")]
+    lines = setuptools_lines([value])
     if len(lines) == 1 and ";" not in lines[0] and "," in lines[0]:  # one line, comma-separated
         lines = [part.strip() for part in lines[0].split(",") if part.strip()]
     found: list[str] = []
@@ -337,7 +365,25 @@ def _literal_list(value: Any, where: str) -> list[str]:
         return []
     if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
         raise EnvError(f"{where}: expected a list of strings", usage=True)
-    return [v.strip() for v in value if v.strip() and not v.strip().startswith("#")]
+    return setuptools_lines(value)
+
+
+def setuptools_lines(values: list[str] | tuple[str, ...]) -> list[str]:
+    """Requirement strings as setuptools reads them (``_reqs.parse``): each value's lines stripped, blank and
+    ``#`` lines dropped, an inline `` #`` comment cut (xarray: ``setuptools >= 40.4  # For pkg_resources``), a
+    line ending in a backslash joined to the next one left (zipp: ``pytest-black; \\``, a comment line, then
+    its marker). A continuation at the very end is dropped, as setuptools drops it."""
+    lines = [line.strip() for value in values for line in value.splitlines()]
+    kept = [line.partition(" #")[0].strip() for line in lines if line and not line.startswith("#")]
+    joined: list[str] = []
+    pending = ""
+    for line in kept:
+        if line.endswith("\\"):
+            pending += line[:-1].strip() + " "
+            continue
+        joined.append(pending + line)
+        pending = ""
+    return [line for line in joined if line]
 
 
 # --- requirements files, tox -----------------------------------------------------------------------
@@ -365,16 +411,55 @@ def _present(repo: Path, relative: str) -> bool:
     return path.is_symlink() or path.is_file()
 
 
-def _read_requirement_files(c: _Collector, files: list[str]) -> None:
+def _read_requirement_files(c: _Collector, files: list[str], asked: list[str]) -> None:
+    """Each found file its own group (candidates.py); the files the user named are read for every environment."""
     for relative in files:
+        c.in_group(_file_group(relative))
+        c.fresh_reader()
+        try:
+            c.reader.read(relative)
+        except EnvError as exc:  # one file refused or broken: its environment is not a candidate, the rest are
+            c.notes.append(f"{relative} not used: {exc}")
+            c.reader = RequirementsFile(c.repo)
+            c._taken = (0, 0, 0, 0, 0)
+            continue
+        c.take_from_reader()
+    c.in_group(None)
+    c.fresh_reader()
+    for relative in asked:
         c.reader.read(relative)
         c.take_from_reader()
+
+
+def _file_group(relative: str) -> Group:
+    stem = Path(relative).stem.replace("requirements", "")
+    tests = re.search(r"(^|[-_./])(test|tests|testing)([-_.]|$)", stem, re.IGNORECASE)
+    return Group(rank=TEST_FILE if tests and relative != "requirements.txt" else OTHER, name=relative)
+
+
+def _rank_of(name: str) -> int:
+    """An extra's, group's or env's rank by its name: test, tests, testing are CI's; dev and the rest are not."""
+    return CI if _norm(name) in ("test", "tests", "testing", "tests-require") else OTHER
 
 
 def _read_tox(c: _Collector, pyproject: dict[str, Any] | None) -> None:
     env = read_tox(c.repo, pyproject)
     if env is None:
         return
+    c.in_group(Group(rank=CI, name=f"{env.file} [testenv]"))
+    c.fresh_reader()
+    try:
+        _read_tox_env(c, env)
+    except EnvError as exc:  # its deps refused (flask 2.0: a local path, examples/tutorial[test]): not a candidate
+        c.notes.append(f"{env.file} [testenv] not used: {exc}")
+        c.tagged = [(group, req) for group, req in c.tagged if group != c.group]
+        c.requirements = [req for group, req in c.tagged]
+        c.reader = RequirementsFile(c.repo)
+        c._taken = (0, 0, 0, 0, 0)
+    c.in_group(None)
+
+
+def _read_tox_env(c: _Collector, env: ToxEnv) -> None:
     if env.file not in c.files:
         c.files.append(env.file)
     c.notes.extend(env.notes)
@@ -484,22 +569,25 @@ def _read_declared(repo: Path, extras: list[str], groups: list[str], requirement
     _read_setup_cfg(c, cfg)
     if setup is not None:
         _read_setup_py(c, setup)
-    for name in DEFAULT_EXTRAS:
-        c.expand_extra(name, "default extras", required=False)
-    c.expand_extra("tests-require", "setup.py", required=False)
+    for name in [*DEFAULT_EXTRAS, "tests-require"]:
+        c.in_group(Group(rank=_rank_of(name), name="setup.py tests_require" if name == "tests-require"
+                         else f"extra {name}"))
+        c.expand_extra(name, "setup.py" if name == "tests-require" else "default extras", required=False)
+    for name in [g for g in DEFAULT_EXTRAS if _norm(g) in {_norm(k) for k in c.groups}]:
+        c.in_group(Group(rank=_rank_of(name), name=f"dependency group {name}"))
+        c.expand_group(name, "default groups")
+    c.in_group(None)
     for name in extras:
         c.expand_extra(name, "--extra")
-    for name in [g for g in DEFAULT_EXTRAS if _norm(g) in {_norm(k) for k in c.groups}]:
-        c.expand_group(name, "default groups")
     for name in groups:
         c.expand_group(name, "--group")
-    _read_requirement_files(c, [*requirement_files(repo), *requirements])
+    _read_requirement_files(c, requirement_files(repo), requirements)
     _read_tox(c, pyproject)
     file_sources, source_files = read_file_sources(repo)
     declared = Declared(requirements=_dedupe(c.requirements), project=project, files=[*c.files, *source_files],
                         notes=c.notes, dynamic_metadata=_dynamic_reasons(pyproject, setup, system, c),
                         build_system=system, extensions=reasons,
-                        sources=[*c.sources, *c.reader.sources, *file_sources])
+                        sources=[*c.sources, *file_sources])
     if project.extension_modules:
         declared.build_requires = system.requires
         declared.sources_digest = source_digest(repo)
@@ -507,7 +595,17 @@ def _read_declared(repo: Path, extras: list[str], groups: list[str], requirement
                               "edits to their C/Cython sources need a new `codebox env build`")
     if runner and declared.needs_env and _norm(runner) not in {r.name for r in declared.requirements}:
         declared.requirements.append(parse_requirement(runner, "codebox default (the test runner)"))
+    declared.candidates = _candidates(c, runner if declared.needs_env else None, project.name is not None)
     return declared
+
+
+def _candidates(c: _Collector, runner: str | None, project: bool) -> list[Candidate]:
+    base = [req for group, req in c.tagged if group is None]
+    groups: dict[str, tuple[Group, list[Requirement]]] = {}
+    for group, req in c.tagged:
+        if group is not None:
+            groups.setdefault(group.name, (group, []))[1].append(req)
+    return make_candidates(base, list(groups.values()), runner, project)
 
 
 def _dedupe(requirements: list[Requirement]) -> list[Requirement]:

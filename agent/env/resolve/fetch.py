@@ -33,6 +33,11 @@ def cache_dir() -> Path:
     return Path(base) / "codebox"
 
 
+def sha256_of(path: Path) -> str:
+    """The file's sha256, hex."""
+    return _sha256(path)
+
+
 def _sha256(path: Path) -> str:
     digest = hashlib.sha256()
     with path.open("rb") as f:

@@ -167,7 +167,7 @@ def resolve(requirements: list[Requirement], target: Target, index: IndexConfig,
             *_interpreter_args(), "--python-version", target.python, "--python-platform", target.platform,
             "--only-binary", ":all:", "--no-config", "--quiet", "--no-header", *index.uv_args(),
             *_sdist_args(sdist_metadata or {}, Path(tmp)),
-            *(["--exclude-newer", exclude_newer] if exclude_newer else []),
+            *(["--exclude-newer", exclude_newer, *_pinned_whatever_the_date(requirements)] if exclude_newer else []),
         ]
         try:  # cwd: an empty folder, so no uv.toml or pyproject of anyone else's is read
             proc = run_process(cmd, cancel, RESOLVE_TIMEOUT_S, cwd=tmp, errors="replace", env=_uv_env(),
@@ -181,6 +181,28 @@ def resolve(requirements: list[Requirement], target: Target, index: IndexConfig,
                 raise NeedsSource(_explain(proc.stderr, requirements), names)
             raise EnvError(_explain(proc.stderr, requirements), usage=_is_unsatisfiable(proc.stderr))
         return parse_pylock(Path(tmp, "pylock.toml").read_text(encoding="utf-8"))
+
+
+RECIPE_PIP = "the recipe's pip"  # the source of a recipe's packages (a --pip flag, a dataset spec's pip_packages)
+
+
+def _pinned_whatever_the_date(requirements: list[Requirement]) -> list[str]:
+    """uv's arguments that take a recipe's exact pin (``attrs==23.1.0``) whatever the as-of date: the recipe named
+    that version (SWE-bench's specs pin versions newer than their rows' dates)."""
+    from packaging.requirements import InvalidRequirement
+    from packaging.requirements import Requirement as Pep508
+
+    args: list[str] = []
+    for requirement in requirements:
+        if requirement.source != RECIPE_PIP:
+            continue
+        try:
+            parsed = Pep508(requirement.text)
+        except InvalidRequirement:
+            continue
+        if len(parsed.specifier) == 1 and next(iter(parsed.specifier)).operator in ("==", "==="):
+            args += ["--exclude-newer-package", f"{requirement.name}=false"]
+    return args
 
 
 def _interpreter_args() -> list[str]:
@@ -223,8 +245,25 @@ def _explain(stderr: str, requirements: list[Requirement]) -> str:
     reason = (match.group(0) if match else text)[:400]
     mentioned = [r for r in requirements if re.search(rf"(?<![\w.-]){re.escape(r.name)}(?![\w-])", text.lower())]
     where = "; ".join(f"{r.text} (declared in {r.source})" for r in mentioned[:3])
+    wheelless = no_wheel_names(stderr)
+    if wheelless:  # name the package whose wheel is missing, not the declared one that pulls it in
+        head = f"no usable wheel of {', '.join(wheelless)} for the sandbox's Python and platform"
+        return f"{head}{f' (needed by {where})' if where else ''}: {reason}"
     head = f"cannot resolve {where}" if where else "cannot resolve the declared requirements"
     return f"{head}: {reason}"
+
+
+_NO_WHEEL = (r"(?:^|[\s,(])([A-Za-z0-9][A-Za-z0-9_.-]*)(?:[<>=!~]=?[^\s,]*)? "
+             r"has no (?:usable wheels|wheels with a matching)")
+
+
+def no_wheel_names(stderr: str) -> list[str]:
+    """The packages uv says have no wheel for the target: its hint, or its reason's "has no usable wheels" /
+    "has no wheels with a matching Python ABI tag"."""
+    text = " ".join(stderr.split())
+    names = re.findall(r"Wheels are required for `([^`]+)`", text)
+    names += re.findall(_NO_WHEEL, text)
+    return list(dict.fromkeys(n.lower() for n in names))
 
 
 def parse_pylock(text: str) -> Lock:

@@ -17,6 +17,7 @@ import re
 import tarfile
 import tomllib
 import zipfile
+from collections.abc import Callable
 from email.parser import HeaderParser
 from pathlib import Path
 from typing import Any
@@ -43,16 +44,22 @@ _DEV_ONLY = re.compile(r"\bdev\b")
 
 
 class SdistMeta(BaseModel):
-    """What an sdist declares, read without running it."""
+    """What an sdist declares, read without running it (or from the wheel a box built of it: ``wheel``)."""
 
     requires_dist: list[str]
     build_requires: list[str]
+    wheel: Pin | None = None  # the wheel built from a dynamic sdist (install/sdist_wheel.py): it replaces the sdist
+
+
+# The wheel of a dynamic sdist, built in a box (ensure.py gives it): the sdist's pin, its file, its build requires.
+BuildDynamic = Callable[[Pin, Path, list[str]], SdistMeta]
 
 
 class DynamicSdist(EnvError):
     """A package with no wheel for the sandbox whose sdist declares its dependencies dynamically."""
 
-    def __init__(self, pin: Pin) -> None:
+    def __init__(self, pin: Pin, build_requires: list[str] | None = None) -> None:
+        self.build_requires = list(build_requires or [])
         super().__init__(f"{pin.name} {pin.version} has no wheel for the sandbox and its sdist declares its "
                          "dependencies dynamically (only running it would tell them); codebox does not run "
                          "package code on the host: use an --image that has it", usage=True)
@@ -61,12 +68,13 @@ class DynamicSdist(EnvError):
 
 def resolve_with_sdists(requirements: list[Requirement], target: Target, index: IndexConfig,
                         cancel: Cancel = NEVER, exclude_newer: str | None = None,
-                        notes: list[str] | None = None) -> Lock:
-    """The lock, wheels where there are wheels, sdists (read statically) only where there are none;
-    a development-only requirement whose sdist is dynamic left out, said in ``notes``."""
+                        notes: list[str] | None = None, build_dynamic: BuildDynamic | None = None) -> Lock:
+    """The lock, wheels where there are wheels, sdists (read statically) only where there are none; an sdist
+    whose metadata is dynamic built into a wheel by ``build_dynamic`` (in a box), else refused, and when it is
+    a development-only requirement, left out, said in ``notes``."""
     while True:
         try:
-            return _resolve_rounds(requirements, target, index, cancel, exclude_newer)
+            return _resolve_rounds(requirements, target, index, cancel, exclude_newer, build_dynamic)
         except DynamicSdist as exc:
             name = canonicalize_name(exc.pin.name)
             declared = [r for r in requirements if r.name == name]
@@ -81,7 +89,7 @@ def resolve_with_sdists(requirements: list[Requirement], target: Target, index: 
 
 
 def _resolve_rounds(requirements: list[Requirement], target: Target, index: IndexConfig,
-                    cancel: Cancel, exclude_newer: str | None) -> Lock:
+                    cancel: Cancel, exclude_newer: str | None, build_dynamic: BuildDynamic | None) -> Lock:
     known: dict[str, SdistMeta | None] = {}  # name -> its metadata, None while unread
     for _ in range(MAX_ROUNDS):
         try:
@@ -96,7 +104,13 @@ def _resolve_rounds(requirements: list[Requirement], target: Target, index: Inde
         if not unread:
             return _with_build_requires(lock, known)
         for pin in unread:
-            known[canonicalize_name(pin.name)] = read_sdist(fetch_pin(pin, cache_dir() / "wheels", cancel), pin)
+            path = fetch_pin(pin, cache_dir() / "wheels", cancel)
+            try:
+                known[canonicalize_name(pin.name)] = read_sdist(path, pin)
+            except DynamicSdist as exc:
+                if build_dynamic is None:
+                    raise
+                known[canonicalize_name(pin.name)] = build_dynamic(pin, path, exc.build_requires)
     raise EnvError(f"resolving sdist-only dependencies did not settle in {MAX_ROUNDS} rounds "
                    f"({', '.join(sorted(known))})")
 
@@ -111,7 +125,10 @@ def _with_build_requires(lock: Lock, known: dict[str, SdistMeta | None]) -> Lock
     pins = []
     for pin in lock.pins:
         meta = known.get(canonicalize_name(pin.name)) if pin.sdist else None
-        pins.append(pin.model_copy(update={"build_requires": meta.build_requires}) if meta else pin)
+        if meta is not None and meta.wheel is not None:
+            pins.append(meta.wheel)
+        else:
+            pins.append(pin.model_copy(update={"build_requires": meta.build_requires}) if meta else pin)
     return Lock(pins=pins)
 
 
@@ -137,7 +154,7 @@ def read_sdist(path: Path, pin: Pin) -> SdistMeta:
     elif pkg_info and _static_pkg_info(pkg_info):
         requires = HeaderParser().parsestr(pkg_info).get_all("Requires-Dist") or []
     else:
-        raise DynamicSdist(pin)
+        raise DynamicSdist(pin, build_requires)
     for text in [*requires, *build_requires]:
         _check_requirement(text, pin)
     return SdistMeta(requires_dist=[str(r) for r in requires], build_requires=build_requires)
@@ -203,6 +220,11 @@ def _static_pkg_info(text: str) -> bool:
         return False
     dynamic = {d.strip().lower() for d in headers.get_all("Dynamic") or []}
     return version >= Version("2.2") and not dynamic & {"requires-dist", "provides-extra"}
+
+
+def checked_requires(texts: list[str], pin: Pin) -> list[str]:
+    """``texts`` (a built wheel's Requires-Dist), each a named requirement; EnvError (usage) on one that is not."""
+    return [str(_check_requirement(text, pin)) for text in texts]
 
 
 def _check_requirement(text: str, pin: Pin) -> Parsed:

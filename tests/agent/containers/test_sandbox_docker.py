@@ -153,18 +153,23 @@ def test_tool_container_is_hardened(sb: Sandbox, docker_client: EngineClient, sh
     assert not host["Init"] and host["AutoRemove"] is True  # PID 1 is sandbox.container_init
     assert cfg["User"] == f"{OWNER_UID}:{OWNER_GID}"
     assert cfg["OpenStdin"] is True and cfg["StdinOnce"] is True and cfg["Tty"] is False
-    assert cfg["WorkingDir"] == "/opt/codebox"  # never the repo: see test_a_repository_cannot_replace_the_server
-    assert {"HOME=/tmp", "PYTHONPATH=/opt/codebox", "PYTHONDONTWRITEBYTECODE=1"} <= set(cfg["Env"])
+    assert cfg["WorkingDir"] == "/"  # never the repo: see test_a_repository_cannot_replace_the_server
+    assert cfg["Entrypoint"] in ([], None)  # never the image's
+    assert {"HOME=/tmp", "PYTHONDONTWRITEBYTECODE=1"} <= set(cfg["Env"])
+    # nothing of the injected runtime in what the tests inherit
+    assert not any(v.startswith(("PYTHONPATH=", "PYTHONHOME=", "LD_")) for v in cfg["Env"]), cfg["Env"]
     labels = cfg["Labels"]
     assert labels["codebox.role"] == "tools" and labels["codebox.owner"] == str(os.getpid())
     assert labels["codebox.host"] == socket.gethostname() and float(labels["codebox.expires"]) > time.time()
     mounts = {m["Destination"]: m for m in info["Mounts"]}
     assert mounts["/repo"]["Source"] == str(shared_repo) and mounts["/repo"]["RW"] is False
-    assert mounts["/opt/codebox/sandbox"]["RW"] is False
+    assert mounts["/.codebox"]["RW"] is False and mounts["/.codebox/lib/python3.11/sandbox"]["RW"] is False
     assert info["Name"].startswith(f"/codebox-{TASK}-shared-tools-")
     # The server runs under our init (PID 1).
     cmd = " ".join(cfg["Cmd"])
-    assert cmd.startswith("python3 -S -m sandbox.container_init") and "-- python3 -m sandbox.server" in cmd
+    runtime = "/.codebox/lib/ld-linux-x86-64.so.2 --library-path /.codebox/lib /.codebox/bin/python3.11 -I -S"
+    assert cmd.startswith(f"{runtime} -m sandbox.container_init"), cmd
+    assert "-- /.codebox/bin/python3.11 -I -S -m sandbox.server" in cmd and "--runtime /.codebox" in cmd
 
 
 def test_missing_image_is_a_clear_error(repo: Path, docker_client: EngineClient) -> None:
@@ -663,9 +668,11 @@ def test_container_past_its_lifetime_is_replaced(image: str, repo: Path, docker_
 
 def test_init_alarm_ends_its_command(sb: Sandbox) -> None:
     """sandbox.container_init's lifetime alarm, run as a plain command (not PID 1) in the container."""
-    argv = ["python3", "-m", "sandbox.container_init", "--alarm-s", "1", "--", "sleep", "30"]
+    from agent.containers.runtime import ensure_runtime
+
+    argv = [*ensure_runtime().python_argv(), "-m", "sandbox.container_init", "--alarm-s", "1", "--", "sleep", "30"]
     t0 = time.monotonic()
-    reply = sb.call("run_test", {"argv": argv, "timeout_s": 20, "env": {"PYTHONPATH": "/opt/codebox"}})
+    reply = sb.call("run_test", {"argv": argv, "timeout_s": 20})
     assert time.monotonic() - t0 < 8
     assert reply.data.get("exit_code") == 124, reply.output
 

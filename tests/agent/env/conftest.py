@@ -66,7 +66,7 @@ def setuptools_wheels(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("setuptools-wheels")
     proc = subprocess.run(
         [sys.executable, "-m", "pip", "download", "--quiet", "--only-binary", ":all:", "--no-deps",
-         "--dest", str(folder), "setuptools>=61", "wheel"],
+         "--dest", str(folder), "setuptools>=61", "wheel", "packaging"],  # wheel 0.46+ needs packaging
         capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL,
     )
     problem = f"cannot download setuptools and wheel: {proc.stderr.strip()[-300:]}" if proc.returncode else None

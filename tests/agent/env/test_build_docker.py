@@ -246,3 +246,49 @@ def test_an_sdist_that_fails_to_build_reports_its_log_tail_and_leaves_no_image(
     assert info.value.usage  # exit 2
     assert env_images(client, repo) == []
     assert created and all(c["network_mode"] == "none" for c in created)
+
+
+def test_a_candidate_that_conflicts_is_dropped_and_the_next_one_built(tmp_path: Path, local_index: IndexConfig,
+                                                                       made: list[str]) -> None:
+    """flask's shape: the test pins conflict with what the project needs (alpha needs beta>=2); the environment
+    falls back to the next candidate, and the notes say which was dropped and why, and which was chosen."""
+    pyproject = ('[project]\nname = "fallproj"\nversion = "1.0"\ndependencies = ["alpha"]\n'
+                 '[project.optional-dependencies]\ntest = ["beta<2"]\n')
+    repo = write(tmp_path, {"pyproject.toml": pyproject, "fallproj/__init__.py": "",
+                            "requirements-test.txt": "gamma\n"})
+    info = build(repo, local_index, made)
+    assert "beta==2.0" in info.installed and "gamma==3.0" in info.installed
+    dropped = [n for n in info.notes if "dropped" in n]
+    assert len(dropped) == 1 and dropped[0].startswith("environment candidate 1 (extra test) dropped: ")
+    assert "beta<2" in dropped[0]
+    assert "environment: candidate 2 of 3, requirements-test.txt" in info.notes
+    skipped = build(repo, local_index, made, skip=2)  # what eval asks for after candidate 2 failed its tests
+    assert "gamma==3.0" not in skipped.installed and skipped.image != info.image
+    assert "environment: candidate 3 of 3, the project's own dependencies" in skipped.notes
+
+
+def test_an_sdist_with_dynamic_metadata_is_built_in_a_box_and_its_wheel_cached(
+    tmp_path: Path, wheelhouse: Path, setuptools_wheels: Path, made: list[str], created: list[dict[str, Any]]
+) -> None:
+    """docopt's and py 1.4's shape: a setup.py only (PKG-INFO 2.1, no pyproject), its requirements computed when it
+    runs. Its wheel is built in a box with no network and no repository; its Requires-Dist read from that wheel."""
+    marker = tmp_path / "ran-on-host"
+    setup_py = (f"import pathlib\nm = pathlib.Path({str(marker)!r})\nm.parent.is_dir() and m.write_text('ran')\n"
+                "from setuptools import setup\nsetup(name='tinysd', version='0.1', packages=['tinysd'], "
+                "install_requires=['be' + 'ta>=2'])\n")
+    index = _sdist_index(tmp_path, wheelhouse, setuptools_wheels, {
+        "setup.py": setup_py, "tinysd/__init__.py": "import beta\nVALUE = 'built in a box'\n"})
+    repo = write(tmp_path / "repo", {"requirements.txt": "tinysd\n", "app.py": ""})
+    info = build(repo, index, made)
+    assert "tinysd==0.1" in info.installed and "beta==2.0" in info.installed  # beta: from the built wheel's metadata
+    assert not marker.exists()
+    boxes = [c for c in created if c["labels"]["codebox.task"] == "env-sdist"]
+    assert len(boxes) == 1 and boxes[0]["network_mode"] == "none" and boxes[0]["cap_add"] == []
+    assert boxes[0]["user"] == "65534:65534"  # no root step: everything in it, its keep-alive too, as nobody
+    mounted = [bind["bind"] for bind in boxes[0]["volumes"].values()]
+    assert sorted(mounted) == ["/tmp/codebox-build/uv", "/tmp/codebox-build/wheels"]  # no repository in that box
+    out = run_in(info, repo, ["python3", "-c", "import tinysd; print(tinysd.VALUE)"])
+    assert "built in a box" in out
+    created.clear()  # the wheel is cached by the sdist's hash, the Python and the build lock: no box the next time
+    again = build(write(tmp_path / "repo2", {"requirements.txt": "tinysd\nalpha\n"}), index, made)
+    assert "tinysd==0.1" in again.installed and not [c for c in created if c["labels"]["codebox.task"] == "env-sdist"]

@@ -61,3 +61,19 @@ def test_resolving_needs_no_interpreter_of_the_targets_version(local_index: Inde
     monkeypatch.chdir(empty)
     lock = resolve([parse_requirement("alpha", "x")], TARGET, local_index)
     assert lock.installed() == ["alpha==1.0", "beta==2.0"]
+
+
+def test_a_missing_wheel_is_named_not_the_declared_package_that_pulls_it_in(tmp_path: Path) -> None:
+    """Flask 2.0 as of May 2021 on 3.11: Jinja2 has a py3 wheel, the MarkupSafe it needs only cp36-cp39 ones."""
+    from tests.agent.env.wheels import make_wheel
+
+    folder = tmp_path / "wh"
+    make_wheel(folder, "jinja2", "3.0.0", {"jinja2/__init__.py": ""}, ("MarkupSafe>=2.0.0rc2",))
+    built = make_wheel(folder, "markupsafe", "2.0.0", {"markupsafe/__init__.py": ""})
+    built.rename(folder / "MarkupSafe-2.0.0-cp39-cp39-manylinux2010_x86_64.whl")
+    index = IndexConfig(find_links=[str(folder)], no_index=True)
+    with pytest.raises(EnvError) as info:
+        resolve([parse_requirement("Jinja2>=3.0", "setup.py install_requires")], TARGET, index)
+    head = str(info.value).split(": Because")[0]
+    assert head.startswith("no usable wheel of markupsafe ")
+    assert "(needed by Jinja2>=3.0 (declared in setup.py install_requires))" in head

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -100,8 +101,6 @@ def test_the_public_default_of_a_setenv_index_is_public(tmp_path: Path) -> None:
     ({"tox.ini": "[testenv\ndeps = x\n"}, r"^tox.ini: not a valid INI file"),
     ({"pyproject.toml": '[tool.tox]\nlegacy_tox_ini = "[testenv\\n"\n'},
      r"^pyproject.toml \[tool.tox\] legacy_tox_ini: not a valid INI file"),
-    ({"tox.ini": "[testenv]\ndeps = -r ../../etc/passwd\n"}, r"leaves the repository"),
-    ({"tox.ini": "[testenv]\ndeps = -r missing.txt\n"}, r"missing.txt: no such requirements file"),
     ({"tox.toml": "[env_run_base\n"}, r"^tox.toml: not valid TOML"),
 ])
 def test_broken_tox_files_are_refused_in_one_line(tmp_path: Path, files: dict[str, str], message: str) -> None:
@@ -109,6 +108,20 @@ def test_broken_tox_files_are_refused_in_one_line(tmp_path: Path, files: dict[st
     with pytest.raises(EnvError, match=message) as info:
         read_declared(tmp_path)
     assert "\n" not in str(info.value) and info.value.usage
+
+
+@pytest.mark.parametrize(("deps", "message"), [
+    ("-r ../../etc/passwd", r"leaves the repository"),
+    ("-r missing.txt", r"missing.txt: no such requirements file"),
+    ("examples/tutorial[test]", r"'examples/tutorial\[test\]' is not a requirement"),  # flask 2.0's tox.ini
+])
+def test_tox_deps_refused_leave_the_tox_env_out_and_say_so(tmp_path: Path, deps: str, message: str) -> None:
+    write(tmp_path, {"tox.ini": f"[testenv]\ndeps =\n    gamma\n    {deps}\n", "requirements-test.txt": "beta\n"})
+    declared = read_declared(tmp_path, runner=None)
+    (note,) = [n for n in declared.notes if n.startswith("tox.ini [testenv] not used: ")]
+    assert re.search(message, note)
+    assert [r.text for r in declared.requirements] == ["beta"]
+    assert [c.name for c in declared.candidates] == ["requirements-test.txt"]
 
 
 def test_the_python_named_test_envs_are_read_too(tmp_path: Path) -> None:

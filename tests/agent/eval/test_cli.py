@@ -54,10 +54,12 @@ def test_flags_that_cannot_work_are_usage_errors(tmp_path: Path, capsys: pytest.
 def test_instances_that_cannot_be_evaluated_say_why(tmp_path: Path) -> None:
     no_tests = TaskSpec(id="t", repo=str(tmp_path), goal="g")
     assert "names no FAIL_TO_PASS" in (invalid_task(no_tests) or "")
-    not_pytest = no_tests.model_copy(update={"FAIL_TO_PASS": ["test_x (mod.Class)"]})
+    no_ids = no_tests.model_copy(update={"FAIL_TO_PASS": ["[100%]"], "PASS_TO_PASS": ["["]})
     job = EvalJob(prediction=Prediction(instance_id="t"), timeout_s=10)
-    evidence = evaluate(not_pytest, job, SandboxConfig(), tmp_path, CancelToken())
-    assert "not pytest node ids" in (evidence.error or "")
+    evidence = evaluate(no_ids, job, SandboxConfig(), tmp_path, CancelToken())
+    assert "no test id any runner reads among the named tests: [100%], [" in (evidence.error or "")
+    unittest_ids = no_tests.model_copy(update={"FAIL_TO_PASS": ["test_x (mod.Class)"]})
+    assert invalid_task(unittest_ids) is None  # unittest's form: graded by the unittest runner
 
 
 def test_no_docker_is_one_line_before_any_instance_starts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

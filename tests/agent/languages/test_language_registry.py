@@ -37,7 +37,9 @@ def test_a_repository_no_language_claims_has_no_command(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("cmd", "language"), [(["python3", "-m", "pytest"], PYTHON), (["pytest", "-x"], PYTHON),
-                                               (["make", "test"], GENERIC), (["python3", "-m", "unittest"], GENERIC)])
+                                               (["make", "test"], GENERIC), (["python3", "-m", "unittest"], PYTHON),
+                                               (["python3", "bin/test", "-C"], PYTHON),
+                                               (["python3", "tests/runtests.py", "--verbosity", "2"], PYTHON)])
 def test_a_command_gets_its_runners_argument_rules(cmd: list[str], language: object) -> None:
     assert for_command(cmd) is language
 

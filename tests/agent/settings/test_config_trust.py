@@ -44,8 +44,13 @@ VALUES: dict[str, tuple[Any, Any]] = {
     "backend": (None, "podman"),
     "runtime": (None, "runc"),
     "jobs": (1, 64),
+    "env_candidates": (2, 50),
+    "env_candidate_timeout": (60.0, 1e6),
     "test_timeout": (60.0, 3600.0),
     "max_test_timeout": (120.0, 7200.0),
+    "python": (None, "3.9"),
+    "python_pull": (None, "yes"),
+    "python_images": (None, ["3.9=attacker/image:latest"]),
 }
 # More values no untrusted project may set.
 LOOSER: list[tuple[str, Any]] = [

@@ -20,6 +20,7 @@ import shutil
 import stat
 import sys
 import zipfile
+from email.parser import HeaderParser
 from typing import Any
 
 REPO = "/repo"
@@ -29,6 +30,9 @@ _SKIP_ANYWHERE = {".git", "__pycache__", ".tox", ".nox", ".pytest_cache", ".mypy
 _SKIP_AT_TOP = {"build", "dist"}
 _SKIP_SUFFIXES = (".o", ".obj", ".pyc", ".a")
 _DIST_INFO = re.compile(r"^[A-Za-z0-9_.]+-[A-Za-z0-9_.!+]+\.dist-info$")
+# setuptools before 2022 (its dist_info command, from egg_info's folder) named it NAME.dist-info; pip takes it.
+_UNVERSIONED = re.compile(r"^[A-Za-z0-9_.]+\.dist-info$")
+_VERSION = re.compile(r"^[A-Za-z0-9_.!+]+$")
 _SCRIPT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,100}$")
 _DOTTED = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 
@@ -69,9 +73,7 @@ def install_wheel(wheel: str, site: str) -> str:
 
 def write_dist_info(site: str, meta: dict[str, str]) -> str:
     """The backend's dist-info (from its metadata hook) for a project installed without an editable wheel."""
-    name = meta.get("dist_info", "")
-    if not _DIST_INFO.match(name):
-        raise SystemExit(f"codebox: the backend named its metadata folder {name!r}; refused")
+    name = dist_info_name(meta.get("dist_info", ""), meta.get("metadata", ""))
     folder = os.path.join(site, name)
     os.makedirs(folder, exist_ok=True)
     files = {"METADATA": meta.get("metadata", ""), "INSTALLER": "codebox\n",
@@ -82,6 +84,18 @@ def write_dist_info(site: str, meta: dict[str, str]) -> str:
     for file_name, text in files.items():
         with open(os.path.join(folder, file_name), "w", encoding="utf-8") as out:
             out.write(text)
+    return name
+
+
+def dist_info_name(name: str, metadata: str) -> str:
+    """The folder's name as installed: ``NAME-VERSION.dist-info``, the version from METADATA when the backend
+    left it out of the name (old setuptools); SystemExit for any other shape."""
+    if _UNVERSIONED.match(name):
+        version = (HeaderParser().parsestr(metadata).get("Version") or "").strip().replace("-", "_")
+        if _VERSION.match(version):
+            return f"{name[: -len('.dist-info')]}-{version}.dist-info"
+    if not _DIST_INFO.match(name):
+        raise SystemExit(f"codebox: the backend named its metadata folder {name!r}; refused")
     return name
 
 

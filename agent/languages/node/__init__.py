@@ -1,0 +1,125 @@
+"""Node: a repository with a package.json is tested with ``node --test`` (TAP reporter, read per test) when its
+test script is node's own runner or it has none, else with ``npm test``; packages come from a committed
+node_modules only (no registry is reached), the toolchain is Debian trixie's Node 20 (or the user's image).
+Nothing of the repository runs on the host: no install, no lifecycle script; ``npm test``'s pretest and
+posttest run in the box."""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from agent.languages.base import CONTROL, Detection, Log, NamedTestsRun, TestArgsError, check_test_path, refused
+from agent.languages.node import tap
+
+if TYPE_CHECKING:
+    from agent.env.cancel import Cancel
+    from agent.env.info import EnvInfo
+
+NODE_TEST = ["node", "--test", "--test-reporter=tap"]
+NPM_TEST = ["npm", "test"]
+SUITE = "trixie"  # Node 20
+PACKAGES = ["nodejs", "npm"]
+NODE_ENV = {"npm_config_cache": "/tmp/codebox-cache/npm", "npm_config_offline": "true",
+            "npm_config_update_notifier": "false", "npm_config_fund": "false", "npm_config_audit": "false"}
+EVAL_EVENTS = "/tmp/codebox-eval-tap.txt"
+ALLOWED = "test files inside the repository, --test-name-pattern=REGEX"
+_MAX_MANIFEST = 1 << 20
+
+
+def _manifest(repo: Path) -> dict[str, Any] | None:
+    from agent.env.errors import EnvError
+    from agent.env.read.safe_read import read_bytes
+
+    try:
+        data = read_bytes(repo, "package.json", limit=_MAX_MANIFEST)
+    except EnvError:
+        return None
+    if data is None:
+        return None
+    try:
+        parsed = json.loads(data)
+    except ValueError:
+        return None
+    return parsed if isinstance(parsed, dict) else None
+
+
+def _missing_packages(repo: Path, manifest: dict[str, Any]) -> list[str]:
+    needed: list[str] = []
+    for key in ("dependencies", "devDependencies"):
+        table = manifest.get(key)
+        if isinstance(table, dict):
+            needed += [str(name) for name in table]
+    return [name for name in needed if not (repo / "node_modules" / name / "package.json").is_file()]
+
+
+class Node:
+    """The Node ecosystem's answers to the language seam (agent.languages.base.Language)."""
+
+    name = "node"
+
+    def detect(self, repo: Path, lock: str | None) -> Detection | None:
+        manifest = _manifest(repo)
+        if manifest is None:
+            return None
+        scripts = manifest.get("scripts") if isinstance(manifest.get("scripts"), dict) else {}
+        script = str((scripts or {}).get("test") or "")
+        own_runner = not script or script.strip().startswith("node --test")
+        command = list(NODE_TEST) if own_runner else list(NPM_TEST)
+        evidence = "package.json" + ("" if not script else ' scripts.test')
+        missing = _missing_packages(repo, manifest)
+        if missing:
+            shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+            return Detection(self.name, command, evidence,
+                             missing=f"package.json needs packages that are not in node_modules ({shown}): codebox "
+                                     "fetches no npm packages; commit node_modules")
+        return Detection(self.name, command, evidence)
+
+    def runs(self, test_cmd: list[str]) -> bool:
+        return len(test_cmd) >= 2 and posixpath.basename(test_cmd[0]) == "node" and test_cmd[1] == "--test"
+
+    def check_test_args(self, test_cmd: list[str], arguments: list[str], repo: Path | None) -> None:
+        for arg in arguments:
+            if CONTROL.search(arg):
+                raise refused(arg, "it contains a control character", ALLOWED)
+            if arg.startswith("--test-name-pattern="):
+                continue
+            try:
+                check_test_path(arg, repo)
+            except TestArgsError as exc:
+                raise refused(arg, str(exc), ALLOWED) from None
+
+    def failing_tests(self, output: str) -> list[str]:
+        return tap.failing_tests(output)
+
+    def outcomes(self, output: str) -> dict[str, str]:
+        return tap.outcomes(output)
+
+    def named_tests_run(self, repo: Path, names: list[str]) -> NamedTestsRun:
+        return NamedTestsRun(["sh", "-c", f"node --test --test-reporter=tap > {EVAL_EVENTS}"], EVAL_EVENTS,
+                             list(NODE_TEST))
+
+    def environment(self, repo: Path, image: str | None, backend: str, log: Log, cancel: Cancel,
+                    repo_name: str) -> EnvInfo:
+        from agent.env.errors import EnvError
+        from agent.env.info import EnvInfo
+
+        started = time.monotonic()
+        if image:
+            return EnvInfo(image=image, base_image=image, notes=["node: the toolchain of the image given"])
+        from agent.containers.toolchain import ensure_toolchain
+        from agent.errors import CodeboxError
+
+        try:
+            tag = ensure_toolchain("node", SUITE, PACKAGES, log, NODE_ENV)
+        except CodeboxError as exc:
+            raise EnvError(str(exc)) from exc
+        where = "a committed node_modules" if (repo / "node_modules").is_dir() else "no node_modules"
+        return EnvInfo(image=tag, base_image=tag, notes=[f"node: Debian {SUITE}'s Node, {where}"],
+                       duration_s=round(time.monotonic() - started, 3))
+
+
+NODE = Node()

@@ -1,0 +1,110 @@
+"""A Rust repository's environment: a toolchain image (the user's ``--image``, else Debian trixie's rustc and
+cargo, agent/containers/toolchain.py) plus one layer holding the crates its Cargo.lock pins, vendored on
+the host (crates.py) and read offline by cargo in the box, and the variables that point cargo at them.
+
+The image is kept and recorded like Python's environments (agent/env/install/images.py): a second run on the
+same lock and toolchain finds it by one record file and one inspect, with no network.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from agent.env.cancel import NEVER, Cancel
+from agent.env.errors import EnvError
+from agent.env.info import EnvInfo
+from agent.env.install import images
+from agent.env.install.layer import load_image
+from agent.languages.rust import crates, manifest
+
+FORMAT = "rust-1"
+SUITE = "trixie"  # rustc 1.85: bookworm's 1.63 cannot read version-4 lock files
+PACKAGES = ["cargo", "rustc", "libc6-dev"]  # libc-dev, a virtual package debootstrap cannot choose
+BUILD_CACHE = "/tmp/codebox-cache"  # kept between test runs by the sandbox (sandbox/tools/run_test.py)
+# cargo in the box: crates from the vendored copy (CARGO_HOME's config.toml), build output outside the
+# read-only /repo, libtest's JSON output on a stable toolchain, never the network.
+CARGO_ENV = {
+    "CARGO_HOME": crates.CARGO_HOME,
+    "CARGO_TARGET_DIR": f"{BUILD_CACHE}/cargo-target",
+    "CARGO_NET_OFFLINE": "true",
+    "CARGO_INCREMENTAL": "0",
+    "CARGO_TERM_COLOR": "never",
+    "RUSTC_BOOTSTRAP": "1",
+}
+Log = Callable[[str], None]
+
+
+def _quiet(_: str) -> None:
+    pass
+
+
+def toolchain_image(image: str | None, log: Log) -> str:
+    """The image cargo runs in: the user's own, else codebox's Debian toolchain image (built once)."""
+    if image:
+        return image
+    from agent.containers.toolchain import ensure_toolchain
+    from agent.errors import CodeboxError
+
+    try:
+        return ensure_toolchain("rust", SUITE, PACKAGES, log)
+    except CodeboxError as exc:
+        raise EnvError(str(exc)) from exc
+
+
+def ensure_rust_env(repo: Path, image: str | None, backend: str, log: Log = _quiet, cancel: Cancel = NEVER,
+                    repo_name: str = "") -> EnvInfo:
+    """The environment image of the Rust repository ``repo`` (``image``: the user's toolchain image, None:
+    codebox's); EnvError in one line for a dependency codebox will not fetch or a crate it cannot."""
+    started = time.monotonic()
+    why = manifest.refusal(repo)
+    if why:
+        raise EnvError(why, usage=True)
+    pinned = crates.read_lock(repo)
+    if pinned is None:  # resolved today by the host's cargo, in a scratch copy (lockfile.py)
+        from agent.languages.rust.lockfile import generate
+
+        log("the repository has no Cargo.lock: resolving one on the host (cargo generate-lockfile, in a copy)")
+        pinned = crates.parse_lock(generate(repo), "the resolved Cargo.lock")
+    base = toolchain_image(image, log)
+    engine = images.EngineImages.connect(backend)
+    try:
+        attrs = engine.inspect(base)
+        if attrs is None:
+            raise EnvError(f"the image {base} is not in {backend}'s image store", usage=True)
+        base_id = str(attrs.get("Id", ""))
+        key = hashlib.sha256(json.dumps({"format": FORMAT, "base": base_id, "crates": sorted(pinned),
+                                         "env": CARGO_ENV, **images.engine_part(engine.name)},
+                                        sort_keys=True).encode()).hexdigest()[:32]
+        with images.building("env", key, cancel):
+            entry = images.lookup(engine, "env", key)
+            if entry is None:
+                entry = _build(engine, base, base_id, key, pinned, log, cancel, repo_name)
+                built = True
+            else:
+                built = False
+    finally:
+        engine.close()
+    return EnvInfo(image=entry.tag, image_id=entry.id, base_image=base, built=built,
+                   installed=list(entry.packages), notes=list(entry.notes),
+                   duration_s=round(time.monotonic() - started, 3))
+
+
+def _build(engine: images.EngineImages, base: str, base_id: str, key: str, pinned: list[crates.Crate], log: Log,
+           cancel: Cancel, repo_name: str) -> images.Entry:
+    log(f"vendoring the {len(pinned)} crates Cargo.lock pins (from crates.io, or codebox's cache)")
+    files = crates.download(pinned, cancel)
+    with tempfile.TemporaryDirectory(prefix="codebox-crates-") as tmp:
+        layer = crates.write_layer(Path(tmp) / "crates.tar", files, cancel)
+        tag = f"{images.REPOSITORY}:rust-{key[:16]}"
+        labels = {images.LABEL_KIND: "env-rust", images.LABEL_REPO: repo_name}
+        image_id = load_image(engine.store, base, [layer], tag, labels, cancel, env=CARGO_ENV)
+    note = f"rust: {len(pinned)} crates vendored from Cargo.lock, toolchain {base}"
+    entry = images.Entry(kind="env", key=key, id=image_id, tag=tag, repo=repo_name, base=base, base_id=base_id,
+                         packages=[f"{c.name}=={c.version}" for c in pinned], notes=[note], engine=engine.name)
+    images.write(entry)
+    return entry
