@@ -97,6 +97,10 @@ class NamedTestsRun(NamedTuple):
 class RunsNamedTests(Protocol):
     """A runner an evaluation can grade by test name (SWE-bench Multilingual's FAIL_TO_PASS / PASS_TO_PASS)."""
 
+    def is_test_id(self, name: str) -> bool:
+        """Whether ``name`` is a test name this runner writes (a row's FAIL_TO_PASS entry)."""
+        ...
+
     def named_tests_run(self, repo: Path, names: list[str]) -> NamedTestsRun:
         """The run that reports (at least) the tests ``names`` of ``repo``."""
         ...

@@ -141,4 +141,5 @@ def log_runner_named(name: str) -> LogRunner | None:
 
 def is_test_id(name: str) -> bool:
     """Whether some runner reads ``name`` as a test id (``[100%]`` is none)."""
-    return any(runner.is_test_id(name) for runner in python_runners.RUNNERS.values())
+    return any(runner.is_test_id(name) for runner in python_runners.RUNNERS.values()) or any(
+        language.is_test_id(name) for language in LANGUAGES if isinstance(language, RunsNamedTests))

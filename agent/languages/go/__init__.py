@@ -5,6 +5,7 @@ fetched), the toolchain is Debian trixie's Go 1.24 (or the user's image), the bu
 from __future__ import annotations
 
 import posixpath
+import re
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -25,6 +26,7 @@ GO_ENV = {"GOCACHE": f"{BUILD_CACHE}/go-build", "GOPATH": f"{BUILD_CACHE}/gopath
 EVAL_EVENTS = "/tmp/codebox-eval-gotest.json"
 ALLOWED = "package patterns inside the repository (./pkg/...), -run REGEX, -skip REGEX, -count N, -v, -short, -failfast"
 _VALUE = {"-run", "-skip", "-count"}
+_TEST_NAME = re.compile(r"^(Test|Example|Fuzz)\w*(/\S+)*$")  # TestAdd, TestAdd/small
 _FLAG = {"-v", "-short", "-failfast"}
 
 
@@ -60,6 +62,9 @@ class Go:
 
     def outcomes(self, output: str) -> dict[str, str]:
         return gotest.outcomes(output)
+
+    def is_test_id(self, name: str) -> bool:
+        return bool(_TEST_NAME.match(name))
 
     def named_tests_run(self, repo: Path, names: list[str]) -> NamedTestsRun:
         return NamedTestsRun(["sh", "-c", f"go test -json ./... > {EVAL_EVENTS}"], EVAL_EVENTS, list(GO_TEST))

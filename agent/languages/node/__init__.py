@@ -100,6 +100,10 @@ class Node:
     def outcomes(self, output: str) -> dict[str, str]:
         return tap.outcomes(output)
 
+    def is_test_id(self, name: str) -> bool:
+        # node's names are the tests' own titles: any text but what starts like a progress mark ("[100%]")
+        return bool(name.strip()) and not name.startswith("[")
+
     def named_tests_run(self, repo: Path, names: list[str]) -> NamedTestsRun:
         return NamedTestsRun(["sh", "-c", f"node --test --test-reporter=tap > {EVAL_EVENTS}"], EVAL_EVENTS,
                              list(NODE_TEST))

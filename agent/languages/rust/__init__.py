@@ -4,6 +4,7 @@ toolchain is Debian's (or the user's image): env.py."""
 
 from __future__ import annotations
 
+import re
 import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -18,6 +19,8 @@ if TYPE_CHECKING:
 # libtest's machine output: JSON events, one a line (RUSTC_BOOTSTRAP=1 in the environment lets a stable
 # toolchain take -Z unstable-options).
 EVAL_EVENTS = "/tmp/codebox-eval-libtest.json"
+_TEST_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(::[A-Za-z_][A-Za-z0-9_]*)*$")  # tests::adds
+_DOC_TEST = re.compile(r"^\S+\.rs - .+ \(line \d+\)$")  # src/lib.rs - add (line 3)
 CARGO_TEST = ["cargo", "test", "--", "-Z", "unstable-options", "--format", "json"]
 # A repository without a Cargo.lock: cargo resolves offline from the vendored crates (those the host's lock
 # named) and writes the lock into the build cache, not into the read-only /repo.
@@ -55,6 +58,9 @@ class Rust:
 
     def outcomes(self, output: str) -> dict[str, str]:
         return libtest.outcomes(output)
+
+    def is_test_id(self, name: str) -> bool:
+        return bool(_TEST_NAME.match(name) or _DOC_TEST.match(name))
 
     def named_tests_run(self, repo: Path, names: list[str]) -> NamedTestsRun:
         # Every test of every target (--no-fail-fast: a failing binary does not hide the next ones); libtest's

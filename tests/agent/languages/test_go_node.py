@@ -100,3 +100,12 @@ def test_node_arguments_are_test_files_or_a_name_pattern(tmp_path: Path) -> None
     for bad in (["--require", "/tmp/x.js"], ["--import=data:text/javascript,"], ["/etc/passwd"]):
         with pytest.raises(TestArgsError):
             check_test_args(NODE_TEST, bad, tmp_path)
+
+
+@pytest.mark.parametrize(("name", "read"), [("tests::adds", True), ("jaro_winkler_works", True),
+                                            ("src/lib.rs - add (line 3)", True), ("TestAdd/small", True),
+                                            ("suite > inner ok", True), ("[100%]", False), ("[", False)])
+def test_a_row_s_test_names_are_read_by_some_runner(name: str, read: bool) -> None:
+    from agent.languages.registry import is_test_id
+
+    assert is_test_id(name) is read
