@@ -222,6 +222,19 @@ def flag_list(result: InstanceEval) -> str:
     return ", ".join(dict.fromkeys(f"{f.path} ({f.rule})" for f in result.flags))
 
 
+def not_maintained(junit_xml: str, pass_to_pass: list[str]) -> list[str]:
+    """The PASS_TO_PASS tests a pytest run did not maintain, by SWE-bench's rule (passed or skipped); every one
+    when the report is unreadable or empty."""
+    try:
+        status = status_map(junit_cases(junit_xml))
+    except ET.ParseError:
+        return list(pass_to_pass)
+    if not status:
+        return list(pass_to_pass)
+    return [name for name in pass_to_pass
+            if not grading.maintained(_resolved(name, status, junit_key, True), status)]
+
+
 def _resolved(name: str, status: dict[Key, str], key_of: Callable[[str], Key], prefix_match: bool) -> Key | None:
     key = key_of(name)
 
