@@ -1,6 +1,6 @@
 """Each real project's test counts in the sandbox against the host's, with codebox's defaults.
 
-    python bench/language_counts.py DIR [DIR ...]
+    python bench/language_counts.py [--whole] DIR [DIR ...]
 
 Per project (a crate, a Go module, a Node package; its language found as codebox finds it): on the host, the
 language's own test command in a scratch copy (cargo test with libtest's JSON events, go test -json, node
@@ -73,19 +73,42 @@ def in_sandbox(repo: Path) -> tuple[str, float, int]:
     return "", seconds, 0
 
 
+def in_sandbox_whole(repo: Path) -> tuple[str, float, int]:
+    """The runner's whole machine output in the sandbox, as `codebox eval` gets it (a file under /tmp read back,
+    not run_test's capped output): go test -json writes an event per output line, more than the capture keeps."""
+    from agent.containers.sandbox import Sandbox
+    from agent.env.cancel import NEVER
+    from agent.languages.registry import choose_env, named_tests
+    from agent.protocol import TaskSpec
+    from agent.sandboxes.config import SandboxConfig
+
+    started = time.monotonic()
+    config = SandboxConfig()
+    env = choose_env(TaskSpec(id="bench-counts", repo=str(repo), goal="count"), repo, config, lambda _: None, NEVER)
+    language = named_tests(repo)
+    assert env is not None and language is not None
+    run = language.named_tests_run(repo, [])
+    with Sandbox(repo, config.replace(image=env.run_image), task_id="bench-counts") as box:
+        reply = box.call("run_test", {"argv": run.argv, "report_file": run.report_file, "timeout_s": 3600},
+                         timeout_s=3600)
+    text = reply.data.get("report_file_text")
+    return (text if isinstance(text, str) else reply.output), time.monotonic() - started, 0
+
+
 def main() -> None:
     print(f"# {subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()}")
     print("| project | language | host passed/failed/skipped | sandbox passed/failed/skipped | equal | host s "
           "| sandbox s |")
     print("|---|---|---|---|---|---|---|")
-    for name in sys.argv[1:]:
+    whole = "--whole" in sys.argv  # the eval path: the whole machine output (go test -json's is large)
+    for name in [a for a in sys.argv[1:] if a != "--whole"]:
         repo = Path(name).resolve()
         found = detect(repo)
         if found is None:
             print(f"| {repo.name} | ? | no test command found | | | | |")
             continue
         host_out, host_s = on_host(repo, found.command)
-        box_out, box_s, cut = in_sandbox(repo)
+        box_out, box_s, cut = in_sandbox_whole(repo) if whole else in_sandbox(repo)
         host, box = counts(found.language, host_out), counts(found.language, box_out)
         show = lambda c: f"{c['passed']}/{c['failed']}/{c['skipped']}"  # noqa: E731
         equal = "yes" if host == box and sum(host.values()) else "NO" + (f" (output cut {cut} B)" if cut else "")

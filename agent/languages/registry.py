@@ -82,11 +82,27 @@ def choose_env(task: EnvTask, repo: Path, sandbox: SandboxLimits, log: Log, canc
         found = detect(repo)
         language = next((lang for lang in LANGUAGES if found is not None and lang.name == found.language), None)
         if isinstance(language, BuildsEnvironment):
-            from agent.defaults import DEFAULT_IMAGE
-
-            image = sandbox.image if sandbox.image != DEFAULT_IMAGE else None
+            image = None if _codebox_sandbox_image(sandbox.image, sandbox.backend) else sandbox.image
             return language.environment(repo, image, sandbox.backend, log, cancel, repo_name or task.repo)
     return choose_for_task(task, repo, sandbox, log, cancel, repo_name)
+
+
+def _codebox_sandbox_image(image: str, backend: str) -> bool:
+    """Whether ``image`` is codebox's own sandbox image (the default, or one an evaluation chose for a Python
+    version): not a toolchain the user brought, so a language's own toolchain image is used instead."""
+    from agent.defaults import DEFAULT_IMAGE
+
+    if image == DEFAULT_IMAGE:
+        return True
+    from agent.env.install.images import EngineImages
+
+    engine = EngineImages.connect(backend)
+    try:
+        attrs = engine.inspect(image) or {}
+    finally:
+        engine.close()
+    labels = (attrs.get("Config") or {}).get("Labels") or {}
+    return labels.get("codebox.image") in ("sandbox", "base")
 
 
 def failing_tests(output: str, test_cmd: list[str] | None = None) -> list[str]:

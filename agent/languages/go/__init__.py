@@ -18,10 +18,10 @@ if TYPE_CHECKING:
 
 GO_TEST = ["go", "test", "-json", "./..."]
 SUITE = "trixie"  # Go 1.24 (bookworm's is 1.19)
-PACKAGES = ["golang-go"]
+PACKAGES = ["golang-go", "gcc", "libc6-dev"]  # cgo (a plugin, -race): golang-go only recommends gcc
 BUILD_CACHE = "/tmp/codebox-cache"  # kept between test runs by the sandbox
 GO_ENV = {"GOCACHE": f"{BUILD_CACHE}/go-build", "GOPATH": f"{BUILD_CACHE}/gopath", "GOPROXY": "off",
-          "GOTOOLCHAIN": "local", "GOTELEMETRY": "off", "GOFLAGS": "-mod=vendor", "CGO_ENABLED": "0"}
+          "GOTOOLCHAIN": "local", "GOTELEMETRY": "off", "GOFLAGS": "-mod=vendor"}
 EVAL_EVENTS = "/tmp/codebox-eval-gotest.json"
 ALLOWED = "package patterns inside the repository (./pkg/...), -run REGEX, -skip REGEX, -count N, -v, -short, -failfast"
 _VALUE = {"-run", "-skip", "-count"}
