@@ -132,6 +132,14 @@ def cause(verdict: dict) -> str:
     return one_line("; ".join(parts))
 
 
+def python_of(verdict: dict) -> str:
+    """The Python the instance was given: the verdict's own record where codebox keeps one, else its env's."""
+    chosen = verdict.get("python") or {}
+    if isinstance(chosen, dict) and chosen.get("ran"):
+        return str(chosen["ran"])
+    return str((verdict.get("env") or {}).get("python") or "")
+
+
 def run_eval(codebox: Path, subset: Path, predictions: Path, out: Path, args: argparse.Namespace) -> float:
     command = [str(codebox), "eval", "--dataset", str(subset), "--predictions", str(predictions),
                "--repos", str(args.repos), "--jobs", str(args.jobs), "--out", str(out), *args.eval_args]
@@ -228,11 +236,11 @@ def tabulate(args: argparse.Namespace, picked: list[tuple[str, dict]], header: d
         r = Row(iid, row["repo"], version, specs.get(row["repo"], {}).get(version, "?" if specs else ""))
         if g := gold.get(iid):
             r.gold, r.gold_s, r.gold_cause = g["status"], g.get("duration_s") or 0.0, cause(g)
-            r.ran_python = str((g.get("env") or {}).get("python") or "")
+            r.ran_python = python_of(g)
         if e := empty.get(iid):
             r.empty, r.empty_s, r.empty_cause = e["status"], e.get("duration_s") or 0.0, cause(e)
             r.empty_ran = bool(e.get("tests_status")) or e.get("exit_code") is not None
-            r.ran_python = r.ran_python or str((e.get("env") or {}).get("python") or "")
+            r.ran_python = r.ran_python or python_of(e)
         table.append(r)
     header["gold_resolved"] = sum(r.gold == "resolved" for r in table)
     header["empty_resolved"] = sum(r.empty == "resolved" for r in table)

@@ -15,13 +15,12 @@ images themselves (docs/backends.md), not an environment.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from agent import python_versions as versions
 from agent.containers import image
+from agent.debian import host_mirror
 from agent.defaults import DEFAULT_IMAGE
 
 # The Debian suites reachable here and the CPython each ships (python3 in main).
@@ -145,21 +144,3 @@ def ensure_suite_sandbox(minor: str, log: Log = _quiet) -> str:
         image.build_base(log=log, suite=suite, tag=base, mirror=host_mirror(), packages=SUITE_PACKAGES.get(suite, ()))
         return image.build_sandbox(base=base, tag=tag, log=log)
 
-
-_URI = re.compile(r"^\s*(?:URIs:\s*|deb\s+(?:\[[^]]*\]\s+)?)(\S+)", re.IGNORECASE | re.MULTILINE)
-
-
-def host_mirror(apt: Path = Path("/etc/apt")) -> str | None:
-    """The host's first Debian main-archive mirror (not the security archive): any Debian mirror serves every
-    suite, and build_base.sh looks only for one listed with the suite it builds (a bookworm host lists none
-    for bullseye)."""
-    for path in [*sorted(apt.glob("sources.list.d/*.sources")), apt / "sources.list",
-                 *sorted(apt.glob("sources.list.d/*.list"))]:
-        try:
-            text = path.read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            continue
-        for uri in _URI.findall(text):
-            if "security" not in uri and uri.startswith(("http://", "https://")):
-                return uri
-    return None

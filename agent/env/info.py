@@ -23,6 +23,9 @@ class EnvInfo(BaseModel):
     """The project's own pytest11 entry points ("name = module"), as its metadata declares them (None: not known)."""
     notes: list[str] = Field(default_factory=list)
     duration_s: float = 0.0
+    # Which of the repository's candidate environments this is (1-based; 0: not known), of how many offered.
+    candidate: int = 0
+    candidates: int = 0
 
     @property
     def run_image(self) -> str:

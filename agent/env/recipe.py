@@ -6,6 +6,8 @@ A recipe comes only from the user: flags (``--pip``, ``--pre-install``, ``--apt`
 add up, in that order (lists concatenate, repeats dropped), and are part of the cache key.
 
 - ``pip``: packages by name (PEP 508, no URLs), resolved from the index with the rest;
+- ``prefer``: the same, taken where they fit and dropped (with a note) where they conflict or cannot be had:
+  what a dataset's spec installs first (SWE-bench's ``pip_packages``, which its install may then replace);
 - ``apt``: Debian packages, downloaded on the host and installed offline;
 - ``requirements``: requirements files inside the repository;
 - ``pre_install``: shell commands run in the build container, offline, as the unprivileged
@@ -35,13 +37,14 @@ class Recipe(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     pip: list[str] = Field(default_factory=list)
+    prefer: list[str] = Field(default_factory=list)
     apt: list[str] = Field(default_factory=list)
     requirements: list[str] = Field(default_factory=list)
     pre_install: list[str] = Field(default_factory=list)
     extras: list[str] = Field(default_factory=list)
     groups: list[str] = Field(default_factory=list)
 
-    @field_validator("pip")
+    @field_validator("pip", "prefer")
     @classmethod
     def _packages(cls, value: list[str]) -> list[str]:
         for text in value:

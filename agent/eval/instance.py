@@ -27,6 +27,7 @@ from agent.env.cancel import EnvCancelled
 from agent.env.errors import ProjectBuildFailed
 from agent.errors import CodeboxError
 from agent.eval import env as envs
+from agent.eval import validate
 from agent.eval.apply import apply_patch, reset_to_base
 from agent.eval.changed import changed_paths, patch_paths
 from agent.eval.integrity import flag_environment, flag_patch, flagged_paths
@@ -41,11 +42,11 @@ from agent.eval.pytest_run import (
     shown_command,
 )
 from agent.eval.runner_run import command_argv, command_environment
+from agent.eval.verdict import not_maintained
 from agent.languages.base import RunsNamedTests
-from agent.languages.python.runners import LOG_RUNNERS, RUNNERS, choose
-from agent.languages.python.runners.base import Runner
 from agent.languages.python.runners.pytest import PYTEST, node_file
-from agent.languages.registry import named_tests
+from agent.languages.registry import eval_runner, is_test_id, log_runner_named, named_tests
+from agent.languages.runner import Runner
 from agent.protocol import EnvInfo, TaskSpec
 from agent.sandboxes.base import Session
 from agent.sandboxes.config import SandboxConfig
@@ -63,7 +64,7 @@ def invalid_task(task: TaskSpec) -> str | None:
     named = [*task.FAIL_TO_PASS, *task.PASS_TO_PASS]
     if not named:
         return "the instance names no FAIL_TO_PASS or PASS_TO_PASS tests"
-    if not any(runner.is_test_id(n) for n in named for runner in RUNNERS.values()):
+    if not any(is_test_id(n) for n in named):
         return f"no test id any runner reads among the named tests: {', '.join(named[:5])}"
     return None
 
@@ -144,6 +145,13 @@ class _Run:
         run_config = config.replace(image=env.run_image) if env is not None else config
         with self.step("sandbox"):
             self.sandbox = envs.open_sandbox(repo, run_config, task.id, warm)
+        if validate.applies(task, env, self.job.dataset_image) and self._runs_with_pytest(repo):
+            assert env is not None
+            with self.step("validate_env"):
+                checked = self._validated_env(config, repo, env)
+            if checked is None or self.cancel.cancelled:
+                return
+            evidence.env = env = checked
         if not self._patches(self.workspace.path) or self.cancel.cancelled:
             return
         if env is not None and not self._env_with_the_patch(config, repo, env):
@@ -155,6 +163,83 @@ class _Run:
         with self.step("tests"):
             assert self.sandbox is not None
             self._tests(self.sandbox, repo, env)
+
+    def _runs_with_pytest(self, repo: Path) -> bool:
+        """The validation reads pytest's report: the rows another runner grades are not checked (yet)."""
+        named = [*self.task.FAIL_TO_PASS, *self.task.PASS_TO_PASS]
+        return named_tests(repo) is None and eval_runner(repo, named)[0] is PYTEST
+
+    def _validated_env(self, config: SandboxConfig, repo: Path, env: EnvInfo) -> EnvInfo | None:
+        """The first candidate environment whose PASS_TO_PASS pass at base with the test_patch (validate.py);
+        none passing, the one with the fewest failures. None when the tests must not run (cancel, no sandbox)."""
+        task, notes = self.task, self.evidence.notes
+        tried: list[tuple[int, EnvInfo]] = []
+        current = env
+        while True:
+            failing = validate.recorded(current, task)
+            if failing is None:
+                failing = self._p2p_at_base(repo, current)
+                if failing is None:
+                    return None
+                validate.record(current, task, failing)
+            notes.append(validate.summary(current, failing, len(task.PASS_TO_PASS)))
+            if not failing:
+                return current
+            tried.append((len(failing), current))
+            if current.candidate >= current.candidates:
+                break
+            try:
+                following = envs.choose(validate.next_task(task, current), repo, config, self.cancel)
+            except EnvCancelled:
+                return None
+            except CodeboxError as exc:
+                notes.append(f"the environment candidates after {current.candidate}: {exc}")
+                break
+            if following is None or following.candidate <= current.candidate:
+                break
+            current = following
+            self._reopen(repo, config, current)
+        best = min(tried, key=lambda item: (item[0], item[1].candidate))[1]
+        notes.append(f"no environment candidate passes the PASS_TO_PASS at base with the test_patch: candidate "
+                     f"{best.candidate}, with the fewest failures, is used")
+        if best.run_image != current.run_image:
+            self._reopen(repo, config, best)
+        return best
+
+    def _reopen(self, repo: Path, config: SandboxConfig, env: EnvInfo) -> None:
+        envs.close_later(self.sandbox, None)
+        self.sandbox = envs.open_sandbox(repo, config.replace(image=env.run_image), self.task.id, None)
+
+    def _p2p_at_base(self, repo: Path, env: EnvInfo) -> list[str] | None:
+        """The PASS_TO_PASS not maintained at the base commit with the test_patch in; None when no run happened
+        (the evidence says why). The workspace is back at base after it."""
+        task = self.task
+        touched = patch_paths(repo, task.test_patch or "")
+        if not _apply_test_patch(repo, task.test_patch or "").applied:
+            return []  # nothing to check with: the evaluation's own test_patch step reports it
+        base = self.workspace.base_commit if self.workspace is not None else "HEAD"
+        try:
+            files = [f for f in _test_files(task.PASS_TO_PASS) if (repo / f).is_file()]
+            if not files:
+                return []
+            root = None if envs.installs_the_repo(env) else envs.import_root(repo)
+            request: dict[str, object] = {"argv": pytest_argv(files), "timeout_s": self.job.timeout_s,
+                                          "report_file": BUNDLE_PATH, "env": run_environment(root, False),
+                                          "copy_repo": True}  # writable as SWE-bench's /testbed; /repo stays base
+            assert self.sandbox is not None
+            reply = self._run_test(self.sandbox, request)
+            if reply is None:
+                return None
+            if reply.outcome not in ("ok", "failed"):  # the box's end, not the environment's: it is not judged
+                self.evidence.notes.append(f"the check of environment candidate {env.candidate} did not finish "
+                                           f"({reply.outcome}): the candidate is kept")
+                return []
+            text = reply.data.get("report_file_text")
+            bundle = read_bundle(text) if isinstance(text, str) else None
+            junit = bundle.junit if bundle is not None else None
+            return not_maintained(junit or "", task.PASS_TO_PASS)
+        finally:
+            reset_to_base(repo, base, touched)
 
     def _env_with_the_patch(self, config: SandboxConfig, repo: Path, env: EnvInfo) -> bool:
         """SWE-bench's eval script installs the project again once the model's patch is in; here the
@@ -224,7 +309,7 @@ class _Run:
             self._named_tests(sandbox, repo, language)
             return
         named = [*task.FAIL_TO_PASS, *task.PASS_TO_PASS]
-        runner, why = choose(repo, named)
+        runner, why = eval_runner(repo, named)
         evidence.runner = runner.name
         if runner is not PYTEST:
             evidence.notes.append(f"tests run with {runner.name}: {why}")
@@ -335,8 +420,8 @@ class _Run:
             evidence.fail("sandbox", f"the test run could not start: {error or 'error'}")
         if bundle is not None and bundle.junit is not None:
             evidence.junit_xml = bundle.junit
-        elif bundle is not None and evidence.runner in LOG_RUNNERS:
-            if evidence.error is None and not LOG_RUNNERS[evidence.runner].statuses(bundle.log):
+        elif bundle is not None and (log_runner := log_runner_named(evidence.runner)) is not None:
+            if evidence.error is None and not log_runner.statuses(bundle.log):
                 evidence.no_report = (f"{evidence.runner} reported no test (exit {bundle.exit_code}): "
                                       f"{failure_cause(bundle.log)}")
             return  # else the runner's log is its report (the verdict reads it)

@@ -5,9 +5,10 @@ The specs live in the ``swebench`` package up to 4.1.0 only (``swebench/harness/
 index only) and reads the module through its syntax tree (spec_module.py): it is never imported, nor
 installed. ``--specs FILE`` gives the same table as JSON instead: ``{"owner/name": {"version": {...}}}``.
 
-Of a spec, codebox follows ``python``, ``pip_packages`` (the recipe's pip), the extras its ``install`` line
-names, and ``pre_install`` (run in the build box, offline, unprivileged; an ``apt-get install`` line becomes
-the recipe's Debian packages, downloaded on the host). A conda environment file or conda package list
+Of a spec, codebox follows ``python``, ``pip_packages`` (the recipe's ``prefer``: taken where they fit, as
+SWE-bench installs them before the project, which may replace them), the extras its ``install`` line names,
+and ``pre_install`` (run in the build box, offline, unprivileged; an ``apt-get install`` line becomes the
+recipe's Debian packages, downloaded on the host). A conda environment file or conda package list
 (``packages``) is not followed, and the row's notes say so.
 """
 
@@ -28,6 +29,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from agent.env.errors import EnvError
+from agent.env.read.declared import DEFAULT_EXTRAS
 from agent.env.recipe import Recipe, parse_recipe
 from agent.env.resolve.fetch import cache_dir
 from agent.eval.spec_module import read_tables
@@ -86,7 +88,8 @@ def row_spec(spec: dict[str, Any], where: str) -> RowSpec:
             apt += match.group(1).split()
         else:
             pre_install.append(line)
-    out.recipe = _checked(out, {"pip": pip, "extras": extras, "apt": apt, "pre_install": pre_install}, where)
+    extras = [e for e in extras if e not in DEFAULT_EXTRAS]  # taken anyway, where the project has them
+    out.recipe = _checked(out, {"prefer": pip, "extras": extras, "apt": apt, "pre_install": pre_install}, where)
     packages = spec.get("packages")
     if isinstance(packages, str) and packages.strip():
         if packages.strip().endswith((".yml", ".yaml")):

@@ -22,9 +22,9 @@ from agent.eval import grading
 from agent.eval.dataset import DatasetInfo, EvalType
 from agent.eval.job import ApplyRecord, ErrorKind, EvalEvidence, Flag
 from agent.eval.junit import XPASS, Key, collection_errors, junit_cases, junit_key, status_map
-from agent.languages.python.runners import LOG_RUNNERS, RUNNERS
-from agent.languages.python.runners.base import LogRunner
 from agent.languages.python.runners.pytest import PYTEST, repo_parser, rewrite
+from agent.languages.registry import log_runner_named, runner_named
+from agent.languages.runner import LogRunner
 from agent.protocol import EnvInfo, PythonChoice
 
 EvalStatus = Literal["resolved", "unresolved", "patch_failed", "error"]
@@ -137,10 +137,10 @@ def _take_evidence(result: InstanceEval, evidence: EvalEvidence) -> None:
 
 
 def _grade(result: InstanceEval, junit_xml: str | None, log: str) -> None:
-    runner = RUNNERS.get(result.runner, PYTEST)
+    runner = runner_named(result.runner) or PYTEST
     graded = [n for n in [*result.fail_to_pass, *result.pass_to_pass] if runner.is_test_id(n)]
     _not_graded(result, runner.name, set(graded))
-    log_runner = LOG_RUNNERS.get(result.runner)
+    log_runner = log_runner_named(result.runner)
     if log_runner is not None:
         status, xpassed, key_of = _log_outcomes(log_runner, log)
     else:
@@ -220,6 +220,19 @@ def flag_list(result: InstanceEval) -> str:
     if not result.flags:
         return ", ".join(result.flagged)
     return ", ".join(dict.fromkeys(f"{f.path} ({f.rule})" for f in result.flags))
+
+
+def not_maintained(junit_xml: str, pass_to_pass: list[str]) -> list[str]:
+    """The PASS_TO_PASS tests a pytest run did not maintain, by SWE-bench's rule (passed or skipped); every one
+    when the report is unreadable or empty."""
+    try:
+        status = status_map(junit_cases(junit_xml))
+    except ET.ParseError:
+        return list(pass_to_pass)
+    if not status:
+        return list(pass_to_pass)
+    return [name for name in pass_to_pass
+            if not grading.maintained(_resolved(name, status, junit_key, True), status)]
 
 
 def _resolved(name: str, status: dict[Key, str], key_of: Callable[[str], Key], prefix_match: bool) -> Key | None:

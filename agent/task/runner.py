@@ -128,6 +128,10 @@ def run_task(
     if not repo.is_dir():
         return failed_report(task, model.name, "invalid_task", f"the repository {task.repo} is not a directory", sink)
     config = task_sandbox_config(task, sandbox_config)
+    if isinstance(prepared_env, EnvInfo) and prepared_env.base_image != config.image:
+        # A language's own toolchain image (Rust's, Go's, Node's), not one made on the sandbox image: the
+        # preflight checks the image that will run.
+        config = config.replace(image=prepared_env.run_image)
     if cancel.cancelled:
         return failed_report(task, model.name, "cancelled", cancel.reason or "cancelled before start", sink)
     backend = backend_for(config)

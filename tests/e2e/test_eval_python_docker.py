@@ -63,3 +63,24 @@ def test_a_python_nobody_has_is_one_line_naming_the_links_tried(tmp_path: Path,
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1].startswith("codebox: no Python 2.7 here: tried registered image for 2.7 (none); Debian suite")
     assert not out.exists()
+
+
+def test_run_on_an_old_project_gets_the_python_of_its_day_and_its_report_says_why(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    repo = tmp_path / "old"
+    files = {"setup.cfg": "[options]\npython_requires = >=3.6\n",
+             "check.py": "import sys\nsys.exit(0 if sys.version_info[:2] == (3, 9) else 3)\n"}
+    make_repo(repo, files)  # committed now: HEAD's date is today's, so the date is given
+    script = tmp_path / "script.json"
+    call = {"name": "run_test", "arguments": {}}  # the --test-cmd
+    script.write_text(json.dumps({"turns": [{"tool_calls": [call]}, {"message": "done"}]}))
+    report = tmp_path / "report.json"
+    assert main(["run", "look", "--repo", str(repo), "--model", f"scripted:{script}", "--as-of", "2021-03-01",
+                 "--env", "none",
+                 "--test-cmd", "python3 check.py", "--report", str(report), "--quiet", "--no-diff"]) == 0
+    said = [line for line in capsys.readouterr().err.splitlines() if line.startswith("codebox: python ")]
+    assert said == ["codebox: python 3.9: the Python current on 2021-03-01 (requires-python '>=3.6'); from Debian "
+                    "bullseye, built offline (codebox-sandbox:py3.9)"]
+    data = json.loads(report.read_text())
+    assert data["python"]["ran"] == "3.9" and data["python"]["source"] == "project", data
+    assert data["last_test"]["exit_code"] == 0  # the tools ran on 3.9

@@ -22,7 +22,7 @@ pytestmark = pytest.mark.docker
 # repo -> SWE-bench's parser for it (the referee's choice, as its MAP_REPO_TO_PARSER_PY makes it)
 PARSERS = {"django/django": "parse_log_django", "acme/plain": "parse_log_django",
            "pylint-dev/pylint": "parse_log_pylint"}
-NO_IDS = ("[100%]", "[")  # a shipped row's junk entries: codebox grades the rest (with a note), SWE-bench fails them
+NO_IDS = ("[100%]", "[")  # a shipped row's junk entries: codebox grades the rest (with a note)
 ONLY_CODEBOX_READS = {"dj_py39_ids"}  # Python 3.9's ids on 3.11's output: codebox reads them as one test, SWE-bench not
 
 

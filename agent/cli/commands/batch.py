@@ -182,8 +182,8 @@ def _with_python(args: argparse.Namespace, flags: Any, tasks: list[Any]) -> list
     for task in tasks:
         repo = Path(task.repo).expanduser()
         read = at_commit(repo, task.base_commit) if task.base_commit else in_folder(repo)
-        when = asof.choose(task.env.as_of if isinstance(task.env, EnvSpec) else None, repo, task.created_at,
-                           task.base_commit)
+        when = flags.as_of or asof.choose(task.env.as_of if isinstance(task.env, EnvSpec) else None, repo,
+                                          task.created_at, task.base_commit)
         out.append(python.apply(task, read, when, recipe_python=flags.book.setting_for(task.repo, task.version,
                                                                                        "python")))
     return out

@@ -141,16 +141,20 @@ def _with_python(args: argparse.Namespace, instances: list[Any]) -> tuple[list[A
     from agent.cli.python_flags import PythonFlags
     from agent.containers.pythons import PythonUnavailable
     from agent.env.python.requires import at_commit
+    from agent.env.recipe import EnvSpec
+    from agent.env.resolve import asof
 
     python = PythonFlags(args, env_progress)
-    book = EnvFlags(args).book
+    flags = EnvFlags(args)
     out, said, unavailable = [], Counter[str](), False
     for instance in instances:
         task, info = instance.task, instance.dataset
         spec = (info.spec_python, info.spec) if info.spec_python else None
+        when = flags.as_of or (task.env.as_of if isinstance(task.env, EnvSpec) else None) or (
+            asof.normalize(task.created_at, "the task's created_at") if task.created_at else None)
         try:
-            task = python.apply(task, at_commit(Path(task.repo), task.base_commit or "HEAD"), task.created_at, spec,
-                                book.setting_for(info.repo or task.repo, task.version, "python"))
+            task = python.apply(task, at_commit(Path(task.repo), task.base_commit or "HEAD"), when, spec,
+                                flags.book.setting_for(info.repo or task.repo, task.version, "python"))
         except PythonUnavailable as exc:
             if python.asked:
                 raise

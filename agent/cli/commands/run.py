@@ -156,6 +156,8 @@ def _run_task_spec(args: argparse.Namespace, task_id: str) -> tuple[TaskSpec | N
         task = _with_python(args, flags, flags.apply(task))
     except CodeboxError as exc:
         return None, None, str(exc)
+    if task.image and task.image != sandbox_config.image:  # the chosen Python's: the env's base, the test probe's
+        sandbox_config = sandbox_config.replace(image=task.image)
     return task, sandbox_config, None
 
 
@@ -167,8 +169,8 @@ def _with_python(args: argparse.Namespace, flags: Any, task: TaskSpec) -> TaskSp
     from agent.env.resolve import asof
 
     repo = Path(task.repo)
-    when = asof.choose(task.env.as_of if isinstance(task.env, EnvSpec) else None, repo, task.created_at,
-                       task.base_commit)
+    when = flags.as_of or asof.choose(task.env.as_of if isinstance(task.env, EnvSpec) else None, repo,
+                                      task.created_at, task.base_commit)
     task = PythonFlags(args, env_progress).apply(task, in_folder(repo), when,
                                                  recipe_python=flags.book.setting_for(task.repo, None, "python"))
     if task.python_choice is not None and task.python_choice.source != "default":

@@ -2,7 +2,7 @@
 
 ```
 host:   read what the repo declares (never run) ─▶ the cache key ─▶ recorded? done (offline)
-host:   [build-system] requires: uv resolve + download (wheels) as of DATE
+host:   [build-system] requires: uv resolve + download (wheels) as of today
 box:    build venv ─▶ pre_install ─▶ PEP 517 hooks ─▶ METADATA          (only when metadata is dynamic,
 host:   resolve Requires-Dist + declared + recipe as of DATE ─▶ lock       the project compiles or a
 box:    dependencies image = base + apt + venv of the lock (shared)        recipe has pre_install)
@@ -48,7 +48,7 @@ from agent.env.read.reqlines import Requirement, parse_requirement
 from agent.env.read.source_policy import check_sources
 from agent.env.recipe import Recipe
 from agent.env.resolve import apt, asof
-from agent.env.resolve.resolve import RECIPE_PIP, IndexConfig, Lock, Pin, check_python, resolve
+from agent.env.resolve.resolve import PREFERRED, RECIPE_PIP, IndexConfig, Lock, Pin, check_python, resolve
 
 if TYPE_CHECKING:
     from agent.env.install.layer import Stacked
@@ -124,6 +124,7 @@ class _Inputs(BaseModel):
     declared: Declared
     recipe: Recipe
     pip: list[Requirement]
+    prefer: list[Requirement]
     backend: Backend
     build_requires: list[Requirement]
     build: bool  # the project's own build runs (else: the static fast path)
@@ -136,17 +137,18 @@ def _read_inputs(request: EnvRequest) -> _Inputs:
     declared = read_declared(request.repo, recipe.extras, recipe.groups, recipe.requirements, request.runner)
     declared.notes += check_sources(declared, request.index, request.allow_public_fallback)
     pip = [parse_requirement(text, RECIPE_PIP) for text in recipe.pip]
+    prefer = [parse_requirement(text, PREFERRED) for text in recipe.prefer]
     backend, requires = plan.backend_of(request.repo, declared)
     build = plan.needs_build(declared, request.repo, recipe, backend, requires)
     tree = read_tree(request.repo) if build else None
-    return _Inputs(declared=declared, recipe=recipe, pip=pip, backend=backend, build_requires=requires, build=build,
-                   tree=tree)
+    return _Inputs(declared=declared, recipe=recipe, pip=pip, prefer=prefer, backend=backend, build_requires=requires,
+                   build=build, tree=tree)
 
 
 def _ensure(request: EnvRequest, log: Log, cancel: Cancel) -> EnvInfo:
     start = time.monotonic()
     inputs = _read_inputs(request)
-    if not (inputs.build or inputs.declared.needs_env or inputs.recipe.apt or inputs.pip):
+    if not (inputs.build or inputs.declared.needs_env or inputs.recipe.apt or inputs.pip or inputs.prefer):
         return EnvInfo(image=request.base_image, base_image=request.base_image, notes=[NO_DEPENDENCIES])
     engine = images.EngineImages.connect(request.backend)
     try:
@@ -199,6 +201,7 @@ def _info(entry: images.Entry, request: EnvRequest, built: bool, start: float) -
         image=entry.tag, image_id=entry.id, base_image=request.base_image, built=built, lock=entry.lock,
         installed=list(entry.packages), apt=list(entry.apt), python=entry.python, notes=list(entry.notes),
         as_of=entry.as_of, pytest_plugins=entry.pytest_plugins, duration_s=round(time.monotonic() - start, 3),
+        candidate=entry.candidate, candidates=entry.candidates,
     )
 
 
@@ -218,17 +221,19 @@ class _Build:
         self.deadline = Deadline(request.limits.timeout_s)
         self.exclude_newer = asof.exclude_newer(request.as_of)
         self.compiles = inputs.build and inputs.declared.project.extension_modules
+        self.chosen = 0  # the candidate built (1-based)
         from agent.env.install.probe import probe  # a build's own imports: a cache hit never needs them
 
         self.target, self.installed = probe(client, request.base_image,
                                             with_debs=bool(inputs.recipe.apt) or self.compiles, cancel=cancel)
         check_python(inputs.declared.project.requires_python, self.target, request.base_image)
 
-    def resolve(self, requirements: list[Requirement], what: str) -> Lock:
-        """Build requirements (setuptools, wheel...), as of the task's date, or of its Python's release when the
-        date is older: a backend of an older day may not run on a newer Python (setuptools 41 on 3.9)."""
-        exclude_newer = build_date(self.exclude_newer, self.target.python)
-        if exclude_newer != self.exclude_newer and exclude_newer is not None:
+    def resolve(self, requirements: list[Requirement], what: str, dated: bool = True) -> Lock:
+        """As of the task's date, or of its Python's release when the date is older: a backend of an older day may
+        not run on a newer Python (setuptools 41 on 3.9). ``dated=False``: as of today, as pip's build isolation
+        resolves a build's requirements."""
+        exclude_newer = build_date(self.exclude_newer, self.target.python) if dated else None
+        if dated and exclude_newer != self.exclude_newer and exclude_newer is not None:
             note = (f"build requirements resolved as of {exclude_newer[:10]}, Python {self.target.python}'s release "
                     f"(the task's date {self.request.as_of[:10]} predates it)")
             if note not in self.inputs.declared.notes:
@@ -267,20 +272,24 @@ class _Build:
         build_requires = plan.build_requirements(inputs.build_requires, inputs.backend, declared, needs_cython)
         with ProjectBuild(self.client, image, request.repo, inputs.tree, inputs.backend, inputs.recipe,
                           declared.project.import_root, declared.project.version, folder / "project",
-                          request.limits, self.deadline, self.cancel, self.log, self.target.executable) as box:
+                          request.limits, self.deadline, self.cancel, self.log, self.target.executable,
+                          self.target.debian) as box:
             self.log("starting the project's build container (network none, unprivileged)")
             box.start(self.installed)
             requirements = list(declared.requirements)
             name = declared.project.name or ""
             plugins = _plugins(declared.project.entry_points)
             if inputs.backend.name:
-                build_lock = self.resolve(build_requires, "build requirements")
+                # As of today, as pip's build isolation resolves them (and as SWE-bench's `pip install -e .`
+                # did): the setuptools of a 2019 commit imports the distutils Debian's Python ships apart.
+                build_lock = self.resolve(build_requires, "build requirements", dated=False)
                 box.install_build_requirements(build_lock)
                 box.prepare()
                 more = plan.unsatisfied(box.requires(), build_lock)
                 if more:  # the backend's get_requires_for_build_*: a second round on the host
                     asked = [parse_requirement(t, "the build backend (get_requires_for_build_*)") for t in more]
-                    box.install_build_requirements(self.resolve(build_requires + asked, "build requirements"))
+                    box.install_build_requirements(self.resolve(build_requires + asked, "build requirements",
+                                                                dated=False))
                 meta = box.metadata()
                 check_python(meta.requires_python, self.target, request.base_image)
                 extras = [*DEFAULT_EXTRAS, *inputs.recipe.extras]
@@ -321,6 +330,7 @@ class _Build:
                 self.deadline = overall
             self.inputs.declared.notes += [*dropped, f"environment: candidate {number} of "
                                            f"{len(self.inputs.declared.candidates)}, {candidate.name}"]
+            self.chosen = number
             return found
         raise EnvError(f"none of {len(tried)} environment candidates could be installed: " + "; ".join(dropped),
                        usage=True)
@@ -328,14 +338,12 @@ class _Build:
     def _lock(self, requirements: list[Requirement], project: str | None) -> Lock:
         from packaging.utils import canonicalize_name
 
-        from agent.env.resolve.sdists import resolve_with_sdists
 
         when = f" as of {self.request.as_of[:10]}" if self.exclude_newer else ""
         self.log(f"resolving {len(requirements)} requirements{when} for Python {self.target.python} "
                  f"({self.target.platform})")
         notes: list[str] = []
-        lock = resolve_with_sdists(requirements, self.target, self.request.index, self.cancel, self.exclude_newer,
-                                   notes, self._build_dynamic)
+        lock = self._with_preferred(requirements, notes)
         for note in notes:
             self.log(note)
         self.inputs.declared.notes += [n for n in notes if n not in self.inputs.declared.notes]
@@ -344,13 +352,33 @@ class _Build:
             lock = Lock(pins=[p for p in lock.pins if canonicalize_name(p.name) != own])
         return lock
 
+    def _with_preferred(self, requirements: list[Requirement], notes: list[str]) -> Lock:
+        """The lock of ``requirements`` and the recipe's preferred versions; a preferred one an error names (a
+        conflict, no wheel) is dropped with a note and the rest resolved again."""
+        from agent.env.resolve.sdists import resolve_with_sdists
+
+        prefer = list(self.inputs.prefer)
+        while True:
+            try:
+                return resolve_with_sdists(requirements + prefer, self.target, self.request.index, self.cancel,
+                                           self.exclude_newer, notes, self._build_dynamic)
+            except EnvError as exc:
+                named = [r for r in prefer if _names(str(exc), r.name)]
+                if not named:
+                    raise
+                prefer = [r for r in prefer if r not in named]
+                notes.append(f"preferred {', '.join(r.text for r in named)} left out: {str(exc)[:300]}")
+
     def _build_dynamic(self, pin: Pin, path: Path, build_requires: list[str]) -> SdistMeta:
         """A dependency whose sdist's metadata is dynamic: its wheel built in a box (install/sdist_wheel.py)."""
         from agent.env.install.sdist_wheel import build_wheel
         from agent.env.resolve.sdists import SdistMeta, checked_requires
 
         asked = [parse_requirement(t, f"{pin.filename} [build-system] requires") for t in build_requires]
-        build_lock = self.resolve(asked, f"build requirements of {pin.filename}")
+        # As of today, as pip's build isolation does: an sdist of 2014 names no setuptools bound, and the
+        # setuptools of its day imports the stdlib distutils that Python 3.12 (and Debian's 3.11 without
+        # python3-distutils) lacks; setuptools 60+ carries its own.
+        build_lock = self.resolve(asked, f"build requirements of {pin.filename}", dated=False)
         built = build_wheel(self.client, self.request.base_image, self.target, pin, path, build_lock,
                             self.request.limits, self.deadline, self.cancel, self.log)
         return SdistMeta(requires_dist=checked_requires(built.requires_dist, pin), build_requires=build_requires,
@@ -400,6 +428,7 @@ class _Build:
             kind="env", key=self.key, id=image_id, tag=tag, repo=self.request.shown(), base=self.request.base_image,
             base_id=self.base_id, python=self.target.python, lock=deps.lock, packages=deps.packages, apt=deps.apt,
             as_of=self.request.as_of, deps=deps.id, pytest_plugins=plugins or [], engine=self.engine.name,
+            candidate=self.chosen, candidates=len(self.inputs.declared.candidates),
             notes=[*self.inputs.declared.notes, *([f"the project ({name}) was installed by its own build backend"]
                                                   if self.inputs.build and name else [])],
         )
@@ -429,6 +458,14 @@ def _build(request: EnvRequest, inputs: _Inputs, engine: images.EngineImages, ba
         f"({len(inputs.declared.requirements)} declared requirements"
         + ("; the project's own build runs" if inputs.build else "") + ")")
     return _Build(request, inputs, engine, engine.store, base_id, key, log, cancel).run()
+
+
+def _names(message: str, name: str) -> bool:
+    """Whether an error message names the package ``name`` (any spelling of it: - _ . are one)."""
+    import re
+
+    words = re.split(r"[-_.]", name.lower())
+    return re.search(r"(?<![\w.-])" + r"[-_.]".join(map(re.escape, words)) + r"(?![\w-])", message.lower()) is not None
 
 
 def build_date(exclude_newer: str | None, python: str) -> str | None:

@@ -68,6 +68,8 @@ class Entry(BaseModel):
     notes: list[str] = Field(default_factory=list)
     created: float = Field(default_factory=time.time)
     engine: str = DEFAULT_ENGINE  # the backend whose image store holds it
+    candidate: int = 0  # an env image: which candidate environment (1-based; 0: not known), of ``candidates``
+    candidates: int = 0
 
 
 class EnvImage(BaseModel):

@@ -74,8 +74,10 @@ class ProjectBuild:
 
     def __init__(self, client: Builder, image: str, repo: Path, tree: Tree, backend: Backend,
                  recipe: Recipe, import_root: str, version: str, folder: Path, limits: BuildLimits,
-                 deadline: Deadline, cancel: Cancel = NEVER, log: Log = lambda _: None, python: str = "") -> None:
+                 deadline: Deadline, cancel: Cancel = NEVER, log: Log = lambda _: None, python: str = "",
+                 debian: str = "") -> None:
         self.client = client
+        self.debian = debian  # the base image's Debian release: where the recipe's apt packages come from
         self.python = python or "python3"  # the base image's, by its absolute path (probe.py): codebox's own steps
         self.image = image
         self.repo = repo
@@ -106,7 +108,8 @@ class ProjectBuild:
         (stage / "collect.json").write_text(json.dumps(self._collect_spec()), encoding="utf-8")
         (self.folder / "wheels").mkdir()
         if self.recipe.apt:
-            self.debs = apt.download_debs(self.recipe.apt, installed_debs, self.folder / "debs", self.cancel)
+            self.debs = apt.download_debs(self.recipe.apt, installed_debs, self.folder / "debs", self.cancel,
+                                          self.debian)
         self._open_modes()
         mounts = [Mount(host=str(stage), target=f"{BUILD}/stage"),
                   Mount(host=str(self.folder / "wheels"), target=f"{BUILD}/wheels"),

@@ -59,6 +59,7 @@ def build_wheel(client: Builder, base_image: str, target: Target, sdist: Pin, sd
     found = sorted(folder.glob("*.whl")) if folder.is_dir() else []
     if found:
         log(f"reusing the wheel built from {sdist.filename} ({found[0].name})")
+        check_python_tag(found[0].name, target, sdist)
         return _read_wheel(found[0], sdist)
     log(f"building {sdist.filename} in a box (network none, no repository): its metadata is dynamic")
     with tempfile.TemporaryDirectory(prefix="codebox-sdist-") as tmp:
@@ -80,6 +81,7 @@ def build_wheel(client: Builder, base_image: str, target: Target, sdist: Pin, sd
                                f"the box; the end of its log:\n{exc.tail}", usage=True) from None
             box.run(_out_script(), "built wheel", env={"PATH": SYSTEM_PATH}, stdout_to=out, max_bytes=MAX_WHEEL_BYTES)
         name = _wheel_name(out, sdist)
+        check_python_tag(name, target, sdist)
         folder.mkdir(parents=True, exist_ok=True)
         final = folder / name
         partial = folder / f".{name}.part"
@@ -123,6 +125,23 @@ def _wheel_name(path: Path, sdist: Pin) -> str:
     if not tags or not _WHEEL_NAME.match(name):
         raise EnvError(f"the wheel built from {sdist.filename} names itself {name!r}; refused", usage=True)
     return name
+
+
+def check_python_tag(name: str, target: Target, sdist: Pin) -> None:
+    """EnvError (usage) when the wheel says it is for another Python (pytest 2.6.0's setup.cfg tags its wheel
+    py2): the installer would refuse it, as pip does."""
+    from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+
+    major, minor = target.python.split(".")[:2]
+    fits = {f"py{major}", f"py{major}{minor}", f"cp{major}{minor}"}
+    try:
+        tags = parse_wheel_filename(name)[3]
+    except InvalidWheelFilename:
+        tags = frozenset()
+    if not any(tag.interpreter in fits for tag in tags):
+        found = ", ".join(sorted({t.interpreter for t in tags})) or "none"
+        raise EnvError(f"{sdist.name} {sdist.version}: the wheel its sdist builds is for Python {found}, not "
+                       f"{major}.{minor} ({name})", usage=True)
 
 
 def _read_wheel(path: Path, sdist: Pin) -> BuiltWheel:

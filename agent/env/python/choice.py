@@ -78,8 +78,8 @@ def want(asked: tuple[str, Source, str] | None, spec: tuple[str, str] | None, re
 def _from_project(requires_python: str | None, as_of: str | None, default: str) -> Wanted:
     said = f"requires-python {requires_python!r}" if requires_python else "no requires-python"
     if as_of and as_of != "now":
-        day = as_of[:10]
-        then = versions.newest_allowed_by(requires_python, as_of)
+        day = _day_of(as_of)
+        then = versions.newest_allowed_by(requires_python, day)
         if then is None:
             return Wanted(minor=None, source="default",
                           why=f"the default image's (no Python out on {day} fits {said})")
@@ -96,3 +96,14 @@ def _from_project(requires_python: str | None, as_of: str | None, default: str) 
     if newer:  # the oldest one it allows above the default: the likeliest to be here
         return Wanted(minor=min(newer, key=versions.key), source="project", why=f"the oldest Python {said} allows")
     return Wanted(minor=max(allowed, key=versions.key), source="project", why=f"the newest Python {said} allows")
+
+
+def _day_of(as_of: str) -> str:
+    """The last day an as-of moment includes: ``--as-of 2021-03-01`` is 2021-03-02T00:00:00Z, uploads before it."""
+    import datetime as dt
+
+    try:
+        moment = dt.datetime.fromisoformat(as_of.replace("Z", "+00:00"))
+    except ValueError:
+        return as_of[:10]
+    return (moment - dt.timedelta(seconds=1)).date().isoformat()

@@ -37,6 +37,9 @@ class Target(BaseModel):
     # The interpreter itself, resolved to an absolute path before anything ran in a box of the image, and not
     # writable by the build user: what codebox's own steps in a box run (with -I -S). "": not probed.
     executable: str = ""
+    # The image's Debian release (/etc/os-release's VERSION_CODENAME): where its Debian packages come from. "":
+    # not Debian, or not probed (the host's release is assumed).
+    debian: str = ""
 
 
 class IndexConfig(BaseModel):
@@ -183,7 +186,8 @@ def resolve(requirements: list[Requirement], target: Target, index: IndexConfig,
         return parse_pylock(Path(tmp, "pylock.toml").read_text(encoding="utf-8"))
 
 
-RECIPE_PIP = "the recipe's pip"  # the source of a recipe's packages (a --pip flag, a dataset spec's pip_packages)
+RECIPE_PIP = "the recipe's pip"  # the source of a recipe's packages (a --pip flag)
+PREFERRED = "the recipe's prefer"  # a recipe's preferred versions (a dataset spec's pip_packages)
 
 
 def _pinned_whatever_the_date(requirements: list[Requirement]) -> list[str]:
@@ -194,7 +198,7 @@ def _pinned_whatever_the_date(requirements: list[Requirement]) -> list[str]:
 
     args: list[str] = []
     for requirement in requirements:
-        if requirement.source != RECIPE_PIP:
+        if requirement.source not in (RECIPE_PIP, PREFERRED):
             continue
         try:
             parsed = Pep508(requirement.text)

@@ -36,7 +36,9 @@ from agent.env.read.reqlines import Requirement, parse_requirement
 from agent.env.resolve.fetch import cache_dir, fetch_pin
 from agent.env.resolve.resolve import IndexConfig, Lock, NeedsSource, Pin, Target, resolve
 
-MAX_ROUNDS = 8
+# Each sdist-only package costs two rounds (uv names it; its metadata is read or built): requests' 2015
+# requirements.txt needs 5 (py, pytest, pytest-cov, cov-core, coverage).
+MAX_ROUNDS = 24
 MAX_MEMBER_BYTES = 1 << 20
 # Where a requirement is declared for development only: poetry's dev-dependencies and dev group, a
 # [dependency-groups] or extra named dev, requirements-dev.txt.
@@ -112,7 +114,7 @@ def _resolve_rounds(requirements: list[Requirement], target: Target, index: Inde
                     raise
                 known[canonicalize_name(pin.name)] = build_dynamic(pin, path, exc.build_requires)
     raise EnvError(f"resolving sdist-only dependencies did not settle in {MAX_ROUNDS} rounds "
-                   f"({', '.join(sorted(known))})")
+                   f"({', '.join(sorted(known))})", usage=True)
 
 
 def _uv_metadata(known: dict[str, SdistMeta | None]) -> dict[str, list[str]]:

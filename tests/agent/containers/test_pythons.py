@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.containers.pythons import PythonImages, PythonUnavailable, host_mirror, sandbox_tag
+from agent.containers.pythons import PythonImages, PythonUnavailable, sandbox_tag
+from agent.debian import codename, host_mirror
 
 
 def test_a_version_nobody_provides_names_every_link_tried() -> None:
@@ -36,3 +37,9 @@ def test_the_host_s_main_archive_mirror_serves_a_suite_it_does_not_list(tmp_path
                                            "deb [arch=amd64] http://one.example/debian bookworm main\n")
     assert host_mirror(tmp_path) == "http://one.example/debian"
     assert host_mirror(tmp_path / "none") is None
+
+
+def test_the_release_s_codename(tmp_path: Path) -> None:
+    (tmp_path / "os-release").write_text('PRETTY_NAME="Debian GNU/Linux 11 (bullseye)"\nVERSION_CODENAME=bullseye\n')
+    assert codename(tmp_path / "os-release") == "bullseye"
+    assert codename(tmp_path / "none") == ""

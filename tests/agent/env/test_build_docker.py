@@ -98,7 +98,11 @@ def test_a_second_build_is_a_cache_hit_with_no_container(
     assert created == []
     write(repo, {"requirements-test.txt": "delta\n"})  # a new declaration: a new environment
     third = build(repo, local_index, made)
-    assert third.image != first.image and "delta==4.0" in third.installed
+    # ... whose first candidate is still the test extra (closer to the project's CI than a test file)
+    assert third.image != first.image and third.candidates == first.candidates + 1 and third.candidate == 1
+    assert "delta==4.0" not in third.installed
+    fourth = build(repo, local_index, made, skip=1)  # the next one: the test file's
+    assert "delta==4.0" in fourth.installed and fourth.candidate == 2
 
 
 def test_src_layout_is_importable_from_repo_with_metadata_and_wins_over_the_index(

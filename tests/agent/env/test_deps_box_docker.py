@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -121,12 +121,12 @@ def loads(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
     seen: list[list[str]] = []
     real = EngineBuilder.load_image
 
-    def spy(self: EngineBuilder, archive: Path) -> None:
+    def spy(self: EngineBuilder, archive: Path, watch: Callable[[], None] | None = None) -> None:
         with tarfile.open(archive) as tar:
             member = tar.extractfile("manifest.json")
             assert member is not None
             seen.append([(m["RepoTags"] or ["<untagged>"])[0] for m in json.loads(member.read())])
-        real(self, archive)
+        real(self, archive, watch)
 
     monkeypatch.setattr(EngineBuilder, "load_image", spy)
     return seen

@@ -41,7 +41,7 @@ def test_the_user_s_word_beats_the_dataset_s_spec_which_beats_the_project() -> N
     assert (asked.minor, asked.source, asked.why) == ("3.13", "flag", "asked by --python")
     by_spec = want(None, spec, ">=3.11", "2019-01-01T00:00:00Z")
     assert (by_spec.minor, by_spec.source, by_spec.why) == ("3.9", "dataset", spec[1])
-    by_date = want(None, None, ">=3.6", "2021-03-01T00:00:00Z")
+    by_date = want(None, None, ">=3.6", "2021-03-01T12:00:00Z")
     assert (by_date.minor, by_date.source) == ("3.9", "project")
     assert "current on 2021-03-01" in by_date.why and ">=3.6" in by_date.why
 
@@ -49,10 +49,12 @@ def test_the_user_s_word_beats_the_dataset_s_spec_which_beats_the_project() -> N
 def test_the_default_image_s_python_serves_whenever_it_was_out_and_allowed() -> None:
     assert want(None, None, ">=3.8", "2024-05-01T00:00:00Z").minor is None  # 3.12 was current; 3.11 is allowed
     assert want(None, None, None, "now").minor is None
+    assert want(None, None, None, "2020-10-06T00:00:00Z").minor == "3.9"  # --as-of 2020-10-05: 3.9's day
+    assert want(None, None, None, "2020-10-05T00:00:00Z").minor == "3.8"  # --as-of 2020-10-04
     assert want(None, None, "<3.11", "2024-05-01T00:00:00Z").minor == "3.10"  # the project refuses 3.11
     assert want(None, None, ">=3.12", "now").minor == "3.12"  # no date: the oldest one it allows above 3.11
     assert want(None, None, "<3.10", None).minor == "3.9"
-    assert want(None, None, None, "2021-12-01T00:00:00Z").minor == "3.10"  # wanted; 3.11 stands in (sources')
+    assert want(None, None, None, "2021-12-01T12:00:00Z").minor == "3.10"  # wanted; 3.11 stands in (sources')
 
 
 def test_a_version_that_is_no_version_is_a_usage_error() -> None:

@@ -86,3 +86,16 @@ def test_a_development_only_sdist_with_dynamic_dependencies_is_left_out_with_a_n
     with pytest.raises(EnvError, match=r"dyn 0.1 has no wheel .* dynamically"):
         resolve_with_sdists([*dev, parse_requirement("dyn", "pyproject.toml [project.optional-dependencies] test")],
                             TARGET, index, notes=notes)
+
+
+def test_a_wheel_built_for_another_python_is_refused_by_its_tag() -> None:
+    """pytest 2.6.0's sdist, built on 3.11, makes a wheel tagged py2: the installer would refuse it (pip too)."""
+    from agent.env.install.sdist_wheel import check_python_tag
+    from agent.env.resolve.resolve import Pin
+
+    pin = Pin(name="pytest", version="2.6.0", url="file:///x", sha256="0" * 64)
+    check_python_tag("x-1.0-py2.py3-none-any.whl", TARGET, pin)
+    check_python_tag("x-1.0-cp311-cp311-linux_x86_64.whl", TARGET, pin)
+    with pytest.raises(EnvError, match=r"is for Python py2, not 3.11") as info:
+        check_python_tag("pytest-2.6.0-py2-none-any.whl", TARGET, pin)
+    assert info.value.usage

@@ -19,7 +19,7 @@ MODULE = '''
 import os
 TEST_PYTEST = "pytest -rA"
 SPECS_A = {k: {"python": "3.6", "pip_packages": ["cython"], "test_cmd": TEST_PYTEST} for k in ["0.1", "0.2"]}
-SPECS_A.update({k: {"python": "3.9", "install": "python -m pip install -e .[test]"} for k in ["1.0"] + ["1.1"]})
+SPECS_A.update({k: {"python": "3.9", "install": "python -m pip install -e .[test,docs]"} for k in ["1.0"] + ["1.1"]})
 SPECS_A["0.2"]["pip_packages"] = ["numpy==1.19.2"]
 SPECS_A["0.2"]["pre_install"] = ["sed -i 's/>=>=/>=/' setup.cfg"]
 for k in ["1.0", "1.1"]:
@@ -42,7 +42,7 @@ def test_the_module_s_tables_are_read_as_python_would_build_them_and_nothing_els
     table = read_tables(MODULE)["MAP_REPO_VERSION_TO_SPECS_PY"]
     assert table["o/a"]["0.1"] == {"python": "3.6", "pip_packages": ["cython"], "test_cmd": "pytest -rA"}
     assert table["o/a"]["0.2"]["pip_packages"] == ["numpy==1.19.2"]
-    assert table["o/a"]["1.0"] == {"python": "3.10", "install": "python -m pip install -e .[test]",
+    assert table["o/a"]["1.0"] == {"python": "3.10", "install": "python -m pip install -e .[test,docs]",
                                    "pre_install": ["apt-get update && apt-get install -y graphviz"],
                                    "nano_cpus": 2_000_000_000}
     assert table["o/a"]["1.1"]["pre_install"][-1] == "touch x"
@@ -62,12 +62,13 @@ def test_a_spec_becomes_a_recipe_and_notes() -> None:
     book = specs.Specs(table, "SWE-bench 4.1.0")
     first = book.for_row("o/a", "1.0")
     assert first is not None and first.python == "3.10" and first.where == "SWE-bench 4.1.0's spec for o/a 1.0"
-    assert first.recipe.extras == ["test"] and first.recipe.apt == ["graphviz"] and first.recipe.pre_install == []
+    # test is taken by default where the project has it (a spec naming an extra the commit lacks is no error)
+    assert first.recipe.extras == ["docs"] and first.recipe.apt == ["graphviz"] and first.recipe.pre_install == []
     second = book.for_row("o/a", "0.2")
-    assert second is not None and second.recipe.pip == ["numpy==1.19.2"]
+    assert second is not None and second.recipe.prefer == ["numpy==1.19.2"] and second.recipe.pip == []
     assert second.recipe.pre_install == ["sed -i 's/>=>=/>=/' setup.cfg"]
     conda = book.for_row("o/b", "2.0")
-    assert conda is not None and conda.recipe.extras == ["dev", "test"]
+    assert conda is not None and conda.recipe.extras == []
     assert conda.notes == ["SWE-bench 4.1.0's spec for o/b 2.0: its conda environment file (environment.yml) is not "
                            "followed: the environment is built from what the project declares, with the spec's pip "
                            "packages"]
@@ -76,7 +77,7 @@ def test_a_spec_becomes_a_recipe_and_notes() -> None:
 
 def test_a_bad_pip_entry_is_left_out_with_a_note() -> None:
     spec = specs.row_spec({"python": "3.9", "pip_packages": ["ok==1", "x @ https://example.invalid/x.whl"]}, "s")
-    assert spec.recipe.pip == ["ok==1"] and "from the index by name" in spec.notes[0]
+    assert spec.recipe.prefer == ["ok==1"] and "from the index by name" in spec.notes[0]
 
 
 def test_a_specs_file_is_json_of_the_same_shape(tmp_path: Path) -> None:
