@@ -149,13 +149,18 @@ def _collect(folder: Path, client: EngineClient | None) -> Runtime:
     import shutil
 
     from agent.containers.engine_api import connect_engine
-    from agent.containers.image import ImageError, ensure_sandbox_image
+    from agent.containers.image import SANDBOX_IMAGE, ImageError, image_problem
 
-    try:
-        image = ensure_sandbox_image(log=lambda _msg: None)
-    except ImageError as exc:
-        raise SandboxError(f"the sandbox's runtime comes from codebox's sandbox image: {exc}") from exc
     client = client or connect_engine(SandboxError)
+    # Not built here, silently, inside a task's start: building it is `codebox image build`'s (with its progress).
+    try:
+        problem = image_problem(SANDBOX_IMAGE, client)
+    except ImageError as exc:
+        problem = str(exc)
+    if problem:
+        raise SandboxError("the sandbox server's runtime is copied once out of codebox's own sandbox image, "
+                           f"whatever --image says: {problem.replace(' (or pass --image)', '')}")
+    image = SANDBOX_IMAGE
     work = folder.parent / f".{folder.name}.{os.getpid()}.tmp"
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(mode=0o755)
