@@ -333,12 +333,15 @@ class _Build:
         notes: list[str] = []
         lock = resolve_with_sdists(requirements, self.target, self.request.index, self.cancel, self.exclude_newer,
                                    notes, self._build_dynamic)
+        if lock.undated:
+            notes.append(f"{', '.join(lock.undated)}: no version as of {self.request.as_of[:10]} on the index (its "
+                         "history deleted, or newer than the date): the first versions after it are used")
         for note in notes:
             self.log(note)
         self.inputs.declared.notes += [n for n in notes if n not in self.inputs.declared.notes]
         if project:  # a dependency may pull the project from the index: /repo is the project
             own = canonicalize_name(project)
-            lock = Lock(pins=[p for p in lock.pins if canonicalize_name(p.name) != own])
+            lock = Lock(pins=[p for p in lock.pins if canonicalize_name(p.name) != own], undated=lock.undated)
         return lock
 
     def _build_dynamic(self, pin: Pin, path: Path, build_requires: list[str]) -> SdistMeta:
