@@ -144,6 +144,14 @@ SETTINGS: Final[dict[str, Setting]] = {
     "env_candidate_timeout": Setting(DEFAULT_ENV_CANDIDATE_TIMEOUT_S, "number", "seconds one candidate "
                                      "environment may take to resolve and install before the next is tried",
                                      more_than=0),
+    "python": Setting(None, "text", "the sandbox's Python, X.Y (default: the dataset's spec, else the Python "
+                      "current on the task's date that the project's requires-python allows)",
+                      _never("it chooses what runs in the sandbox")),
+    "python_pull": Setting("no", "choice", "yes: a Python no registered image or Debian suite provides comes "
+                           "from a registry (python:X.Y-slim)", _never("it sends traffic to a registry"),
+                           choices=("no", "yes")),
+    "python_images": Setting([], "list", "images registered per Python version, X.Y=IMAGE (also `codebox image "
+                             "python X.Y --image IMAGE`)", _never("it chooses what runs in the sandbox")),
 }
 
 

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
 from agent.defaults import DEFAULT_MAX_STEPS, DEFAULT_POLICY, DEFAULT_TIMEOUT_S, PolicyName, field_bounds
 from agent.env.info import EnvInfo as EnvInfo  # re-exported: its home keeps a cache hit light
+from agent.env.python.choice import PythonChoice as PythonChoice  # re-exported: what a report records
 from agent.env.recipe import EnvSpec as EnvSpec  # re-exported: a task's env object
 from agent.sandboxes.result import Outcome
 
@@ -191,6 +192,11 @@ class TaskSpec(BaseModel):
     # "none" (the image as it is), an image name (an environment made before), or an object
     # (EnvSpec: auto with a recipe, e.g. {"pip": [...], "pre_install": [...]}).
     env: Annotated[str, Field(min_length=1)] | EnvSpec = "auto"
+    # The Python the sandbox runs (X.Y): chosen, when none is given here, from --python, the dataset's spec, or
+    # the project's requires-python and the task's date (agent/env/python/choice.py).
+    python: str | None = Field(default=None, pattern=r"^\d+\.\d+(\.\d+)?$")
+    # What codebox chose, and why (set by codebox when it gives the task a Python's image; a task file's is replaced).
+    python_choice: PythonChoice | None = None
     # Resolve what the repository's own package sources would serve from the user's index (--allow-public-fallback).
     allow_public_fallback: bool = False
     max_steps: int = Field(default=DEFAULT_MAX_STEPS, **field_bounds("max_steps"))
@@ -236,6 +242,11 @@ class TaskSpec(BaseModel):
         if isinstance(data.get("version"), int | float):
             data["version"] = str(data["version"])
         return data
+
+    @property
+    def python_minor(self) -> str | None:
+        """The X.Y of the Python codebox chose for the sandbox (None: the image's own, nothing chosen)."""
+        return self.python_choice.ran if self.python_choice is not None else None
 
     @property
     def prediction_id(self) -> str:
@@ -330,6 +341,7 @@ class Report(BaseModel):
     last_test: TestRun | None = None
     usage: Usage | None = None
     env: EnvInfo | None = None
+    python: PythonChoice | None = None  # the Python the sandbox ran, the one asked for, and why
     # Where the tools ran: the sandbox backend (docker, podman) and its OCI runtime (runc, runsc ...).
     backend: str | None = None
     runtime: str | None = None

@@ -12,7 +12,11 @@ medians are printed with the load average beside them:
 - per call: the median of ``--calls`` read_file calls in a started sandbox, and ``docker exec cat``
   of the same file in that container (goal <= 0.03x);
 - a whole ``codebox run`` (new process, scripted model, 2 calls) in codebox's image and in the
-  busybox one, divided by ``docker run --rm --network none IMAGE true``.
+  busybox one, divided by ``docker run --rm --network none IMAGE true``;
+- the interpreter's own start inside a box (no container start around it: the least noisy
+  figure): the injected runtime through its loader vs the image's python3, both ``-I -S`` and
+  importing what the server imports at boot, 20 interleaved starts per rep, in codebox's image
+  and in bullseye's (its CPython 3.9).
 
 The foreign images come from tests/foreign_images.py (built offline the first time).
 """
@@ -35,6 +39,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 import agent.containers.launch as launch  # noqa: E402
+from agent.containers.engine_api import connect_engine  # noqa: E402
 from agent.containers.image import ensure_sandbox_image  # noqa: E402
 from agent.containers.runtime import Runtime, ensure_runtime  # noqa: E402
 from agent.containers.sandbox import Sandbox  # noqa: E402
@@ -110,13 +115,46 @@ class Bench:
                  _timed(lambda: subprocess.run(true, capture_output=True, check=True)))
 
 
+BOOT_IMPORTS = "import json, os, re, select, signal, sys, threading, time, gc, contextlib"
+STARTS = f"""
+import statistics, subprocess, sys, time
+injected = ["/.codebox/lib/ld-linux-x86-64.so.2", "--library-path", "/.codebox/lib", "/.codebox/bin/python3.11"]
+argvs = {{"injected": [*injected, "-I", "-S", "-c", {BOOT_IMPORTS!r}],
+          "own": ["python3", "-I", "-S", "-c", {BOOT_IMPORTS!r}]}}
+times = {{k: [] for k in argvs}}
+for _ in range(20):
+    for k, argv in argvs.items():
+        t0 = time.perf_counter()
+        subprocess.run(argv, check=True)
+        times[k].append(time.perf_counter() - t0)
+print("STARTS", statistics.median(times["injected"]), statistics.median(times["own"]))
+"""
+
+
+def interpreter_starts(bench: Bench, label: str, image: str) -> None:
+    box = _sandbox(bench.repo, image, "runc", True)
+    try:
+        box.start()
+        out = box.call("run_test", {"argv": ["python3", "-c", STARTS], "timeout_s": 120}).output
+        injected, own = (float(x) for x in out.split("STARTS ", 1)[1].split()[:2])
+        bench.add(f"start injected | {label}", injected)
+        bench.add(f"start own | {label}", own)
+    finally:
+        box.close()
+        launch.ensure_runtime = ensure_runtime  # type: ignore[assignment]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=8)
     parser.add_argument("--calls", type=int, default=20)
     parser.add_argument("--runtimes", default="runc,runsc")
     args = parser.parse_args()
-    own = ensure_sandbox_image(log=lambda _m: None)
+    # A tag of its own: on a machine where another codebox checkout retags codebox-sandbox:latest
+    # meanwhile, the runs here keep the image this checkout built.
+    client = connect_engine()
+    client.tag_image(ensure_sandbox_image(log=lambda _m: None), "codebox-bench-any", "own")
+    own = "codebox-bench-any:own"
     ensure_runtime()
     images = {"codebox": own, **{name: foreign_image(name) for name in ("bullseye", "busybox", "musl", "pypy")}}
     paths: list[tuple[str, str, str, bool]] = []  # (label, image, runtime, injected)
@@ -136,6 +174,8 @@ def main() -> int:
                 bench.first_result(label, image, runtime, injected, per_call=runtime == "runc")
             for name in ("codebox", "busybox"):
                 bench.whole_run(name, images[name])
+            for name in ("codebox", "bullseye"):
+                interpreter_starts(bench, name, images[name])
             print(f"rep {rep + 1}/{args.reps} done, load {os.getloadavg()[0]:.1f}", file=sys.stderr)
         load_after = os.getloadavg()[0]
     print(f"load average {load_before:.1f} -> {load_after:.1f}; medians of {args.reps} interleaved reps")
@@ -151,6 +191,10 @@ def main() -> int:
         if runtime == "runc":
             call, exe = bench.median(f"per call | {label}"), bench.median(f"docker exec cat | {label}")
             print(f"  {label:34s} {call * 1000:6.2f} ms / {exe * 1000:6.1f} ms = {call / exe:.3f}x")
+    print("\ninterpreter start in the box, with the server's boot imports (median of 20 per rep):")
+    for name in ("codebox", "bullseye"):
+        inj, own_ = bench.median(f"start injected | {name}"), bench.median(f"start own | {name}")
+        print(f"  {name:10s} injected {inj * 1000:6.1f} ms / image's python3 {own_ * 1000:6.1f} ms = {inj / own_:.2f}x")
     print("\nwhole 2-call codebox run ÷ docker run --rm true:")
     for name in ("codebox", "busybox"):
         run, true = bench.median(f"codebox run | {name}"), bench.median(f"docker run --rm true | {name}")

@@ -30,9 +30,11 @@ from agent.languages.registry import detect  # noqa: E402
 
 def counts(language: str, output: str) -> dict[str, int]:
     """passed / failed / skipped, as the runner's machine output says them."""
+    from agent.languages.go.gotest import counts as go
+    from agent.languages.node.tap import counts as node
     from agent.languages.rust.libtest import counts as rust
 
-    readers = {"rust": rust}
+    readers = {"rust": rust, "go": go, "node": node}
     return readers[language](output)
 
 
@@ -42,7 +44,7 @@ def on_host(repo: Path, command: list[str]) -> tuple[str, float]:
         copy = Path(tmp) / "repo"
         shutil.copytree(repo, copy, symlinks=True, ignore=shutil.ignore_patterns(".git", "target"))
         env = {**os.environ, "RUSTC_BOOTSTRAP": "1", "CARGO_TARGET_DIR": str(Path(tmp) / "target"),
-               "CARGO_TERM_COLOR": "never"}
+               "CARGO_TERM_COLOR": "never", "GOFLAGS": "-mod=mod", "GOPROXY": "off", "GOTOOLCHAIN": "local"}
         if "--lockfile-path" in command:  # the sandbox's (read-only /repo); the host's copy is writable
             at = command.index("--lockfile-path")
             command = command[:at - 1] + command[at + 2:]

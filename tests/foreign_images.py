@@ -4,7 +4,8 @@
 - busybox: ``FROM scratch`` with Debian's busybox-static and nothing else (no python, no libc,
   no /repo, no /usr);
 - musl: the busybox one plus Debian's musl (its loader /lib/ld-musl-x86_64.so.1): a musl image;
-- bullseye: ``debootstrap --variant=minbase bullseye`` with python3 (CPython 3.9, glibc 2.31);
+- bullseye: ``debootstrap --variant=minbase bullseye`` with python3 (CPython 3.9, glibc 2.31): codebox's
+  offline bullseye base, which its Python images use too (no /repo in it);
 - pypy: codebox's own base with Debian's pypy3 as the only python3 (CPython removed);
 
 and three that codebox must refuse before the first model request: /repo a file, no /bin/sh, arm64.
@@ -119,21 +120,19 @@ def build_musl(work: Path, tag: str) -> None:
 
 
 def build_bullseye(work: Path, tag: str) -> None:
+    """codebox's offline base of Debian bullseye (debootstrap --variant=minbase: python3 3.9, glibc 2.31), the one
+    codebox's Python images build on (agent/containers/pythons.py): reused when CI built it already."""
+    from agent.containers.image import ImageError, build_base
+    from agent.containers.pythons import SUITE_PACKAGES, base_tag
+
     if os.geteuid() != 0:
         raise Unbuildable("debootstrap needs root")
-    if shutil.which("debootstrap") is None:
-        raise Unbuildable("debootstrap is not installed (apt-get install debootstrap)")
-    mirror = os.environ.get("CODEBOX_DEBIAN_MIRROR", "http://deb.debian.org/debian")
-    root = work / "root"
-    _run(["debootstrap", "--variant=minbase", "--include=python3", "bullseye", str(root), mirror])
-    for folder in ("var/lib/apt/lists", "var/cache/apt", "usr/share/doc", "usr/share/man", "usr/share/locale"):
-        shutil.rmtree(root / folder, ignore_errors=True)
-    for mounted in ("dev", "proc", "sys"):
-        for child in (root / mounted).glob("*"):
-            subprocess.run(["umount", "-l", str(child)], capture_output=True)
-        shutil.rmtree(root / mounted, ignore_errors=True)
-        (root / mounted).mkdir()
-    _import(root, tag, 'CMD ["python3"]')
+    try:
+        build_base(log=lambda _msg: None, suite="bullseye", tag=base_tag("bullseye"),
+                   packages=SUITE_PACKAGES["bullseye"])
+    except ImageError as exc:
+        raise Unbuildable(str(exc)) from exc
+    _run(["docker", "tag", base_tag("bullseye"), tag])
 
 
 def build_pypy(work: Path, tag: str) -> None:

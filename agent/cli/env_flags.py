@@ -3,7 +3,8 @@ each task's ``env``.
 
 ``--pip PKG``, ``--apt PKG``, ``--extra NAME``, ``--group NAME``, ``--requirements FILE``,
 ``--pre-install CMD`` and ``--recipes FILE`` make a recipe, ``--as-of DATE|now``
-the date; a task that builds its environment (``auto``, or an ``env`` object) gets them, in
+the date (a recipes file's entry may carry ``as_of`` and ``python`` too: the flag's, then the task's own
+win); a task that builds its environment (``auto``, or an ``env`` object) gets them, in
 this order: the flags, the recipes file's entry for its repository (and version), the task's
 own ``env`` object. A task on ``none`` or a named image keeps its setting: a recipe only
 changes an environment codebox builds.
@@ -61,7 +62,7 @@ class EnvFlags:
         recipe = self.recipe_for(task.repo, task.version)
         own = env if isinstance(env, EnvSpec) else EnvSpec()
         merged = recipe.plus(own.recipe())
-        when = self.as_of or own.as_of
+        when = self.as_of or own.as_of or self.book.setting_for(task.repo, task.version, "as_of")
         if merged.is_empty() and when is None and not self.candidates and own == EnvSpec():
             return task
         picked = {"candidates": own.candidates, "candidate_timeout": own.candidate_timeout, **self.candidates}

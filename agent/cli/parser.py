@@ -165,6 +165,10 @@ def _add_sandbox_options(p: argparse.ArgumentParser, c: CodeboxSettings) -> None
     for key in ("memory", "pids", "cpus", "backend"):
         _setting(g, key, c)
     _setting(g, "runtime", c, metavar="NAME")
+    _setting(g, "python", c, metavar="X.Y")
+    _setting(g, "python_pull", c)
+    g.add_argument("--python-images", action=_SettingListFlag, default=None, metavar="X.Y=IMAGE",
+                   help=f"{SETTINGS['python_images'].help} (repeatable; replaces the configured list)")
 
 
 def _add_write_options(p: argparse.ArgumentParser, c: CodeboxSettings) -> None:
@@ -390,6 +394,12 @@ def build_parser(settings: CodeboxSettings | None = None, chosen: str | None = N
     ev.add_argument("--address", default="auto", help="with --engine ray: the head's HOST:PORT, or auto")
     ev.add_argument("--max-retries", type=int, default=1, metavar="N",
                     help="with --engine ray: runs again of an instance whose node was lost")
+    ev.add_argument("--specs", metavar="FILE|none",
+                    help="the dataset's per-repository, per-version specs as JSON ({\"owner/name\": {\"version\": "
+                         "{\"python\": ...}}}); default: SWE-bench 4.1.0's, fetched once from the package index and "
+                         "read as data; none: no specs")
+    ev.add_argument("--find-links", action="append", default=[], metavar="DIR",
+                    help="a local folder of wheels the environments may use (repeatable; relative to here)")
     _add_sandbox_options(ev, c)
     _add_env_recipe_options(ev, c)
     ev.set_defaults(func="agent.cli.commands.evaluation:cmd_eval")
@@ -409,6 +419,13 @@ def build_parser(settings: CodeboxSettings | None = None, chosen: str | None = N
     build.add_argument("--backend", choices=list(BACKEND_NAMES), default="docker",
                        help="the engine whose store gets it (podman: Docker's image, copied over)")
     build.set_defaults(func="agent.cli.commands.maintenance:cmd_image")
+    python = image_sub.add_parser("python", help="where each Python version comes from: list them, register an "
+                                  "image for one, or build its Debian suite's image now")
+    python.add_argument("version", nargs="?", metavar="X.Y", help="the Python version (default: every one)")
+    python.add_argument("--image", metavar="NAME", help="register NAME as the sandbox image of X.Y (taken as it is)")
+    python.add_argument("--forget", action="store_true", help="forget the image registered for X.Y")
+    python.add_argument("--build", action="store_true", help="build X.Y's Debian suite image now (offline)")
+    python.set_defaults(func="agent.cli.commands.maintenance:cmd_image_python")
 
     _add_env_parser(sub, c)
     _add_settings_parsers(sub, c, epilog)
@@ -465,6 +482,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace | int:
     if getattr(args, "_allow", None) is not None:  # a flag replaces the configured list
         args.allow = args._allow if args.allow is None else args.allow
         args.deny = args._deny if args.deny is None else args.deny
+    if getattr(args, "python_images", []) is None:  # the flags' list replaces the configured one
+        args.python_images = settings.python_images
     settings.given_as_flags({key: getattr(args, key) for key in getattr(args, GIVEN, ())})
     args.settings = settings
     return args

@@ -3,9 +3,10 @@
 # container registry: debootstrap a minimal Debian bookworm with python3, git,
 # ripgrep and pytest from Debian's own packages, strip it, and `docker import` it.
 #
-# Usage: bash agent/containers/build_base.sh [--force] [--tag TAG]
-#   --force     rebuild even if the image already exists (default: reuse it)
-#   --tag TAG   image tag (default: codebox-base:bookworm)
+# Usage: bash agent/containers/build_base.sh [--force] [--tag TAG] [--packages LIST]
+#   --force          rebuild even if the image already exists (default: reuse it)
+#   --tag TAG        image tag (default: codebox-base:bookworm)
+#   --packages LIST  more Debian packages, comma-separated (bullseye's python3-distutils: uv needs it on 3.9)
 #
 # Environment:
 #   CODEBOX_DEBIAN_MIRROR  Debian mirror URL; default: the first Debian mirror in
@@ -33,7 +34,8 @@ while [ $# -gt 0 ]; do
     case "$1" in
         --force) FORCE=1 ;;
         --tag) [ $# -ge 2 ] || die "--tag needs a value"; TAG="$2"; shift ;;
-        -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        --packages) [ $# -ge 2 ] || die "--packages needs a value"; PACKAGES="$PACKAGES,$2"; shift ;;
+        -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) die "unknown argument: $1 (try --help)" ;;
     esac
     shift

@@ -112,7 +112,7 @@ def image_labels(tag: str, client: EngineClient | None = None) -> dict[str, str]
     return dict((info.get("Config") or {}).get("Labels") or {})
 
 
-def _stale(labels: dict[str, str]) -> str | None:
+def stale(labels: dict[str, str]) -> str | None:
     """Why an image built by codebox does not fit this codebox (None: it fits, or it is not ours)."""
     built = labels.get(LABEL_FORMAT)
     if labels.get("codebox.image") != "sandbox" or built == image_format():
@@ -130,9 +130,9 @@ def image_problem(tag: str, client: EngineClient | None = None, build: str = "co
     labels = image_labels(tag, client)
     if labels is None:
         return f"the sandbox image {tag!r} is not there; build it with `{build}` (or pass --image)"
-    stale = _stale(labels)
-    if stale:
-        return f"the sandbox image {tag!r} does not fit this codebox {__version__}: {stale}; run `{build}`"
+    why = stale(labels)
+    if why:
+        return f"the sandbox image {tag!r} does not fit this codebox {__version__}: {why}; run `{build}`"
     return None
 
 
@@ -152,15 +152,17 @@ def build_lock(log: Log) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def build_base(force: bool = False, log: Log = print) -> None:
-    """Build ``BASE_IMAGE`` offline with ``build_base.sh`` (it reuses an existing one
-    unless ``force``), streaming the script's output line by line to ``log``."""
+def build_base(force: bool = False, log: Log = print, suite: str = "bookworm", tag: str = BASE_IMAGE,
+               mirror: str | None = None, packages: tuple[str, ...] = ()) -> None:
+    """Build ``tag`` (default ``BASE_IMAGE``) offline from Debian ``suite`` with ``build_base.sh`` (it reuses an
+    existing one unless ``force``; ``mirror``: CODEBOX_DEBIAN_MIRROR when the user set none; ``packages``: more
+    Debian packages), streaming the script's output line by line to ``log``."""
     if not BUILD_BASE_SCRIPT.is_file():
         raise ImageError(
             f"{BUILD_BASE_SCRIPT.name} is missing from this codebox install ({BUILD_BASE_SCRIPT}); "
             "reinstall codebox (pip install --force-reinstall codebox)"
         )
-    cmd = ["bash", str(BUILD_BASE_SCRIPT)]
+    cmd = ["bash", str(BUILD_BASE_SCRIPT), "--tag", tag, *(["--packages", ",".join(packages)] if packages else [])]
     if force:
         cmd.append("--force")
     try:
@@ -175,6 +177,7 @@ def build_base(force: bool = False, log: Log = print) -> None:
             # Own process group: on an interrupt the whole build (debootstrap, dpkg)
             # gets SIGTERM, and the script's trap unmounts and removes its tree.
             start_new_session=True,
+            env={**({"CODEBOX_DEBIAN_MIRROR": mirror} if mirror else {}), **os.environ, "CODEBOX_SUITE": suite},
         )
     except OSError as exc:
         raise ImageError(f"could not run {BUILD_BASE_SCRIPT}: {exc}") from exc
@@ -188,7 +191,7 @@ def build_base(force: bool = False, log: Log = print) -> None:
         raise
     if returncode != 0:
         raise ImageError(
-            f"building the offline base image {BASE_IMAGE} failed "
+            f"building the offline base image {tag} failed "
             f"(build_base.sh exited {returncode}); its output is above"
         )
 
@@ -246,11 +249,11 @@ def build_sandbox(
     """
     labels = image_labels(tag)
     if not force and labels is not None:
-        stale = _stale(labels)
-        if stale is None:
+        why = stale(labels)
+        if why is None:
             log(f"image {tag} already exists; reusing it")
             return tag
-        log(f"image {tag} is rebuilt: {stale}")
+        log(f"image {tag} is rebuilt: {why}")
     dockerfile = find_dockerfile()
     client = connect_engine(ImageError)  # its build stream has no timeout: a build step may be silent for minutes
     log(f"building {tag} from {DOCKERFILE_NAME} on {base} (network none)")
@@ -273,7 +276,7 @@ def build_sandbox(
     return tag
 
 
-def _pull(tag: str, log: Log) -> bool:
+def pull(tag: str, log: Log) -> bool:
     """Try to pull ``tag``; False (with the reason logged) when no registry answers."""
     name, colon, version = tag.rpartition(":")
     if not colon or "/" in version:  # no tag, or the colon was a registry's port
@@ -307,7 +310,7 @@ def ensure_sandbox_image(
 
 def _ensure_sandbox_image(tag: str, offline: bool | None, log: Log) -> str:
     labels = image_labels(tag)
-    if labels is not None and _stale(labels) is None:
+    if labels is not None and stale(labels) is None:
         return tag
     if offline is None:
         if image_exists(REGISTRY_BASE_IMAGE):
@@ -315,10 +318,10 @@ def _ensure_sandbox_image(tag: str, offline: bool | None, log: Log) -> str:
         elif image_exists(BASE_IMAGE):
             offline = True
         else:
-            offline = not (os.environ.get("CODEBOX_PULL_BASE") == "1" and _pull(REGISTRY_BASE_IMAGE, log))
+            offline = not (os.environ.get("CODEBOX_PULL_BASE") == "1" and pull(REGISTRY_BASE_IMAGE, log))
             if offline:
                 log(f"building the offline base image {BASE_IMAGE} (set CODEBOX_PULL_BASE=1 to pull instead)")
-    elif not offline and not image_exists(REGISTRY_BASE_IMAGE) and not _pull(REGISTRY_BASE_IMAGE, log):
+    elif not offline and not image_exists(REGISTRY_BASE_IMAGE) and not pull(REGISTRY_BASE_IMAGE, log):
         raise ImageError(
             f"cannot pull {REGISTRY_BASE_IMAGE} (no registry?); build offline instead "
             "(offline=True, or `bash agent/containers/build_base.sh`)"

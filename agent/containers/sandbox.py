@@ -8,8 +8,8 @@ One ``Sandbox`` per task. It runs up to two containers from the same image:
   the repository mounted read-write with /repo/.git re-mounted read-only on top;
   the host only ever sends apply_patch to it.
 
-Each container's main process is ``python3 -m sandbox.server`` (the stdlib server,
-bind-mounted read-only from this package at /opt/codebox/sandbox) under a small
+Each container's main process is ``sandbox.server`` (the stdlib server, bind-mounted read-only
+from this package, on codebox's own runtime at /.codebox: agent.containers.runtime) under a small
 init (``sandbox.container_init``; it runs the server in its forked child, so one
 interpreter boots, not two). The host talks to it over ONE persistent attach socket: JSON lines (see
 ``sandbox.wire``) on stdin, responses on stdout, multiplexed by docker with stderr

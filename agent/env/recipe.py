@@ -6,6 +6,8 @@ A recipe comes only from the user: flags (``--pip``, ``--pre-install``, ``--apt`
 add up, in that order (lists concatenate, repeats dropped), and are part of the cache key.
 
 - ``pip``: packages by name (PEP 508, no URLs), resolved from the index with the rest;
+- ``prefer``: the same, taken where they fit and dropped (with a note) where they conflict or cannot be had:
+  what a dataset's spec installs first (SWE-bench's ``pip_packages``, which its install may then replace);
 - ``apt``: Debian packages, downloaded on the host and installed offline;
 - ``requirements``: requirements files inside the repository;
 - ``pre_install``: shell commands run in the build container, offline, as the unprivileged
@@ -35,13 +37,14 @@ class Recipe(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     pip: list[str] = Field(default_factory=list)
+    prefer: list[str] = Field(default_factory=list)
     apt: list[str] = Field(default_factory=list)
     requirements: list[str] = Field(default_factory=list)
     pre_install: list[str] = Field(default_factory=list)
     extras: list[str] = Field(default_factory=list)
     groups: list[str] = Field(default_factory=list)
 
-    @field_validator("pip")
+    @field_validator("pip", "prefer")
     @classmethod
     def _packages(cls, value: list[str]) -> list[str]:
         for text in value:
@@ -101,16 +104,30 @@ class RecipeBook(BaseModel):
 
     recipes: dict[str, Recipe] = Field(default_factory=dict)
     versions: dict[str, dict[str, Recipe]] = Field(default_factory=dict)
+    # ``as_of`` and ``python`` of an entry (the key "name" or "name@version" for a version's own), as given.
+    settings: dict[str, dict[str, str]] = Field(default_factory=dict)
 
-    def for_repo(self, repo: str | Path, version: str | None = None) -> Recipe:
+    def _name(self, repo: str | Path) -> str | None:
         path = Path(repo).expanduser()
         names = {str(repo), str(path), path.name, "/".join(path.parts[-2:])}
         with_resolved = names | {str(path.resolve())}
-        for name, recipe in self.recipes.items():
-            if name in with_resolved:
-                extra = self.versions.get(name, {}).get(version or "") if version else None
-                return recipe.plus(extra) if extra is not None else recipe
-        return Recipe()
+        return next((name for name in self.recipes if name in with_resolved), None)
+
+    def for_repo(self, repo: str | Path, version: str | None = None) -> Recipe:
+        name = self._name(repo)
+        if name is None:
+            return Recipe()
+        recipe = self.recipes[name]
+        extra = self.versions.get(name, {}).get(version or "") if version else None
+        return recipe.plus(extra) if extra is not None else recipe
+
+    def setting_for(self, repo: str | Path, version: str | None, key: str) -> str | None:
+        """The entry's ``as_of`` or ``python`` for this repository (a version's own first)."""
+        name = self._name(repo)
+        if name is None:
+            return None
+        own = self.settings.get(f"{name}@{version}", {}).get(key) if version else None
+        return own or self.settings.get(name, {}).get(key)
 
 
 def load_recipes(path: Path) -> RecipeBook:
@@ -130,14 +147,42 @@ def load_recipes(path: Path) -> RecipeBook:
     for name, value in data.items():
         if not isinstance(value, dict):
             raise EnvError(f"--recipes {path}: {name}: expected a recipe table", usage=True)
-        body = {k: v for k, v in value.items() if k != "versions"}
+        body = {k: v for k, v in value.items() if k not in ("versions", *ENTRY_SETTINGS)}
         book.recipes[str(name)] = parse_recipe(body, f"--recipes {path}: {name}")
+        book.settings[str(name)] = _entry_settings(value, f"--recipes {path}: {name}")
         versions = value.get("versions") or {}
         if not isinstance(versions, dict):
             raise EnvError(f"--recipes {path}: {name}.versions: expected a table of version -> recipe", usage=True)
-        book.versions[str(name)] = {str(v): parse_recipe(r, f"--recipes {path}: {name}.versions.{v}")
-                                    for v, r in versions.items()}
+        for version, entry in versions.items():
+            where = f"--recipes {path}: {name}.versions.{version}"
+            if not isinstance(entry, dict):
+                raise EnvError(f"{where}: expected a recipe table", usage=True)
+            book.versions.setdefault(str(name), {})[str(version)] = parse_recipe(
+                {k: v for k, v in entry.items() if k not in ENTRY_SETTINGS}, where)
+            book.settings[f"{name}@{version}"] = _entry_settings(entry, where)
     return book
+
+
+ENTRY_SETTINGS = ("as_of", "python")
+
+
+def _entry_settings(entry: dict[str, Any], where: str) -> dict[str, str]:
+    """An entry's ``as_of`` (a date) and ``python`` (X.Y), checked as the flags are."""
+    from agent.env.resolve import asof
+    from agent.python_versions import minor_of
+
+    found: dict[str, str] = {}
+    for key in ENTRY_SETTINGS:
+        value = entry.get(key)
+        if value is None:
+            continue
+        if not isinstance(value, str) or (key == "python" and minor_of(value) is None):
+            raise EnvError(f"{where}.{key}: expected {'a date' if key == 'as_of' else 'a version such as 3.9'}, "
+                           f"got {value!r}", usage=True)
+        if key == "as_of":
+            asof.normalize(value, f"{where}.as_of")
+        found[key] = value
+    return found
 
 
 class EnvSpec(Recipe):

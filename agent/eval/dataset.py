@@ -67,6 +67,10 @@ class DatasetInfo(BaseModel):
     split: str | None = None
     ignored_keys: list[str] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
+    spec: str | None = None
+    """The dataset spec that describes this row (SWE-bench's, by repository and version), when one does."""
+    spec_python: str | None = None
+    """That spec's Python (X.Y)."""
 
 
 class EvalInstance(BaseModel):

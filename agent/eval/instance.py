@@ -44,10 +44,9 @@ from agent.eval.pytest_run import (
 from agent.eval.runner_run import command_argv, command_environment
 from agent.eval.verdict import not_maintained
 from agent.languages.base import RunsNamedTests
-from agent.languages.python.runners import LOG_RUNNERS, RUNNERS, choose
-from agent.languages.python.runners.base import Runner
 from agent.languages.python.runners.pytest import PYTEST, node_file
-from agent.languages.registry import named_tests
+from agent.languages.registry import eval_runner, is_test_id, log_runner_named, named_tests
+from agent.languages.runner import Runner
 from agent.protocol import EnvInfo, TaskSpec
 from agent.sandboxes.base import Session
 from agent.sandboxes.config import SandboxConfig
@@ -65,7 +64,7 @@ def invalid_task(task: TaskSpec) -> str | None:
     named = [*task.FAIL_TO_PASS, *task.PASS_TO_PASS]
     if not named:
         return "the instance names no FAIL_TO_PASS or PASS_TO_PASS tests"
-    if not any(runner.is_test_id(n) for n in named for runner in RUNNERS.values()):
+    if not any(is_test_id(n) for n in named):
         return f"no test id any runner reads among the named tests: {', '.join(named[:5])}"
     return None
 
@@ -168,7 +167,7 @@ class _Run:
     def _runs_with_pytest(self, repo: Path) -> bool:
         """The validation reads pytest's report: the rows another runner grades are not checked (yet)."""
         named = [*self.task.FAIL_TO_PASS, *self.task.PASS_TO_PASS]
-        return named_tests(repo) is None and choose(repo, named)[0] is PYTEST
+        return named_tests(repo) is None and eval_runner(repo, named)[0] is PYTEST
 
     def _validated_env(self, config: SandboxConfig, repo: Path, env: EnvInfo) -> EnvInfo | None:
         """The first candidate environment whose PASS_TO_PASS pass at base with the test_patch (validate.py);
@@ -310,7 +309,7 @@ class _Run:
             self._named_tests(sandbox, repo, language)
             return
         named = [*task.FAIL_TO_PASS, *task.PASS_TO_PASS]
-        runner, why = choose(repo, named)
+        runner, why = eval_runner(repo, named)
         evidence.runner = runner.name
         if runner is not PYTEST:
             evidence.notes.append(f"tests run with {runner.name}: {why}")
@@ -421,8 +420,8 @@ class _Run:
             evidence.fail("sandbox", f"the test run could not start: {error or 'error'}")
         if bundle is not None and bundle.junit is not None:
             evidence.junit_xml = bundle.junit
-        elif bundle is not None and evidence.runner in LOG_RUNNERS:
-            if evidence.error is None and not LOG_RUNNERS[evidence.runner].statuses(bundle.log):
+        elif bundle is not None and (log_runner := log_runner_named(evidence.runner)) is not None:
+            if evidence.error is None and not log_runner.statuses(bundle.log):
                 evidence.no_report = (f"{evidence.runner} reported no test (exit {bundle.exit_code}): "
                                       f"{failure_cause(bundle.log)}")
             return  # else the runner's log is its report (the verdict reads it)

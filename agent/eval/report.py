@@ -21,6 +21,7 @@ def results_summary(results: list[InstanceEval], strict: bool) -> dict[str, obje
     summary["empty_patch"] = [r.instance_id for r in results if r.empty_patch]
     summary["flagged"] = {r.instance_id: r.flagged for r in results if r.flagged}
     summary["flags"] = {r.instance_id: [f.model_dump() for f in r.flags] for r in results if r.flags}
+    summary["python"] = {r.instance_id: r.python.line() for r in results if r.python is not None}
     summary["strict"] = strict
     return summary
 

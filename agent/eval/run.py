@@ -146,6 +146,7 @@ class _Driver:
         result = InstanceEval(instance_id=outcome.task_id, status="error", strict=self.strict,
                               model_name_or_path=prediction.model_name_or_path, empty_patch=prediction.empty,
                               eval_type=instance.dataset.eval_type, dataset=instance.dataset,
+                              python=instance.task.python_choice,
                               notes=list(instance.dataset.notes),
                               fingerprint=fingerprint(instance, prediction, self.sandbox), node=outcome.node,
                               duration_s=outcome.report.duration_s)

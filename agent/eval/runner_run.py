@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from agent.eval.pytest_run import BOOT_VARIABLE, run_environment
-from agent.languages.python.runners.base import Runner
+from agent.languages.runner import Runner
 
 BOOT_SOURCE = Path(__file__).with_name("boot_command.py").read_text(encoding="utf-8")
 

@@ -22,10 +22,10 @@ from agent.eval import grading
 from agent.eval.dataset import DatasetInfo, EvalType
 from agent.eval.job import ApplyRecord, ErrorKind, EvalEvidence, Flag
 from agent.eval.junit import XPASS, Key, collection_errors, junit_cases, junit_key, status_map
-from agent.languages.python.runners import LOG_RUNNERS, RUNNERS
-from agent.languages.python.runners.base import LogRunner
 from agent.languages.python.runners.pytest import PYTEST, repo_parser, rewrite
-from agent.protocol import EnvInfo
+from agent.languages.registry import log_runner_named, runner_named
+from agent.languages.runner import LogRunner
+from agent.protocol import EnvInfo, PythonChoice
 
 EvalStatus = Literal["resolved", "unresolved", "patch_failed", "error"]
 STATUSES: tuple[EvalStatus, ...] = ("resolved", "unresolved", "patch_failed", "error")
@@ -79,6 +79,8 @@ class InstanceEval(BaseModel):
     exit_code: int | None = None
     run_outcome: str | None = None
     env: EnvInfo | None = None
+    python: PythonChoice | None = None
+    """The Python the tests ran on, the one the spec or the user asked for, and why."""
     backend: str | None = None
     runtime: str | None = None
     """The OCI runtime the tests ran under (runc, runsc...): recorded, and part of the fingerprint."""
@@ -135,10 +137,10 @@ def _take_evidence(result: InstanceEval, evidence: EvalEvidence) -> None:
 
 
 def _grade(result: InstanceEval, junit_xml: str | None, log: str) -> None:
-    runner = RUNNERS.get(result.runner, PYTEST)
+    runner = runner_named(result.runner) or PYTEST
     graded = [n for n in [*result.fail_to_pass, *result.pass_to_pass] if runner.is_test_id(n)]
     _not_graded(result, runner.name, set(graded))
-    log_runner = LOG_RUNNERS.get(result.runner)
+    log_runner = log_runner_named(result.runner)
     if log_runner is not None:
         status, xpassed, key_of = _log_outcomes(log_runner, log)
     else:

@@ -21,6 +21,8 @@ from agent.languages.generic import GENERIC
 from agent.languages.go import GO
 from agent.languages.node import NODE
 from agent.languages.python import PYTHON
+from agent.languages.python import runners as python_runners
+from agent.languages.runner import LogRunner, Runner
 from agent.languages.rust import RUST
 
 if TYPE_CHECKING:
@@ -103,3 +105,24 @@ def error_line(output: str) -> str | None:
     """Why a test run that named no failing test failed, in the output's own words (the last exception, compiler
     error or panic it shows), or None."""
     return GENERIC.error_line(output)
+
+
+def eval_runner(repo: Path, names: list[str]) -> tuple[Runner, str]:
+    """The runner a benchmark row's named tests of ``repo`` run with (as SWE-bench picks it per repository), and
+    why, in one line."""
+    return python_runners.choose(repo, names)
+
+
+def runner_named(name: str) -> Runner | None:
+    """The runner of that name (an eval.json's ``runner``), or None."""
+    return python_runners.RUNNERS.get(name)
+
+
+def log_runner_named(name: str) -> LogRunner | None:
+    """The runner of that name when its outcomes are read from its log (None: it has a report of its own)."""
+    return python_runners.LOG_RUNNERS.get(name)
+
+
+def is_test_id(name: str) -> bool:
+    """Whether some runner reads ``name`` as a test id (``[100%]`` is none)."""
+    return any(runner.is_test_id(name) for runner in python_runners.RUNNERS.values())

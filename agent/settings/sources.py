@@ -78,6 +78,9 @@ class CodeboxSettings:
     jobs: int = _default("jobs")
     env_candidates: int = _default("env_candidates")
     env_candidate_timeout: float = _default("env_candidate_timeout")
+    python: str | None = _default("python")
+    python_pull: Literal["no", "yes"] = _default("python_pull")
+    python_images: list[str] = _default("python_images")
 
     def __init__(self, **values: Any) -> None:
         """The built-in defaults, replaced by ``values`` (checked already: see load_settings)."""

@@ -128,6 +128,10 @@ def run_task(
     if not repo.is_dir():
         return failed_report(task, model.name, "invalid_task", f"the repository {task.repo} is not a directory", sink)
     config = task_sandbox_config(task, sandbox_config)
+    if isinstance(prepared_env, EnvInfo) and prepared_env.base_image != config.image:
+        # A language's own toolchain image (Rust's, Go's, Node's), not one made on the sandbox image: the
+        # preflight checks the image that will run.
+        config = config.replace(image=prepared_env.run_image)
     if cancel.cancelled:
         return failed_report(task, model.name, "cancelled", cancel.reason or "cancelled before start", sink)
     backend = backend_for(config)
@@ -159,7 +163,7 @@ def run_task(
                           no_tests_message=tests.no_tests_message(), test_in_copy=task.test_in_copy,
                           default_test_timeout_s=limits.test_timeout_s, max_test_timeout_s=limits.max_test_timeout_s)
         agent = CodingAgent(model, ToolRegistry(), policy, sink, ctx, limits=limits)
-        return _with_sandbox(_with_env(agent.run(task, cancel), env), config)
+        return _with_sandbox(_with_env(agent.run(task, cancel), env, task), config)
     finally:
         # Closing first is safe: a start still under way sees the sandbox closed and removes
         # its container itself; so a slow start never holds up a finished or cancelled run.
@@ -195,9 +199,11 @@ def _with_sandbox(report: Report, config: SandboxConfig) -> Report:
     return report
 
 
-def _with_env(report: Report, env: EnvInfo | None) -> Report:
+def _with_env(report: Report, env: EnvInfo | None, task: TaskSpec | None = None) -> Report:
     if env is not None:
         report.env = env
+    if task is not None:
+        report.python = task.python_choice
     return report
 
 

@@ -4,7 +4,8 @@ under runc and runsc. The server runs on codebox's injected runtime in every one
 
 What runs where (CI's time): the whole suite (test_backend.py, test_hostile.py, test_env.py) runs
 on codebox's own image in every backend x runtime, which starts every sandbox on the injected
-runtime too; here, on each foreign image x {runc, runsc} of Docker, a representative subset: every
+runtime too; here, on each foreign image x {runc, runsc} of Docker (and busybox in Podman), a
+representative subset: every
 tool and the write box, the tests' own programs and environment, one limit (a timeout that kills
 the tree), one refusal and one hostile case (escape sequences in a path, links into /proc, /dev),
 and a whole run from first call to final message.
@@ -13,6 +14,7 @@ and a whole run from first call to final message.
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -22,7 +24,7 @@ from agent.backends.registry import backend_for
 from agent.errors import SandboxError
 from agent.sandboxes.base import Session
 from agent.sandboxes.config import SandboxConfig
-from tests.conformance.conftest import _unavailable
+from tests.conformance.conftest import _unavailable, target_checked
 from tests.e2e.scenarios.support import Run
 from tests.e2e.scenarios.test_hardening import (  # noqa: F401 -- collected here, in each foreign image
     test_1_a_path_with_escape_sequences_is_refused,
@@ -33,24 +35,32 @@ from tests.foreign_images import FOREIGN, Unbuildable, foreign_image
 pytestmark = pytest.mark.docker
 
 RUNTIMES = ("runc", "runsc")
-TARGETS = [(name, runtime) for name in FOREIGN for runtime in RUNTIMES]
+# Docker x {runc, runsc} for every image; Podman (whose sandboxes mount the runtime the same way) with one.
+TARGETS = [(name, "docker", runtime) for name in FOREIGN for runtime in RUNTIMES] + [("busybox", "podman", "runc")]
 
 
-@pytest.fixture(scope="session", params=TARGETS, ids=[f"{n}-{r}" for n, r in TARGETS])
+@pytest.fixture(scope="session", params=TARGETS, ids=[f"{n}-{b}-{r}" for n, b, r in TARGETS])
 def foreign(request: pytest.FixtureRequest) -> tuple[str, SandboxConfig]:
     """(image name, its sandbox config); the image built the first time (cached by its builder's key)."""
-    name, runtime = request.param
+    name, backend, runtime = request.param
+    if backend == "podman" and shutil.which("podman") is None:
+        _unavailable(backend, runtime, "podman is not installed (apt-get install podman)")
     try:
         tag = foreign_image(name)
     except Unbuildable as exc:
         if os.environ.get("CI"):
             pytest.fail(f"the foreign image {name} cannot be built here: {exc}")
         pytest.skip(f"the foreign image {name} cannot be built here: {exc}")
-    config = SandboxConfig(backend="docker", runtime=runtime, image=tag)
+    config = SandboxConfig(backend=backend, runtime=runtime, image=tag)
     try:
         backend_for(config).preflight(config)
     except SandboxError as exc:
-        _unavailable("docker", runtime, str(exc))
+        if backend != "podman" or "is not there" not in str(exc):
+            _unavailable(backend, runtime, str(exc))
+        from agent.backends.podman import copy_image_from_docker
+
+        copy_image_from_docker(tag)  # the same image, into Podman's store
+        config = target_checked(config)
     return name, config
 
 

@@ -241,3 +241,26 @@ def test_a_tool_module_is_loaded_at_its_first_call_not_at_boot(tree: Path) -> No
         assert s.call("ping")["data"]["tools_loaded"] == ["read_file"]
     finally:
         s.close()
+
+
+def test_the_injected_runtimes_ripgrep_starts_through_its_loader(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sandbox import server
+
+    runtime = tmp_path / "rt"
+    runtime.mkdir()
+    (runtime / "runtime.json").write_text(json.dumps({"loader": "lib/ld-linux-x86-64.so.2", "rg": "bin/rg"}))
+    rg, via = server._ripgrep(str(runtime))
+    assert rg == f"{runtime}/bin/rg"
+    assert via == [f"{runtime}/lib/ld-linux-x86-64.so.2", "--library-path", f"{runtime}/lib"]
+    # a runtime without ripgrep, or without a readable manifest: the image's rg on PATH, started as it is
+    monkeypatch.setenv("PATH", str(tmp_path / "bin"))
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "rg").write_text("#!/bin/sh\n")
+    (tmp_path / "bin" / "rg").chmod(0o755)
+    (runtime / "runtime.json").write_text(json.dumps({"loader": "lib/ld.so", "rg": ""}))
+    assert server._ripgrep(str(runtime)) == (str(tmp_path / "bin" / "rg"), [])
+    (runtime / "runtime.json").write_text("{")
+    assert server._ripgrep(str(runtime)) == (str(tmp_path / "bin" / "rg"), [])
+    assert server._ripgrep(None) == (str(tmp_path / "bin" / "rg"), [])

@@ -105,12 +105,12 @@ def cmd_batch(args: argparse.Namespace) -> int:
     if args.allow_public_fallback:
         tasks = [task.model_copy(update={"allow_public_fallback": True}) for task in tasks]
     from agent.cli.env_flags import EnvFlags
-    from agent.env.errors import EnvError
 
-    try:  # --pip, --pre-install, --recipes, --as-of complete each task's env
+
+    try:  # --pip, --pre-install, --recipes, --as-of complete each task's env; --python and the rest its Python
         flags = EnvFlags(args)
-        tasks = [flags.apply(task) for task in tasks]
-    except EnvError as exc:
+        tasks = _with_python(args, flags, [flags.apply(task) for task in tasks])
+    except CodeboxError as exc:
         return usage_error(str(exc))
     try:
         selected = select_tasks(tasks, args.filter)
@@ -168,3 +168,22 @@ def cmd_batch(args: argparse.Namespace) -> int:
         return EXIT_CANCELLED
     return EXIT_OK if all(r.status == "completed" for r in reports) and len(reports) == len(selected) else EXIT_STOPPED
 
+
+def _with_python(args: argparse.Namespace, flags: Any, tasks: list[Any]) -> list[Any]:
+    """Each task's Python and its image (agent/cli/python_flags.py): read at its base commit when it names one."""
+    from agent.cli.commands.common import env_progress
+    from agent.cli.python_flags import PythonFlags
+    from agent.env.python.requires import at_commit, in_folder
+    from agent.env.recipe import EnvSpec
+    from agent.env.resolve import asof
+
+    python = PythonFlags(args, env_progress)
+    out = []
+    for task in tasks:
+        repo = Path(task.repo).expanduser()
+        read = at_commit(repo, task.base_commit) if task.base_commit else in_folder(repo)
+        when = flags.as_of or asof.choose(task.env.as_of if isinstance(task.env, EnvSpec) else None, repo,
+                                          task.created_at, task.base_commit)
+        out.append(python.apply(task, read, when, recipe_python=flags.book.setting_for(task.repo, task.version,
+                                                                                       "python")))
+    return out

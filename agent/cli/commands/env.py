@@ -54,7 +54,8 @@ def cmd_env_build(args: argparse.Namespace) -> int:
     if args.print_declared:
         return _print_declared(repo, args)
     index = IndexConfig.from_environ()
-    index = IndexConfig(find_links=[*index.find_links, *args.find_links], no_index=index.no_index or args.no_index)
+    links = [str(Path(folder).expanduser().resolve()) for folder in args.find_links]  # uv runs elsewhere
+    index = IndexConfig(find_links=[*index.find_links, *links], no_index=index.no_index or args.no_index)
     try:
         flags = EnvFlags(args)
     except CodeboxError as exc:

@@ -43,20 +43,31 @@ def cmd_eval(args: argparse.Namespace) -> int:
         return usage_error(flag_problem(exc))
     except re.error as exc:
         return usage_error(f"bad --filter: {exc}")
+    problem = _find_links(args.find_links)
+    if problem:
+        return usage_error(problem)
     inputs = _inputs(args, pattern.pattern if pattern else None, config)
     if isinstance(inputs, int):
         return inputs
     instances, predictions, bad_input = inputs
     try:
-        instances = _with_env_flags(args, instances)
-    except CodeboxError as exc:  # EnvError: a bad --recipes file or --as-of date
+        instances = _with_env_flags(args, _with_specs(args, instances))
+    except CodeboxError as exc:  # EnvError: a bad --recipes file, --as-of date or --specs file
         return usage_error(str(exc))
     from agent.backends.registry import backend_for
 
-    try:  # no engine, no runtime, no sandbox image: said before any instance starts
-        backend_for(config).preflight(config)
+    try:  # each instance's Python (no engine is asked for the default image's); a --python no source has
+        instances, unavailable, said = _with_python(args, instances)
+        # no engine, no runtime, no sandbox image the instances run in: said before any instance starts
+        for image in sorted({i.task.image or config.image for i in instances}):
+            backend_for(config).preflight(config.replace(image=image))
     except CodeboxError as exc:
         return usage_error(str(exc))
+    for line in said:
+        print(f"codebox: {printable(line)}", file=sys.stderr)
+    bad_input = bad_input or unavailable
+    if not instances:
+        return usage_error("no instance's Python can be had here (above)")
     return _run(args, instances, predictions, config, bad_input)
 
 
@@ -72,6 +83,89 @@ def _with_env_flags(args: argparse.Namespace, instances: list[Any]) -> list[Any]
         named = flags.apply(task.model_copy(update={"repo": instance.dataset.repo or task.repo}))
         folded.append(instance.model_copy(update={"task": named.model_copy(update={"repo": task.repo})}))
     return folded
+
+
+def _find_links(folders: list[str]) -> str | None:
+    """--find-links DIR...: each an existing folder, made absolute, handed to every environment build (before the
+    user's CODEBOX_FIND_LINKS); the problem when one is not a folder."""
+    import os
+
+    found = []
+    for folder in folders:
+        path = Path(folder).expanduser().resolve()
+        if not path.is_dir():
+            return f"--find-links {folder}: not a directory"
+        found.append(str(path))
+    if found:
+        os.environ["CODEBOX_FIND_LINKS"] = os.pathsep.join(
+            [*found, *(p for p in os.environ.get("CODEBOX_FIND_LINKS", "").split(os.pathsep) if p)])
+    return None
+
+
+def _with_specs(args: argparse.Namespace, instances: list[Any]) -> list[Any]:
+    """Each row's dataset spec (SWE-bench's, by repository and version; or --specs FILE) folded in: its recipe into
+    the row's environment, its notes into the row's, its Python kept for the choice (``dataset.spec``)."""
+    from agent.cli.commands.common import env_progress
+    from agent.env.recipe import EnvSpec
+    from agent.eval.specs import load_specs
+
+    if args.specs == "none" or not any(i.task.version for i in instances):
+        return instances
+    specs = load_specs(Path(args.specs).expanduser() if args.specs else None, env_progress)
+    if specs is None:
+        return instances
+    out = []
+    for instance in instances:
+        spec = specs.for_row(instance.dataset.repo, instance.task.version)
+        if spec is None:
+            out.append(instance)
+            continue
+        task, env = instance.task, instance.task.env
+        if env == "auto" or isinstance(env, EnvSpec):
+            own = env if isinstance(env, EnvSpec) else EnvSpec()
+            task = task.model_copy(update={"env": EnvSpec(**spec.recipe.plus(own.recipe()).model_dump(),
+                                                          as_of=own.as_of)})
+        dataset = instance.dataset.model_copy(update={"notes": [*instance.dataset.notes, *spec.notes],
+                                                      "spec_python": spec.python, "spec": spec.where})
+        out.append(instance.model_copy(update={"task": task, "dataset": dataset}))
+    return out
+
+
+def _with_python(args: argparse.Namespace, instances: list[Any]) -> tuple[list[Any], bool, list[str]]:
+    """Each instance's Python and its image (agent/cli/python_flags.py); an instance whose Python no source has is
+    named and left out (the rest run); one line to say per distinct choice."""
+    from collections import Counter
+
+    from agent.cli.commands.common import env_progress
+    from agent.cli.env_flags import EnvFlags
+    from agent.cli.python_flags import PythonFlags
+    from agent.containers.pythons import PythonUnavailable
+    from agent.env.python.requires import at_commit
+    from agent.env.recipe import EnvSpec
+    from agent.env.resolve import asof
+
+    python = PythonFlags(args, env_progress)
+    flags = EnvFlags(args)
+    out, said, unavailable = [], Counter[str](), False
+    for instance in instances:
+        task, info = instance.task, instance.dataset
+        spec = (info.spec_python, info.spec) if info.spec_python else None
+        when = flags.as_of or (task.env.as_of if isinstance(task.env, EnvSpec) else None) or (
+            asof.normalize(task.created_at, "the task's created_at") if task.created_at else None)
+        try:
+            task = python.apply(task, at_commit(Path(task.repo), task.base_commit or "HEAD"), when, spec,
+                                flags.book.setting_for(info.repo or task.repo, task.version, "python"))
+        except PythonUnavailable as exc:
+            if python.asked:
+                raise
+            print(f"codebox: {instance.where}: {printable(str(exc))} (skipped)", file=sys.stderr)
+            unavailable = True
+            continue
+        if task.python_choice is not None:
+            said[task.python_choice.line()] += 1
+        out.append(instance.model_copy(update={"task": task}))
+    lines = [f"{line} [{count} instance{'s' if count != 1 else ''}]" for line, count in said.items()]
+    return out, unavailable, lines
 
 
 def _inputs(args: argparse.Namespace, pattern: str | None,

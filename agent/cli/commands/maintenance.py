@@ -12,6 +12,7 @@ from agent.cli.commands.common import (
     EXIT_STOPPED,
     usage_error,
 )
+from agent.errors import CodeboxError
 from agent.escape import printable
 
 
@@ -56,6 +57,47 @@ def cmd_image(args: argparse.Namespace) -> int:
     except (ImageError, SandboxError) as exc:
         print(f"codebox: {printable(exc)}", file=sys.stderr)
         return EXIT_STOPPED
+    return EXIT_OK
+
+
+def cmd_image_python(args: argparse.Namespace) -> int:
+    """`codebox image python [X.Y] [--image NAME | --forget | --build]`: where each Python comes from."""
+    from agent.cli.python_flags import register, registered_images
+    from agent.containers.image import ImageError, image_exists
+    from agent.containers.pythons import SUITES, ensure_suite_sandbox, sandbox_tag
+    from agent.python_versions import key, minor_of
+
+    minor = minor_of(args.version) if args.version else None
+    if args.version and minor is None:
+        return usage_error(f"image python {args.version!r}: expected a Python version such as 3.9")
+    if (args.image or args.forget or args.build) and minor is None:
+        return usage_error("image python: --image, --forget and --build need the version (X.Y)")
+    if minor is not None and (args.image or args.forget):
+        path = register(minor, None if args.forget else args.image)
+        said = f"forgot the image of Python {minor}" if args.forget else f"Python {minor}: {args.image}"
+        print(f"codebox: {printable(said)} (in {path})")
+        return EXIT_OK
+    if minor is not None and args.build:
+        if minor not in SUITES:
+            return usage_error(f"no Debian suite here ships Python {minor} (bullseye 3.9, bookworm 3.11, trixie 3.13)")
+        try:
+            print(f"codebox: Python {minor}: {ensure_suite_sandbox(minor, lambda line: print(printable(line)))}")
+        except ImageError as exc:
+            print(f"codebox: {printable(exc)}", file=sys.stderr)
+            return EXIT_STOPPED
+        return EXIT_OK
+    try:
+        registered = registered_images(list(args.settings.python_images))
+    except CodeboxError as exc:
+        return usage_error(str(exc))
+    for version in sorted(set(SUITES) | set(registered), key=key):
+        if minor is not None and version != minor:
+            continue
+        links = [f"registered {registered[version]}"] if version in registered else []
+        if version in SUITES:
+            tag = sandbox_tag(version)
+            links.append(f"Debian {SUITES[version]} ({tag}, {'built' if image_exists(tag) else 'built on first use'})")
+        print(printable(f"{version}: {' > '.join(links)}"))
     return EXIT_OK
 
 

@@ -15,6 +15,7 @@ from agent.cli.commands.common import (
     EXIT_CANCELLED,
     EXIT_OK,
     EXIT_STOPPED,
+    env_progress,
     error_exit,
     flag_problem,
     model_spec,
@@ -148,13 +149,33 @@ def _run_task_spec(args: argparse.Namespace, task_id: str) -> tuple[TaskSpec | N
     except ValidationError as exc:
         return None, None, checks.validation_message(exc)
     from agent.cli.env_flags import EnvFlags
-    from agent.env.errors import EnvError
+    from agent.errors import CodeboxError
 
-    try:  # --pip, --pre-install, --recipes, --as-of: the environment this run builds
-        task = EnvFlags(args).apply(task)
-    except EnvError as exc:
+    try:  # --pip, --pre-install, --recipes, --as-of: the environment this run builds; --python: its Python
+        flags = EnvFlags(args)
+        task = _with_python(args, flags, flags.apply(task))
+    except CodeboxError as exc:
         return None, None, str(exc)
+    if task.image and task.image != sandbox_config.image:  # the chosen Python's: the env's base, the test probe's
+        sandbox_config = sandbox_config.replace(image=task.image)
     return task, sandbox_config, None
+
+
+def _with_python(args: argparse.Namespace, flags: Any, task: TaskSpec) -> TaskSpec:
+    """The run's Python (agent/cli/python_flags.py), said in one line when it is not the default image's."""
+    from agent.cli.python_flags import PythonFlags
+    from agent.env.python.requires import in_folder
+    from agent.env.recipe import EnvSpec
+    from agent.env.resolve import asof
+
+    repo = Path(task.repo)
+    when = flags.as_of or asof.choose(task.env.as_of if isinstance(task.env, EnvSpec) else None, repo,
+                                      task.created_at, task.base_commit)
+    task = PythonFlags(args, env_progress).apply(task, in_folder(repo), when,
+                                                 recipe_python=flags.book.setting_for(task.repo, None, "python"))
+    if task.python_choice is not None and task.python_choice.source != "default":
+        print(f"codebox: {printable(task.python_choice.line())}", file=sys.stderr)
+    return task
 
 
 # How long cmd_run waits for the early start's create request to leave before it imports the rest.

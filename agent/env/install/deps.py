@@ -85,7 +85,8 @@ def ensure_deps(client: Builder, engine: images.Engine, base_image: str, base_id
             folder = early.folder if early else Path(held.enter_context(tempfile.TemporaryDirectory(prefix=PREFIX)))
             folder.chmod(0o755)  # the build user reads the mounts
             make_wheelhouse(Lock(pins=[*lock.pins, *sdist_build_lock.pins]), folder / "wheels", cancel)
-            debs = apt.download_debs(apt_packages, installed_debs, folder / "debs", cancel) if apt_packages else []
+            debs = (apt.download_debs(apt_packages, installed_debs, folder / "debs", cancel, target.debian)
+                    if apt_packages else [])
             check(cancel)
             _stage(folder / "stage", lock, target)
             for path in [folder, *folder.rglob("*")]:

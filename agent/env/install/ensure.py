@@ -48,7 +48,7 @@ from agent.env.read.reqlines import Requirement, parse_requirement
 from agent.env.read.source_policy import check_sources
 from agent.env.recipe import Recipe
 from agent.env.resolve import apt, asof
-from agent.env.resolve.resolve import IndexConfig, Lock, Pin, check_python, resolve
+from agent.env.resolve.resolve import PREFERRED, RECIPE_PIP, IndexConfig, Lock, Pin, check_python, resolve
 
 if TYPE_CHECKING:
     from agent.env.install.layer import Stacked
@@ -88,6 +88,8 @@ class EnvRequest(BaseModel):
     candidates: int = Field(defaults.DEFAULT_ENV_CANDIDATES, ge=1)
     candidate_timeout_s: float = Field(defaults.DEFAULT_ENV_CANDIDATE_TIMEOUT_S, gt=0)
     skip: int = Field(0, ge=0)
+    # The X.Y chosen for the task, which ``base_image`` holds (agent/env/python): part of the key, said in the log.
+    python: str | None = None
 
     def shown(self) -> str:
         return self.repo_name or str(self.repo)
@@ -122,6 +124,7 @@ class _Inputs(BaseModel):
     declared: Declared
     recipe: Recipe
     pip: list[Requirement]
+    prefer: list[Requirement]
     backend: Backend
     build_requires: list[Requirement]
     build: bool  # the project's own build runs (else: the static fast path)
@@ -133,18 +136,19 @@ def _read_inputs(request: EnvRequest) -> _Inputs:
     apt.check_names(recipe.apt)
     declared = read_declared(request.repo, recipe.extras, recipe.groups, recipe.requirements, request.runner)
     declared.notes += check_sources(declared, request.index, request.allow_public_fallback)
-    pip = [parse_requirement(text, "the recipe's pip") for text in recipe.pip]
+    pip = [parse_requirement(text, RECIPE_PIP) for text in recipe.pip]
+    prefer = [parse_requirement(text, PREFERRED) for text in recipe.prefer]
     backend, requires = plan.backend_of(request.repo, declared)
     build = plan.needs_build(declared, request.repo, recipe, backend, requires)
     tree = read_tree(request.repo) if build else None
-    return _Inputs(declared=declared, recipe=recipe, pip=pip, backend=backend, build_requires=requires, build=build,
-                   tree=tree)
+    return _Inputs(declared=declared, recipe=recipe, pip=pip, prefer=prefer, backend=backend, build_requires=requires,
+                   build=build, tree=tree)
 
 
 def _ensure(request: EnvRequest, log: Log, cancel: Cancel) -> EnvInfo:
     start = time.monotonic()
     inputs = _read_inputs(request)
-    if not (inputs.build or inputs.declared.needs_env or inputs.recipe.apt or inputs.pip):
+    if not (inputs.build or inputs.declared.needs_env or inputs.recipe.apt or inputs.pip or inputs.prefer):
         return EnvInfo(image=request.base_image, base_image=request.base_image, notes=[NO_DEPENDENCIES])
     engine = images.EngineImages.connect(request.backend)
     try:
@@ -187,6 +191,7 @@ def inputs_key(base_id: str, inputs: _Inputs, request: EnvRequest, engine: str =
         "tree": inputs.tree.key if inputs.tree is not None else None,
         "candidates": [[c.name, [r.text for r in c.requirements]] for c in window(declared.candidates, request)],
         **images.engine_part(engine),
+        **({"python": request.python} if request.python else {}),  # keys made before a Python was chosen stay
     }
     return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()[:32]
 
@@ -224,9 +229,16 @@ class _Build:
         check_python(inputs.declared.project.requires_python, self.target, request.base_image)
 
     def resolve(self, requirements: list[Requirement], what: str, dated: bool = True) -> Lock:
-        """``dated=False``: as of today, as pip's build isolation resolves a build's requirements."""
-        exclude_newer = self.exclude_newer if dated else None
-        when = f" as of {self.request.as_of[:10]}" if exclude_newer else ""
+        """As of the task's date, or of its Python's release when the date is older: a backend of an older day may
+        not run on a newer Python (setuptools 41 on 3.9). ``dated=False``: as of today, as pip's build isolation
+        resolves a build's requirements."""
+        exclude_newer = build_date(self.exclude_newer, self.target.python) if dated else None
+        if dated and exclude_newer != self.exclude_newer and exclude_newer is not None:
+            note = (f"build requirements resolved as of {exclude_newer[:10]}, Python {self.target.python}'s release "
+                    f"(the task's date {self.request.as_of[:10]} predates it)")
+            if note not in self.inputs.declared.notes:
+                self.inputs.declared.notes.append(note)
+        when = f" as of {exclude_newer[:10]}" if exclude_newer else ""
         self.log(f"resolving {len(requirements)} {what}{when} for Python {self.target.python}")
         return resolve(requirements, self.target, self.request.index, cancel=self.cancel, exclude_newer=exclude_newer)
 
@@ -260,7 +272,8 @@ class _Build:
         build_requires = plan.build_requirements(inputs.build_requires, inputs.backend, declared, needs_cython)
         with ProjectBuild(self.client, image, request.repo, inputs.tree, inputs.backend, inputs.recipe,
                           declared.project.import_root, declared.project.version, folder / "project",
-                          request.limits, self.deadline, self.cancel, self.log, self.target.executable) as box:
+                          request.limits, self.deadline, self.cancel, self.log, self.target.executable,
+                          self.target.debian) as box:
             self.log("starting the project's build container (network none, unprivileged)")
             box.start(self.installed)
             requirements = list(declared.requirements)
@@ -325,14 +338,12 @@ class _Build:
     def _lock(self, requirements: list[Requirement], project: str | None) -> Lock:
         from packaging.utils import canonicalize_name
 
-        from agent.env.resolve.sdists import resolve_with_sdists
 
         when = f" as of {self.request.as_of[:10]}" if self.exclude_newer else ""
         self.log(f"resolving {len(requirements)} requirements{when} for Python {self.target.python} "
                  f"({self.target.platform})")
         notes: list[str] = []
-        lock = resolve_with_sdists(requirements, self.target, self.request.index, self.cancel, self.exclude_newer,
-                                   notes, self._build_dynamic)
+        lock = self._with_preferred(requirements, notes)
         if lock.undated:
             notes.append(f"{', '.join(lock.undated)}: no version as of {self.request.as_of[:10]} on the index (its "
                          "history deleted, or newer than the date): the first versions after it are used")
@@ -343,6 +354,23 @@ class _Build:
             own = canonicalize_name(project)
             lock = Lock(pins=[p for p in lock.pins if canonicalize_name(p.name) != own], undated=lock.undated)
         return lock
+
+    def _with_preferred(self, requirements: list[Requirement], notes: list[str]) -> Lock:
+        """The lock of ``requirements`` and the recipe's preferred versions; a preferred one an error names (a
+        conflict, no wheel) is dropped with a note and the rest resolved again."""
+        from agent.env.resolve.sdists import resolve_with_sdists
+
+        prefer = list(self.inputs.prefer)
+        while True:
+            try:
+                return resolve_with_sdists(requirements + prefer, self.target, self.request.index, self.cancel,
+                                           self.exclude_newer, notes, self._build_dynamic)
+            except EnvError as exc:
+                named = [r for r in prefer if _names(str(exc), r.name)]
+                if not named:
+                    raise
+                prefer = [r for r in prefer if r not in named]
+                notes.append(f"preferred {', '.join(r.text for r in named)} left out: {str(exc)[:300]}")
 
     def _build_dynamic(self, pin: Pin, path: Path, build_requires: list[str]) -> SdistMeta:
         """A dependency whose sdist's metadata is dynamic: its wheel built in a box (install/sdist_wheel.py)."""
@@ -433,6 +461,24 @@ def _build(request: EnvRequest, inputs: _Inputs, engine: images.EngineImages, ba
         f"({len(inputs.declared.requirements)} declared requirements"
         + ("; the project's own build runs" if inputs.build else "") + ")")
     return _Build(request, inputs, engine, engine.store, base_id, key, log, cancel).run()
+
+
+def _names(message: str, name: str) -> bool:
+    """Whether an error message names the package ``name`` (any spelling of it: - _ . are one)."""
+    import re
+
+    words = re.split(r"[-_.]", name.lower())
+    return re.search(r"(?<![\w.-])" + r"[-_.]".join(map(re.escape, words)) + r"(?![\w-])", message.lower()) is not None
+
+
+def build_date(exclude_newer: str | None, python: str) -> str | None:
+    """``exclude_newer``, or the release day of ``python``'s minor when that is later (None: no limit)."""
+    from agent.python_versions import RELEASED, minor_of
+
+    released = RELEASED.get(minor_of(python) or "")
+    if exclude_newer is None or released is None:
+        return exclude_newer
+    return max(exclude_newer, f"{released}T00:00:00Z")
 
 
 def _plugins(entry_points: dict[str, dict[str, str]]) -> list[str]:

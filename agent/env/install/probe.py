@@ -25,7 +25,10 @@ _PROBE = (
     # The interpreter, and whether the build user (the probe runs as it) could replace it or its standard library.
     "exe = os.path.realpath(sys.executable); lib = sysconfig.get_paths()['stdlib'];"
     "w = any(os.access(p, os.W_OK) for p in (exe, os.path.dirname(exe), lib));"
-    "print('codebox-python', int(w), exe)"
+    "print('codebox-python', int(w), exe);"
+    "r = open('/etc/os-release').read() if os.path.exists('/etc/os-release') else '';"
+    "c = [l.split('=', 1)[1].strip().strip(chr(34)) for l in r.splitlines() if l.startswith('VERSION_CODENAME=')];"
+    "print('codebox-debian', (c or [''])[0])"
 )
 # What codebox's own steps in a box run when the probe could not say (a Target made elsewhere): the image's python3
 # found on root's folders only.
@@ -38,7 +41,7 @@ def probe(client: Builder, image: str, with_debs: bool = False,
 
     Kept per image id in the cache folder: an image's Python does not change.
     """
-    saved = cache_dir() / "probe-v3" / f"{_image_id(client, image).replace(':', '-')}.json"
+    saved = cache_dir() / "probe-v4" / f"{_image_id(client, image).replace(':', '-')}.json"
     if not with_debs and saved.is_file():
         with contextlib.suppress(ValueError, OSError):
             return Target.model_validate_json(saved.read_text(encoding="utf-8")), set()
@@ -70,7 +73,9 @@ def _probe(client: Builder, image: str, with_debs: bool, cancel: Cancel) -> tupl
         script += "; dpkg-query -W -f '${Package}\\n' 2>/dev/null || true"
     with Box(client, image, "probe", [], BuildLimits(), Deadline(PROBE_TIMEOUT_S), cancel, caps=[]) as box:
         output = box.run(script, "probe")
-    lines = [line for line in output.splitlines() if not line.startswith("codebox-python ")]
+    lines = [line for line in output.splitlines() if not line.startswith(("codebox-python ", "codebox-debian"))]
+    debian = next((line.split(" ", 1)[1].strip() for line in output.splitlines()
+                   if line.startswith("codebox-debian ")), "")
     executable = _executable(output, image)
     try:
         version, machine, libc, libc_version, headers = [*lines[0].split(), "", "", "", ""][:5]
@@ -82,7 +87,8 @@ def _probe(client: Builder, image: str, with_debs: bool, cancel: Cancel) -> tupl
     major, _, minor = libc_version.partition(".")
     platform = f"{machine}-manylinux_{major}_{minor}"
     installed = {line.strip() for line in lines[1:] if line.strip()}
-    return Target(python=version, platform=platform, headers=headers == "1", executable=executable), installed
+    return Target(python=version, platform=platform, headers=headers == "1", executable=executable,
+                  debian=debian), installed
 
 
 def _executable(output: str, image: str) -> str:

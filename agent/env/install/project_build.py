@@ -74,8 +74,10 @@ class ProjectBuild:
 
     def __init__(self, client: Builder, image: str, repo: Path, tree: Tree, backend: Backend,
                  recipe: Recipe, import_root: str, version: str, folder: Path, limits: BuildLimits,
-                 deadline: Deadline, cancel: Cancel = NEVER, log: Log = lambda _: None, python: str = "") -> None:
+                 deadline: Deadline, cancel: Cancel = NEVER, log: Log = lambda _: None, python: str = "",
+                 debian: str = "") -> None:
         self.client = client
+        self.debian = debian  # the base image's Debian release: where the recipe's apt packages come from
         self.python = python or "python3"  # the base image's, by its absolute path (probe.py): codebox's own steps
         self.image = image
         self.repo = repo
@@ -106,7 +108,8 @@ class ProjectBuild:
         (stage / "collect.json").write_text(json.dumps(self._collect_spec()), encoding="utf-8")
         (self.folder / "wheels").mkdir()
         if self.recipe.apt:
-            self.debs = apt.download_debs(self.recipe.apt, installed_debs, self.folder / "debs", self.cancel)
+            self.debs = apt.download_debs(self.recipe.apt, installed_debs, self.folder / "debs", self.cancel,
+                                          self.debian)
         self._open_modes()
         mounts = [Mount(host=str(stage), target=f"{BUILD}/stage"),
                   Mount(host=str(self.folder / "wheels"), target=f"{BUILD}/wheels"),
@@ -178,7 +181,8 @@ printf '[safe]\\n\\tdirectory = *\\n' >> /etc/gitconfig
         self._open_modes()
         (self.folder / "stage" / "build-requirements.txt").write_text(lock.hashed_txt(), encoding="utf-8")
         self._open_modes()
-        self._run(f"""[ -x {BUILDENV}/bin/python ] || {BUILD}/uv venv --no-config --quiet --python python3 {BUILDENV}
+        self._run(f"""[ -x {BUILDENV}/bin/python ] || \\
+  {BUILD}/uv venv --no-config --quiet --no-python-downloads --python python3 {BUILDENV}
 {BUILD}/uv pip install --no-config --quiet --offline --no-index --find-links {BUILD}/wheels --no-deps \\
   --require-hashes --python {BUILDENV}/bin/python -r {BUILD}/stage/build-requirements.txt
 """, "build requirements")

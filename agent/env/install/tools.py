@@ -51,9 +51,9 @@ def ensure_tools(client: Builder, engine: images.Engine, base_image: str, base_i
             f"{base_image}, once")
         with tempfile.TemporaryDirectory(prefix="codebox-tools-") as tmp:
             folder = Path(tmp)
-            debs = apt.download_debs(COMPILER_APT, installed_debs, folder / "debs", cancel)
+            debs = apt.download_debs(COMPILER_APT, installed_debs, folder / "debs", cancel, target.debian)
             if headers:
-                apt.download_only(headers, folder / "headers", cancel)
+                apt.download_only(headers, folder / "headers", cancel, target.debian)
             (folder / "headers").mkdir(exist_ok=True)
             for path in [folder, *folder.rglob("*")]:
                 path.chmod(0o755 if path.is_dir() else 0o644)

@@ -24,7 +24,6 @@ from agent.env.errors import EnvError
 from agent.env.read.reqlines import Requirement
 
 RESOLVE_TIMEOUT_S = 300.0
-_NOW = "2100-01-01T00:00:00Z"  # an --exclude-newer-package date that excludes nothing
 # The variables by which a user names indexes to uv (which reads them from the environment we pass on).
 USER_INDEX_VARIABLES = ("UV_INDEX_URL", "UV_DEFAULT_INDEX", "UV_EXTRA_INDEX_URL", "UV_INDEX")
 
@@ -38,6 +37,9 @@ class Target(BaseModel):
     # The interpreter itself, resolved to an absolute path before anything ran in a box of the image, and not
     # writable by the build user: what codebox's own steps in a box run (with -I -S). "": not probed.
     executable: str = ""
+    # The image's Debian release (/etc/os-release's VERSION_CODENAME): where its Debian packages come from. "":
+    # not Debian, or not probed (the host's release is assumed).
+    debian: str = ""
 
 
 class IndexConfig(BaseModel):
@@ -198,8 +200,8 @@ def _compile(requirements: list[Requirement], target: Target, index: IndexConfig
             *_interpreter_args(), "--python-version", target.python, "--python-platform", target.platform,
             "--only-binary", ":all:", "--no-config", "--quiet", "--no-header", *index.uv_args(),
             *_sdist_args(sdist_metadata or {}, Path(tmp)),
-            *(["--exclude-newer", exclude_newer] if exclude_newer else []),
-            *[arg for name in undated for arg in ("--exclude-newer-package", f"{name}={_NOW}")],
+            *(["--exclude-newer", exclude_newer, *_pinned_whatever_the_date(requirements, undated)]
+              if exclude_newer else []),
         ]
         try:  # cwd: an empty folder, so no uv.toml or pyproject of anyone else's is read
             proc = run_process(cmd, cancel, RESOLVE_TIMEOUT_S, cwd=tmp, errors="replace", env=_uv_env(),
@@ -216,6 +218,31 @@ def _compile(requirements: list[Requirement], target: Target, index: IndexConfig
                 raise _NoVersions(_explain(proc.stderr, requirements), [m.lower().rstrip(".") for m in missing])
             raise EnvError(_explain(proc.stderr, requirements), usage=_is_unsatisfiable(proc.stderr))
         return parse_pylock(Path(tmp, "pylock.toml").read_text(encoding="utf-8"))
+
+
+RECIPE_PIP = "the recipe's pip"  # the source of a recipe's packages (a --pip flag)
+PREFERRED = "the recipe's prefer"  # a recipe's preferred versions (a dataset spec's pip_packages)
+
+
+def _pinned_whatever_the_date(requirements: list[Requirement], undated: tuple[str, ...] | list[str] = ()) -> list[str]:
+    """uv's arguments that take a recipe's exact pin (``attrs==23.1.0``) whatever the as-of date: the recipe named
+    that version (SWE-bench's specs pin versions newer than their rows' dates); and the ``undated`` packages (no
+    version as of the date: see resolve)."""
+    from packaging.requirements import InvalidRequirement
+    from packaging.requirements import Requirement as Pep508
+
+    args: list[str] = []
+    for requirement in requirements:
+        if requirement.source not in (RECIPE_PIP, PREFERRED):
+            continue
+        try:
+            parsed = Pep508(requirement.text)
+        except InvalidRequirement:
+            continue
+        if len(parsed.specifier) == 1 and next(iter(parsed.specifier)).operator in ("==", "==="):
+            args += ["--exclude-newer-package", f"{requirement.name}=false"]
+    return args + [arg for name in undated if f"{name}=false" not in args
+                   for arg in ("--exclude-newer-package", f"{name}=false")]
 
 
 def _interpreter_args() -> list[str]:

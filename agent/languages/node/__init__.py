@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 NODE_TEST = ["node", "--test", "--test-reporter=tap"]
 NPM_TEST = ["npm", "test"]
 SUITE = "trixie"  # Node 20
-PACKAGES = ["nodejs", "npm"]
+PACKAGES = ["nodejs"]  # Debian's npm (hundreds of node-* packages) does not debootstrap: bring it in --image
 NODE_ENV = {"npm_config_cache": "/tmp/codebox-cache/npm", "npm_config_offline": "true",
             "npm_config_update_notifier": "false", "npm_config_fund": "false", "npm_config_audit": "false"}
 EVAL_EVENTS = "/tmp/codebox-eval-tap.txt"
@@ -47,9 +47,11 @@ def _manifest(repo: Path) -> dict[str, Any] | None:
     return parsed if isinstance(parsed, dict) else None
 
 
-def _missing_packages(repo: Path, manifest: dict[str, Any]) -> list[str]:
+def _missing_packages(repo: Path, manifest: dict[str, Any], dev: bool) -> list[str]:
+    """The packages the tests need that node_modules lacks: the runtime ones, and with ``dev`` (a third-party
+    runner's test script) the development ones too (``node --test`` needs none of a linter's or coverage's)."""
     needed: list[str] = []
-    for key in ("dependencies", "devDependencies"):
+    for key in ("dependencies", "devDependencies") if dev else ("dependencies",):
         table = manifest.get(key)
         if isinstance(table, dict):
             needed += [str(name) for name in table]
@@ -70,7 +72,7 @@ class Node:
         own_runner = not script or script.strip().startswith("node --test")
         command = list(NODE_TEST) if own_runner else list(NPM_TEST)
         evidence = "package.json" + ("" if not script else ' scripts.test')
-        missing = _missing_packages(repo, manifest)
+        missing = _missing_packages(repo, manifest, dev=not own_runner)
         if missing:
             shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
             return Detection(self.name, command, evidence,

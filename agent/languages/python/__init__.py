@@ -57,8 +57,8 @@ class Python:
 
 def own_runner(test_cmd: list[str]) -> bool:
     """Whether the command runs sympy's bin/test, Django's tests/runtests.py or ``python -m unittest``."""
-    paths = [PurePosixPath(a).as_posix() for a in test_cmd]
-    if any(p.endswith(("bin/test", RUNTESTS)) or p in ("runtests.py",) for p in paths):
+    paths = {PurePosixPath(a).as_posix() for a in test_cmd}  # as_posix drops a leading ./
+    if paths & {"bin/test", RUNTESTS}:
         return True
     return any(a == "-m" and b == "unittest" for a, b in itertools.pairwise(test_cmd))
 

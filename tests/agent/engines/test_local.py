@@ -92,7 +92,7 @@ def test_an_environment_chosen_by_the_task_is_shown_under_the_users_repo(
         raise EnvError("no index here")
 
     monkeypatch.setattr(runner, "backend_for", lambda config: Backend())
-    monkeypatch.setattr(runner, "choose_for_task", choose)
+    monkeypatch.setattr(runner, "choose_env", choose)
     outcome = execute_job(TaskJob(task=TaskSpec(id="t", repo=str(repo), goal="g"), model=model), repo, CancelToken())
     assert outcome.report.stop_reason == "sandbox_error" and "no index here" in (outcome.report.error or "")
     [(workspace, name)] = seen

@@ -100,3 +100,30 @@ def test_run_summaries_count_as_swebench_counts() -> None:
     assert "6 instances: 1 resolved · 3 unresolved · 1 patch_failed · 1 error · 1 flagged" in table
     assert next(line for line in table.splitlines() if line.startswith("d ")).endswith(
         "empty patch (report.json: empty_patch_ids)")
+
+
+def test_entries_that_are_no_test_id_are_not_graded_and_said() -> None:
+    result = InstanceEval(instance_id="i", status="error")
+    judge(result, F2P, [*P2P, "[100%]", "["], EvalEvidence(junit_xml=PASSING, exit_code=0), PASSING)
+    assert result.status == "resolved" and result.pass_to_pass["[100%]"] == result.pass_to_pass["["] == "not_a_test"
+    assert "2 entries are no pytest test id ('[100%]', '[')" in result.verdict_notes[0]
+    assert "[100%]" not in str(result.tests_status)
+
+
+def test_a_repository_s_ids_are_read_as_its_swebench_parser_writes_them() -> None:
+    junit = ('<testsuites><testsuite><testcase classname="tests.test_functional" '
+             'name="test_functional[/repo/tests/functional/r/recursion_error_3152.py]"/></testsuite></testsuites>')
+    named = ["tests/test_functional.py::test_functional[/recursion_error_3152.py]"]
+    for repo, expected in (("pylint-dev/pylint", "resolved"), ("pallets/flask", "unresolved")):
+        result = InstanceEval.model_validate({"instance_id": "i", "status": "error", "dataset": {"repo": repo}})
+        assert judge(result, named, [], EvalEvidence(junit_xml=junit, exit_code=0), junit).status == expected
+
+
+def test_a_log_runner_is_graded_from_its_log_and_regraded_from_the_kept_one() -> None:
+    log = "test_Mod ok\ntest_Mul F\n"
+    result = InstanceEval(instance_id="i", status="error")
+    judge(result, ["test_Mod"], ["test_Mul"], EvalEvidence(runner="sympy", log=log, exit_code=1), None)
+    assert result.runner == "sympy" and result.fail_to_pass == {"test_Mod": "passed"}
+    assert result.pass_to_pass == {"test_Mul": "failed"} and result.status == "unresolved" and result.trusted
+    again = judge(result, ["test_Mod"], ["test_Mul"], None, None, store.swebench_log(log, 1))
+    assert again.tests_status == result.tests_status

@@ -101,6 +101,13 @@ def test_a_link_is_no_evidence(tmp_path: Path) -> None:
     assert DJANGO.evidence(repo) is None
 
 
+def test_only_the_runners_own_paths_make_a_command_python_s() -> None:
+    from agent.languages.python import own_runner
+
+    assert own_runner(["python3", "./bin/test", "-C"]) and own_runner(["./tests/runtests.py"])
+    assert not own_runner(["/usr/bin/test", "-f", "x"]) and not own_runner(["python3", "runtests.py"])
+
+
 def test_own_runners_take_test_paths_or_labels_only() -> None:
     check_test_args(["python3", "tests/runtests.py"], ["model_fields.test_jsonfield", "basic"])
     check_test_args(["python3", "bin/test"], ["sympy/core/tests/test_arit.py"])

@@ -13,7 +13,7 @@ from agent.eval.job import EvalEvidence
 from agent.eval.store import swebench_log
 from agent.eval.verdict import InstanceEval, judge
 from agent.languages.python.runners import DJANGO, SYMPY
-from agent.languages.python.runners.base import LogRunner
+from agent.languages.runner import LogRunner
 from tests.e2e.swebench_referee import referee_or_skip
 
 LOGS = Path(__file__).with_name("runner_logs")

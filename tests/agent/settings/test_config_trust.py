@@ -48,6 +48,9 @@ VALUES: dict[str, tuple[Any, Any]] = {
     "env_candidate_timeout": (60.0, 1e6),
     "test_timeout": (60.0, 3600.0),
     "max_test_timeout": (120.0, 7200.0),
+    "python": (None, "3.9"),
+    "python_pull": (None, "yes"),
+    "python_images": (None, ["3.9=attacker/image:latest"]),
 }
 # More values no untrusted project may set.
 LOOSER: list[tuple[str, Any]] = [

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agent.languages.python.runners.base import LogRunner, Runner
 from agent.languages.python.runners.django import DJANGO
 from agent.languages.python.runners.pytest import PYTEST
 from agent.languages.python.runners.sympy import SYMPY
 from agent.languages.python.runners.unittest import UNITTEST
+from agent.languages.runner import LogRunner, Runner
 
 OWN_RUNNERS: tuple[LogRunner, ...] = (SYMPY, DJANGO)  # a repository's own runner, found in its tree
 LOG_RUNNERS: dict[str, LogRunner] = {r.name: r for r in (SYMPY, DJANGO, UNITTEST)}

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agent.languages.python.runners.base import regular_file, test_files
 from agent.languages.python.runners.unittest import label, same_test, verbose_statuses
+from agent.languages.runner import regular_file, test_files
 
 RUNTESTS = "tests/runtests.py"
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from agent.languages.python.runners.base import ERROR, FAILED, IDENTIFIER, PASSED, regular_file, test_files
+from agent.languages.runner import ERROR, FAILED, IDENTIFIER, PASSED, regular_file, test_files
 
 # "test_name ok", then optionally the file's closing mark in brackets
 _LINE = re.compile(r"^(test_\w*) (ok|F|E|f|s|w|X)(?:\s+\[(?:OK|FAIL)\])?$")

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from agent.languages.python.runners.base import ERROR, FAILED, PASSED, SKIPPED, test_files
+from agent.languages.runner import ERROR, FAILED, PASSED, SKIPPED, test_files
 
 _PASS_ENDINGS = (" ... ok", " ... OK", " ...  OK")
 _OPEN = " ... "

@@ -1,8 +1,9 @@
-"""What a Python test runner answers, as SWE-bench runs and reads it: which repositories it is for, the command
-for named tests, each test's outcome from the runner's own output, and the dataset's ids in its form.
+"""What a test runner answers, as a benchmark's harness (SWE-bench) runs and reads it: which repositories it is
+for, the command for named tests, each test's outcome from the runner's own output, the dataset's ids in its form.
 
-One module per runner (pytest.py, sympy.py, django.py, unittest.py); __init__.py picks one for a repository.
-Statuses are SWE-bench's (PASSED, FAILED, ERROR, SKIPPED, XFAIL): a runner's output is read into them.
+A language's runners are one module each (python/runners/: pytest, sympy, django, unittest); the registry says
+which one a repository's rows run with. Statuses are SWE-bench's (PASSED, FAILED, ERROR, SKIPPED, XFAIL): a
+runner's output is read into them.
 """
 
 from __future__ import annotations

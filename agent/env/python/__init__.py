@@ -1,0 +1,1 @@
+"""A task's Python: the version it runs on (choice.py), from the project's words (requires.py) and the calendar."""

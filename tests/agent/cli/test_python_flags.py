@@ -1,0 +1,41 @@
+"""The registered images of each Python: `codebox image python X.Y --image NAME`'s file and the python_images
+setting (which wins); their mistakes are one line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agent.cli.parser import main
+from agent.cli.python_flags import registered_images, registrations_file
+from agent.env.errors import EnvError
+
+
+@pytest.fixture(autouse=True)
+def _config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    monkeypatch.delenv("CODEBOX_PYTHON_IMAGES", raising=False)
+
+
+def test_the_command_registers_and_forgets_and_the_setting_wins(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["image", "python", "3.9", "--image", "mine/py:3.9"]) == 0
+    assert main(["image", "python", "3.10.4", "--image", "mine/py:3.10"]) == 0
+    assert registered_images([]) == {"3.9": "mine/py:3.9", "3.10": "mine/py:3.10"}
+    assert registered_images(["3.9=other:1"]) == {"3.9": "other:1", "3.10": "mine/py:3.10"}
+    assert main(["image", "python", "3.10", "--forget"]) == 0
+    assert registered_images([]) == {"3.9": "mine/py:3.9"}
+    assert registrations_file().is_file()
+    assert "Python 3.9: mine/py:3.9" in capsys.readouterr().out
+
+
+def test_mistakes_are_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["image", "python", "three", "--image", "x"]) == 2
+    assert main(["image", "python", "--image", "x"]) == 2
+    assert main(["image", "python", "2.7", "--build"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err == ["codebox: image python 'three': expected a Python version such as 3.9",
+                   "codebox: image python: --image, --forget and --build need the version (X.Y)",
+                   "codebox: no Debian suite here ships Python 2.7 (bullseye 3.9, bookworm 3.11, trixie 3.13)"]
+    with pytest.raises(EnvError, match=r"python_images: '3\.9' is not X\.Y=IMAGE"):
+        registered_images(["3.9"])

@@ -1,0 +1,108 @@
+"""Which Python a task runs on: the chain's order, the calendar, requires-python, the nearest newer minor."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from agent import python_versions as versions
+from agent.env.errors import EnvError
+from agent.env.python.choice import PythonChoice, asked_version, want
+from agent.env.python.requires import at_commit, in_folder, requires_python
+
+
+def test_the_python_current_on_a_date_is_the_newest_minor_out_by_then() -> None:
+    assert versions.current_on("2020-10-04") == "3.8"
+    assert versions.current_on("2020-10-05T00:00:00Z") == "3.9"
+    assert versions.current_on("2014-01-01") is None
+
+
+def test_requires_python_bounds_the_date_s_python() -> None:
+    assert versions.newest_allowed_by("<3.9", "2023-01-01") == "3.8"
+    assert versions.newest_allowed_by(">=3.6,<3.10", "2022-06-01") == "3.9"
+    assert versions.newest_allowed_by(">=3.12", "2021-01-01") is None
+    assert versions.allows("not a specifier", "3.9")
+
+
+def test_the_nearest_newer_minor_stands_in_within_its_series_only() -> None:
+    here = {"3.9", "3.11", "3.13"}
+    assert [versions.nearest_newer(m, here) for m in ("3.6", "3.8", "3.9", "3.10", "3.12")] == \
+        ["3.9", "3.9", "3.9", "3.11", "3.13"]
+    assert versions.nearest_newer("3.14", here) is None
+    assert versions.nearest_newer("2.7", here) is None  # another series
+    assert versions.nearest_newer("3.5", here) is None  # too old for 3.9 to stand in
+
+
+def test_the_user_s_word_beats_the_dataset_s_spec_which_beats_the_project() -> None:
+    spec = ("3.9", "SWE-bench 4.1.0's spec for psf/requests 2.26")
+    asked = want(("3.13", "flag", "--python"), spec, ">=3.11", "2019-01-01T00:00:00Z")
+    assert (asked.minor, asked.source, asked.why) == ("3.13", "flag", "asked by --python")
+    by_spec = want(None, spec, ">=3.11", "2019-01-01T00:00:00Z")
+    assert (by_spec.minor, by_spec.source, by_spec.why) == ("3.9", "dataset", spec[1])
+    by_date = want(None, None, ">=3.6", "2021-03-01T12:00:00Z")
+    assert (by_date.minor, by_date.source) == ("3.9", "project")
+    assert "current on 2021-03-01" in by_date.why and ">=3.6" in by_date.why
+
+
+def test_the_default_image_s_python_serves_whenever_it_was_out_and_allowed() -> None:
+    assert want(None, None, ">=3.8", "2024-05-01T00:00:00Z").minor is None  # 3.12 was current; 3.11 is allowed
+    assert want(None, None, None, "now").minor is None
+    assert want(None, None, None, "2020-10-06T00:00:00Z").minor == "3.9"  # --as-of 2020-10-05: 3.9's day
+    assert want(None, None, None, "2020-10-05T00:00:00Z").minor == "3.8"  # --as-of 2020-10-04
+    assert want(None, None, "<3.11", "2024-05-01T00:00:00Z").minor == "3.10"  # the project refuses 3.11
+    assert want(None, None, ">=3.12", "now").minor == "3.12"  # no date: the oldest one it allows above 3.11
+    assert want(None, None, "<3.10", None).minor == "3.9"
+    assert want(None, None, None, "2021-12-01T12:00:00Z").minor == "3.10"  # wanted; 3.11 stands in (sources')
+
+
+def test_a_version_that_is_no_version_is_a_usage_error() -> None:
+    assert asked_version(" 3.9.2 ", "--python") == "3.9"
+    with pytest.raises(EnvError, match=r"--python 'three': expected a Python version such as 3.9") as caught:
+        asked_version("three", "--python")
+    assert caught.value.usage
+
+
+def test_the_choice_says_spec_and_ran_when_a_newer_one_stood_in() -> None:
+    chosen = PythonChoice(wanted="3.10", ran="3.11", source="dataset", why="SWE-bench 4.1.0's spec for pydata/xarray "
+                          "0.12", image="codebox-sandbox:latest", link="Debian bookworm, built offline")
+    assert chosen.line().startswith("python 3.11 (spec 3.10, ran 3.11: the nearest newer one here): SWE-bench")
+    same = chosen.model_copy(update={"wanted": "3.11"})
+    assert same.line().startswith("python 3.11: SWE-bench")
+
+
+def test_requires_python_is_read_from_each_file_and_from_a_commit(tmp_path: Path) -> None:
+    (tmp_path / "setup.py").write_text("from setuptools import setup\nsetup(name='x', python_requires='>=3.5')\n")
+    assert requires_python(in_folder(tmp_path)) == ">=3.5"
+    (tmp_path / "setup.cfg").write_text("[options]\npython_requires = >=3.6\n")
+    assert requires_python(in_folder(tmp_path)) == ">=3.6"
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\nrequires-python = ">=3.7"\n')
+    assert requires_python(in_folder(tmp_path)) == ">=3.7"
+    git = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "one"], check=True)
+    (tmp_path / "pyproject.toml").write_text("not toml [")  # the worktree changes; the commit does not
+    assert requires_python(at_commit(tmp_path, "HEAD")) == ">=3.7"
+    assert requires_python(in_folder(tmp_path)) == ">=3.6"  # an unreadable file says nothing
+    assert requires_python(at_commit(tmp_path, "0" * 40)) is None
+
+
+def test_build_requirements_are_never_older_than_the_python_they_run_on() -> None:
+    from agent.env.install.ensure import build_date
+
+    assert build_date("2019-08-03T00:00:00Z", "3.9.2") == "2020-10-05T00:00:00Z"  # setuptools 41 breaks on 3.9
+    assert build_date("2021-06-01T00:00:00Z", "3.9.2") == "2021-06-01T00:00:00Z"
+    assert build_date(None, "3.9.2") is None  # "now": no limit
+    assert build_date("2019-08-03T00:00:00Z", "3.99.0") == "2019-08-03T00:00:00Z"  # a minor of no known date
+
+
+def test_a_recipe_s_exact_pin_is_taken_whatever_the_date() -> None:
+    """SWE-bench's specs pin versions newer than their rows (pytest 5.4's attrs==23.1.0 for a 2020 row)."""
+    from agent.env.read.reqlines import parse_requirement
+    from agent.env.resolve.resolve import RECIPE_PIP, _pinned_whatever_the_date
+
+    requirements = [parse_requirement("attrs==23.1.0", RECIPE_PIP), parse_requirement("py>=1.5", RECIPE_PIP),
+                    parse_requirement("pluggy==0.13.1", "setup.cfg [options] install_requires")]
+    assert _pinned_whatever_the_date(requirements) == ["--exclude-newer-package", "attrs=false"]
