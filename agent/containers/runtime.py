@@ -17,13 +17,11 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import hashlib
 import json
 import os
-import shutil
 import threading
 import time
-from dataclasses import dataclass
+import zlib
 from pathlib import Path
 
 from agent import __version__
@@ -37,16 +35,24 @@ MANIFEST = "runtime.json"
 COLLECT_TIMEOUT_S = 300.0
 
 
-@dataclass(frozen=True)
 class Runtime:
-    """One runtime folder on the host and where its parts are once mounted at RUNTIME_MOUNT."""
+    """One runtime folder on the host and where its parts are once mounted at RUNTIME_MOUNT.
 
-    folder: Path
-    loader: str  # paths relative to the folder (and to RUNTIME_MOUNT)
-    python: str
-    package: str  # the sandbox package's mount point, on the interpreter's own sys.path
-    rg: str  # "" when the sandbox image had no ripgrep
-    version: str
+    A plain class, not a dataclass: `codebox run`'s early start imports this module, and
+    dataclasses (with inspect) would be a third of its import time."""
+
+    __slots__ = ("folder", "loader", "package", "python", "rg", "version")
+
+    def __init__(self, folder: Path, loader: str, python: str, package: str, rg: str, version: str) -> None:
+        self.folder = folder
+        self.loader = loader  # paths relative to the folder (and to RUNTIME_MOUNT)
+        self.python = python
+        self.package = package  # the sandbox package's mount point, on the interpreter's own sys.path
+        self.rg = rg  # "" when the sandbox image had no ripgrep
+        self.version = version
+
+    def __repr__(self) -> str:
+        return f"Runtime({str(self.folder)!r}, python {self.version})"
 
     def inside(self, relative: str) -> str:
         return f"{RUNTIME_MOUNT}/{relative}"
@@ -54,6 +60,18 @@ class Runtime:
     def start(self, program: str) -> list[str]:
         """The argv that runs ``program`` (a path relative to the runtime) through its own loader."""
         return [self.inside(self.loader), "--library-path", self.inside("lib"), self.inside(program)]
+
+    def compile_on_host(self, package: Path) -> bool:
+        """Compile ``package``'s bytecode with this runtime's Python, run here on the host through its own
+        loader (a host whose Python is another minor); False when it could not."""
+        import subprocess
+
+        argv = [str(self.folder / self.loader), "--library-path", str(self.folder / "lib"),
+                str(self.folder / self.python), "-I", "-S", "-m", "compileall", "-q", str(package)]
+        try:
+            return subprocess.run(argv, capture_output=True, timeout=120).returncode == 0
+        except (OSError, subprocess.SubprocessError):
+            return False
 
     def python_argv(self) -> list[str]:
         """The interpreter, isolated (-I: no PYTHON* variable, no user site, no working directory on
@@ -69,14 +87,17 @@ def cache_root() -> Path:
     return Path(base) / "codebox"
 
 
-def runtime_key() -> str:
-    """This codebox's version, the sandbox image's build files and the collect script: a new one of
-    any makes a new runtime (an old folder is left for `codebox gc`)."""
-    from agent.containers.image import image_format
+# What the runtime is made from: the sandbox image's build files (agent.containers.image reads the same
+# two for its image format) and the collect script.
+_SOURCES = ("Dockerfile.sandbox", "build_base.sh", COLLECT_SCRIPT.name)
 
-    digest = hashlib.sha256(f"{__version__}\0{image_format()}\0".encode())
-    digest.update(COLLECT_SCRIPT.read_bytes())
-    return digest.hexdigest()[:16]
+
+def runtime_key() -> str:
+    """This codebox's version and the files the runtime is made from: a new one of any makes a new
+    runtime (an old folder stays: a codebox of that version may still run). CRC-32s, not hashlib:
+    this runs on `codebox run`'s early start, and a clash of two versions' files is not a threat."""
+    sums = [zlib.crc32((COLLECT_SCRIPT.parent / name).read_bytes()) for name in _SOURCES]
+    return f"{__version__}-" + "".join(f"{value:08x}" for value in sums)
 
 
 def runtime_folder() -> Path:
@@ -125,14 +146,21 @@ def _collect_locked(folder: Path, client: EngineClient | None) -> Runtime:
 
 
 def _collect(folder: Path, client: EngineClient | None) -> Runtime:
-    from agent.containers.engine_api import connect_engine
-    from agent.containers.image import ImageError, ensure_sandbox_image
+    import shutil
 
-    try:
-        image = ensure_sandbox_image(log=lambda _msg: None)
-    except ImageError as exc:
-        raise SandboxError(f"the sandbox's runtime comes from codebox's sandbox image: {exc}") from exc
+    from agent.containers.engine_api import connect_engine
+    from agent.containers.image import SANDBOX_IMAGE, ImageError, image_problem
+
     client = client or connect_engine(SandboxError)
+    # Not built here, silently, inside a task's start: building it is `codebox image build`'s (with its progress).
+    try:
+        problem = image_problem(SANDBOX_IMAGE, client)
+    except ImageError as exc:
+        problem = str(exc)
+    if problem:
+        raise SandboxError("the sandbox server's runtime is copied once out of codebox's own sandbox image, "
+                           f"whatever --image says: {problem.replace(' (or pass --image)', '')}")
+    image = SANDBOX_IMAGE
     work = folder.parent / f".{folder.name}.{os.getpid()}.tmp"
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(mode=0o755)

@@ -11,6 +11,7 @@ import math
 import os
 import re
 import stat
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -34,16 +35,22 @@ def precompile_package() -> None:
     """Write the in-container package's bytecode next to its sources, where it is missing or stale.
 
     The package is mounted read-only, so a container cannot cache what it compiles: without
-    this, every container start compiles the server from source (a third of its boot). A
-    container whose python has the host's version (the default image: both 3.11) uses these
-    files; another version ignores them. Skipped when the folder is not writable (an install
-    made by pip, which compiled it already).
+    this, every container start compiles the server from source (a third of its boot). The
+    server runs on the injected runtime's Python (agent.containers.runtime): a host of the same
+    minor compiles it itself; another host has the runtime compile it (it runs on the host too).
+    Skipped when the folder is not writable (an install made by pip, which compiled it already).
     """
     if not os.access(SANDBOX_PACKAGE_DIR, os.W_OK):
         return
-    import compileall  # only here: a process that starts no container never needs it
+    from agent.containers.runtime import ensure_runtime
 
-    compileall.compile_dir(str(SANDBOX_PACKAGE_DIR), quiet=2)
+    runtime = ensure_runtime()
+    if runtime.version.startswith(f"{sys.version_info[0]}.{sys.version_info[1]}."):
+        import compileall  # only here: a process that starts no container never needs it
+
+        compileall.compile_dir(str(SANDBOX_PACKAGE_DIR), quiet=2)
+    else:
+        runtime.compile_on_host(SANDBOX_PACKAGE_DIR)
 
 
 # The container's init ends it this long after the lifetime (the server exits at the lifetime).

@@ -344,12 +344,15 @@ class _Build:
                  f"({self.target.platform})")
         notes: list[str] = []
         lock = self._with_preferred(requirements, notes)
+        if lock.undated:
+            notes.append(f"{', '.join(lock.undated)}: no version as of {self.request.as_of[:10]} on the index (its "
+                         "history deleted, or newer than the date): the first versions after it are used")
         for note in notes:
             self.log(note)
         self.inputs.declared.notes += [n for n in notes if n not in self.inputs.declared.notes]
         if project:  # a dependency may pull the project from the index: /repo is the project
             own = canonicalize_name(project)
-            lock = Lock(pins=[p for p in lock.pins if canonicalize_name(p.name) != own])
+            lock = Lock(pins=[p for p in lock.pins if canonicalize_name(p.name) != own], undated=lock.undated)
         return lock
 
     def _with_preferred(self, requirements: list[Requirement], notes: list[str]) -> Lock:

@@ -26,7 +26,7 @@ from agent.env.read.static_eval import (
 )
 
 WANTED = ("name", "version", "install_requires", "extras_require", "tests_require", "python_requires",
-          "package_dir", "entry_points")
+          "package_dir", "entry_points", "setup_requires")
 EXTENSION_KEYS = ("ext_modules", "cffi_modules", "rust_extensions")
 # Keywords whose computed value leaves the project's dependency metadata unknown.
 METADATA_KEYS = ("install_requires", "extras_require")

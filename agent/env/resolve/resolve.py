@@ -92,6 +92,9 @@ class Lock(BaseModel):
     """The resolved set: one wheel per package, each with its URL and sha256."""
 
     pins: list[Pin]
+    # Packages with no version as of the date (their history deleted: atomicwrites before 1.4.1), taken from
+    # the first versions after it (see resolve).
+    undated: list[str] = Field(default_factory=list)
 
     def requirements_txt(self) -> str:
         return "".join(f"{p.name}=={p.version}\n" for p in self.pins)
@@ -160,6 +163,33 @@ def resolve(requirements: list[Requirement], target: Target, index: IndexConfig,
     that it never builds one to learn them. NeedsSource when a package has no usable wheel.
     A cancel kills uv (its whole process group) and raises EnvCancelled.
     """
+    undated: list[str] = []
+    for _ in range(MAX_UNDATED + 1):
+        try:
+            lock = _compile(requirements, target, index, sdist_metadata, cancel, exclude_newer, undated)
+            return lock.model_copy(update={"undated": undated})
+        except _NoVersions as exc:
+            if not exclude_newer or set(exc.names) <= set(undated) or len(undated) >= MAX_UNDATED:
+                raise EnvError(str(exc), usage=True) from None
+            undated += [n for n in exc.names if n not in undated]
+    raise AssertionError("unreachable")
+
+
+# A package with no version as of the date is taken from the versions after it, this many at most per resolve.
+MAX_UNDATED = 5
+
+
+class _NoVersions(EnvError):
+    """uv found no version at all of ``names`` as of the date."""
+
+    def __init__(self, message: str, names: list[str]) -> None:
+        super().__init__(message, usage=True)
+        self.names = names
+
+
+def _compile(requirements: list[Requirement], target: Target, index: IndexConfig,
+             sdist_metadata: dict[str, list[str]] | None, cancel: Cancel, exclude_newer: str | None,
+             undated: list[str]) -> Lock:
     import tempfile  # here: a cache hit imports this module (IndexConfig), never resolves
 
     with tempfile.TemporaryDirectory(prefix="codebox-resolve-") as tmp:
@@ -170,7 +200,8 @@ def resolve(requirements: list[Requirement], target: Target, index: IndexConfig,
             *_interpreter_args(), "--python-version", target.python, "--python-platform", target.platform,
             "--only-binary", ":all:", "--no-config", "--quiet", "--no-header", *index.uv_args(),
             *_sdist_args(sdist_metadata or {}, Path(tmp)),
-            *(["--exclude-newer", exclude_newer, *_pinned_whatever_the_date(requirements)] if exclude_newer else []),
+            *(["--exclude-newer", exclude_newer, *_pinned_whatever_the_date(requirements, undated)]
+              if exclude_newer else []),
         ]
         try:  # cwd: an empty folder, so no uv.toml or pyproject of anyone else's is read
             proc = run_process(cmd, cancel, RESOLVE_TIMEOUT_S, cwd=tmp, errors="replace", env=_uv_env(),
@@ -182,6 +213,9 @@ def resolve(requirements: list[Requirement], target: Target, index: IndexConfig,
             names = re.findall(r"Wheels are required for `([^`]+)`", proc.stderr)
             if names:
                 raise NeedsSource(_explain(proc.stderr, requirements), names)
+            missing = re.findall(r"there (?:are|is) no versions of `?([A-Za-z0-9][A-Za-z0-9._-]*)", proc.stderr)
+            if missing:
+                raise _NoVersions(_explain(proc.stderr, requirements), [m.lower().rstrip(".") for m in missing])
             raise EnvError(_explain(proc.stderr, requirements), usage=_is_unsatisfiable(proc.stderr))
         return parse_pylock(Path(tmp, "pylock.toml").read_text(encoding="utf-8"))
 
@@ -190,9 +224,10 @@ RECIPE_PIP = "the recipe's pip"  # the source of a recipe's packages (a --pip fl
 PREFERRED = "the recipe's prefer"  # a recipe's preferred versions (a dataset spec's pip_packages)
 
 
-def _pinned_whatever_the_date(requirements: list[Requirement]) -> list[str]:
+def _pinned_whatever_the_date(requirements: list[Requirement], undated: tuple[str, ...] | list[str] = ()) -> list[str]:
     """uv's arguments that take a recipe's exact pin (``attrs==23.1.0``) whatever the as-of date: the recipe named
-    that version (SWE-bench's specs pin versions newer than their rows' dates)."""
+    that version (SWE-bench's specs pin versions newer than their rows' dates); and the ``undated`` packages (no
+    version as of the date: see resolve)."""
     from packaging.requirements import InvalidRequirement
     from packaging.requirements import Requirement as Pep508
 
@@ -206,7 +241,8 @@ def _pinned_whatever_the_date(requirements: list[Requirement]) -> list[str]:
             continue
         if len(parsed.specifier) == 1 and next(iter(parsed.specifier)).operator in ("==", "==="):
             args += ["--exclude-newer-package", f"{requirement.name}=false"]
-    return args
+    return args + [arg for name in undated if f"{name}=false" not in args
+                   for arg in ("--exclude-newer-package", f"{name}=false")]
 
 
 def _interpreter_args() -> list[str]:

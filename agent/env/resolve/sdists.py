@@ -131,7 +131,7 @@ def _with_build_requires(lock: Lock, known: dict[str, SdistMeta | None]) -> Lock
             pins.append(meta.wheel)
         else:
             pins.append(pin.model_copy(update={"build_requires": meta.build_requires}) if meta else pin)
-    return Lock(pins=pins)
+    return Lock(pins=pins, undated=lock.undated)
 
 
 def build_requirements(lock: Lock) -> list[Requirement]:
@@ -145,7 +145,8 @@ def build_requirements(lock: Lock) -> list[Requirement]:
 
 def read_sdist(path: Path, pin: Pin) -> SdistMeta:
     """The sdist's dependencies and build requirements, from its pyproject.toml or PKG-INFO."""
-    pyproject_text, pkg_info = _members(path)
+    members = _members(path)
+    pyproject_text, pkg_info = members.get("pyproject.toml"), members.get("PKG-INFO")
     pyproject = _toml(pyproject_text, pin) if pyproject_text else {}
     build = (pyproject.get("build-system") or {}).get("requires")
     build_requires = [str(r) for r in build] if isinstance(build, list) else list(DEFAULT_BUILD_REQUIRES)
@@ -156,14 +157,44 @@ def read_sdist(path: Path, pin: Pin) -> SdistMeta:
     elif pkg_info and _static_pkg_info(pkg_info):
         requires = HeaderParser().parsestr(pkg_info).get_all("Requires-Dist") or []
     else:
-        raise DynamicSdist(pin, build_requires)
+        raise DynamicSdist(pin, [*build_requires, *setup_requires(members, pin)])
     for text in [*requires, *build_requires]:
         _check_requirement(text, pin)
     return SdistMeta(requires_dist=[str(r) for r in requires], build_requires=build_requires)
 
 
-def _members(path: Path) -> tuple[str | None, str | None]:
-    """The top folder's pyproject.toml and PKG-INFO (small text files only)."""
+def setup_requires(members: dict[str, str], pin: Pin) -> list[str]:
+    """What a legacy setup.py asks its build for beyond ``[build-system]`` (``setup_requires``: iniconfig 1.0's
+    setuptools-scm; setuptools' get_requires_for_build_wheel returns it), read statically from setup.py and
+    setup.cfg, never run."""
+    import tempfile
+
+    from agent.env.read.safe_read import parse_ini
+    from agent.env.read.setup_py import read_setup_py
+
+    found: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="codebox-sdist-setup-") as tmp:
+        folder = Path(tmp)
+        for name in ("setup.py", "setup.cfg"):
+            if name in members:
+                (folder / name).write_text(members[name], encoding="utf-8")
+        try:
+            setup = read_setup_py(folder) if "setup.py" in members else None
+            cfg = parse_ini(members["setup.cfg"], "setup.cfg") if "setup.cfg" in members else None
+        except EnvError:
+            return []  # unreadable: the build says what it misses
+    value = setup.values.get("setup_requires") if setup is not None else None
+    if isinstance(value, str):
+        value = value.splitlines()
+    if isinstance(value, list | tuple):
+        found += [v.strip() for v in value if isinstance(v, str) and v.strip()]
+    if cfg is not None and cfg.has_option("options", "setup_requires"):
+        found += [line.strip() for line in cfg.get("options", "setup_requires").splitlines() if line.strip()]
+    return [str(_check_requirement(text, pin)) for text in found]
+
+
+def _members(path: Path) -> dict[str, str]:
+    """The top folder's pyproject.toml, PKG-INFO, setup.py and setup.cfg (small text files only)."""
     found: dict[str, str] = {}
     try:
         if path.name.endswith(".zip"):
@@ -182,12 +213,12 @@ def _members(path: Path) -> tuple[str | None, str | None]:
                             found.setdefault(name, data.read().decode("utf-8", "replace"))
     except (OSError, tarfile.TarError, zipfile.BadZipFile, EOFError) as exc:
         raise EnvError(f"cannot read the sdist {path.name}: {exc}", usage=True) from exc
-    return found.get("pyproject.toml"), found.get("PKG-INFO")
+    return found
 
 
 def _top_level_name(member: str) -> str | None:
     parts = member.strip("/").split("/")
-    return parts[1] if len(parts) == 2 and parts[1] in ("pyproject.toml", "PKG-INFO") else None
+    return parts[1] if len(parts) == 2 and parts[1] in ("pyproject.toml", "PKG-INFO", "setup.py", "setup.cfg") else None
 
 
 def _toml(text: str, pin: Pin) -> dict[str, Any]:

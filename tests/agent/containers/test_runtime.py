@@ -60,3 +60,16 @@ def test_the_runtime_runs_by_itself_and_what_it_starts_sees_none_of_it(sandbox_i
     prefix, _, child_env = done.stdout.partition("\n")
     assert prefix == str(folder)
     assert "/.codebox" not in child_env and str(folder) not in child_env  # the child inherits only what it was given
+
+
+@pytest.mark.docker
+def test_the_runtime_compiles_the_server_on_a_host_of_another_python(sandbox_image: str, tmp_path: Path) -> None:
+    """A host whose Python is not the runtime's minor has the runtime compile the mounted package."""
+    import shutil
+
+    from agent.containers.spec import SANDBOX_PACKAGE_DIR
+
+    package = tmp_path / "sandbox"
+    shutil.copytree(SANDBOX_PACKAGE_DIR, package, ignore=shutil.ignore_patterns("__pycache__"))
+    assert ensure_runtime().compile_on_host(package)
+    assert list((package / "__pycache__").glob("server.cpython-311.pyc"))

@@ -99,3 +99,18 @@ def test_a_wheel_built_for_another_python_is_refused_by_its_tag() -> None:
     with pytest.raises(EnvError, match=r"is for Python py2, not 3.11") as info:
         check_python_tag("pytest-2.6.0-py2-none-any.whl", TARGET, pin)
     assert info.value.usage
+
+
+def test_a_dynamic_sdist_s_setup_requires_are_part_of_what_builds_it(tmp_path: Path) -> None:
+    """iniconfig 1.0.0's shape: no pyproject, setup() inside main() with setup_requires=['setuptools-scm'] (what
+    setuptools' get_requires_for_build_wheel returns): the box's wheelhouse must hold it."""
+    from agent.env.resolve.resolve import Pin
+    from agent.env.resolve.sdists import DynamicSdist, read_sdist
+
+    setup_py = ("from setuptools import setup\n\n\ndef main():\n    setup(name='iniconfig', use_scm_version=True,\n"
+                "          setup_requires=['setuptools-scm'])\n\n\nif __name__ == '__main__':\n    main()\n")
+    path = make_sdist(tmp_path, "iniconfig", "1.0.0", {"setup.py": setup_py})
+    pin = Pin(name="iniconfig", version="1.0.0", url=path.as_uri(), sha256="0" * 64, sdist=True)
+    with pytest.raises(DynamicSdist) as info:
+        read_sdist(path, pin)
+    assert info.value.build_requires == ["setuptools>=40.8.0", "wheel", "setuptools-scm"]
