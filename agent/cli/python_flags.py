@@ -28,7 +28,18 @@ if TYPE_CHECKING:
     from agent.protocol import TaskSpec
 
 REGISTERED_FILE = "python-images.json"
+# A repository that shows another ecosystem's manifest and none of Python's runs in its toolchain's image
+# (agent/languages): no Python is chosen for it by its date, so an old Rust row is not skipped for want of 3.5.
+OTHER_ECOSYSTEM_FILES = ("Cargo.toml", "go.mod", "package.json")
+PYTHON_PROJECT_FILES = ("pyproject.toml", "setup.py", "setup.cfg", "requirements.txt", "tox.ini")
 Log = Callable[[str], None]
+
+
+def not_python(read: Reader) -> bool:
+    """Whether the tree is another ecosystem's project (a Cargo.toml, go.mod or package.json at its root) with no
+    Python project file beside it."""
+    return (any(read(name) is not None for name in OTHER_ECOSYSTEM_FILES)
+            and all(read(name) is None for name in PYTHON_PROJECT_FILES))
 
 
 def registrations_file() -> Path:
@@ -92,6 +103,8 @@ class PythonFlags:
         if self.user_image or task.image:
             return task.model_copy(update={"python_choice": None})
         asked = self._asked(task, recipe_python)
+        if asked is None and spec is None and not_python(read):
+            return task.model_copy(update={"python_choice": None})
         requires = requires_python(read) if asked is None and spec is None else None
         wanted = choice.want(asked, spec, requires, as_of)
         if wanted.minor is None:

@@ -3,13 +3,17 @@ setting (which wins); their mistakes are one line."""
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 import pytest
 
 from agent.cli.parser import main
-from agent.cli.python_flags import registered_images, registrations_file
+from agent.cli.python_flags import PythonFlags, registered_images, registrations_file
+from agent.containers.pythons import PythonUnavailable
 from agent.env.errors import EnvError
+from agent.env.python.requires import in_folder
+from agent.protocol import TaskSpec
 
 
 @pytest.fixture(autouse=True)
@@ -39,3 +43,23 @@ def test_mistakes_are_one_line(capsys: pytest.CaptureFixture[str]) -> None:
                    "codebox: no Debian suite here ships Python 2.7 (bullseye 3.9, bookworm 3.11, trixie 3.13)"]
     with pytest.raises(EnvError, match=r"python_images: '3\.9' is not X\.Y=IMAGE"):
         registered_images(["3.9"])
+
+
+def _flags() -> PythonFlags:
+    args = argparse.Namespace(python=None, image=None, python_images=[], python_pull="no", backend="docker")
+    return PythonFlags(args, log=lambda _line: None)
+
+
+def test_a_rust_go_or_node_repository_gets_no_python_by_its_date(tmp_path: Path) -> None:
+    """An old Rust crate would otherwise want the Python of 2016 (3.5, nowhere here) and be skipped: its tests
+    run in its toolchain's image, so nothing is chosen unless a Python is asked."""
+    task = TaskSpec(id="t", repo=str(tmp_path), goal="g")
+    for manifest in ("Cargo.toml", "go.mod", "package.json"):
+        (tmp_path / manifest).write_text("")
+        chosen = _flags().apply(task, in_folder(tmp_path), "2016-03-01T00:00:00Z")
+        assert chosen.python_choice is None and chosen.image is None
+        (tmp_path / manifest).unlink()
+    (tmp_path / "package.json").write_text("{}")
+    (tmp_path / "setup.py").write_text("from setuptools import setup\nsetup(name='x')\n")  # Python beside it
+    with pytest.raises(PythonUnavailable, match=r"no Python 3\.5 here"):
+        _flags().apply(task, in_folder(tmp_path), "2016-03-01T00:00:00Z")
