@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 BUILD = "/tmp/codebox-build"
 BUILT = "/tmp/codebox-built"
 MAX_WHEEL_BYTES = 512 * 1024**2
-FORMAT = "1"
+FORMAT = "2"  # 2: a universal wheel named by all its tags (1 kept py2-none-any only)
 _WHEEL_NAME = re.compile(r"^[A-Za-z0-9_.]+-[A-Za-z0-9_.!+]+(-[0-9][A-Za-z0-9_]*)?-[A-Za-z0-9_.]+-[A-Za-z0-9_.]+"
                          r"-[A-Za-z0-9_.]+\.whl$")
 _DIST_INFO = re.compile(r"^([A-Za-z0-9_.]+)-([A-Za-z0-9_.!+]+)\.dist-info/")
@@ -120,11 +120,21 @@ def _wheel_name(path: Path, sdist: Pin) -> str:
             wheel = archive.read(f"{dist_info}/WHEEL")[:65536].decode("utf-8", "replace")
     except (OSError, zipfile.BadZipFile, KeyError) as exc:
         raise EnvError(f"the wheel built from {sdist.filename} is not readable: {exc}", usage=True) from None
-    tags = HeaderParser().parsestr(wheel).get_all("Tag") or []
-    name = f"{dist_info[: -len('.dist-info')]}-{tags[0].strip() if tags else ''}.whl"
+    tags = [tag.strip() for tag in HeaderParser().parsestr(wheel).get_all("Tag") or []]
+    name = f"{dist_info[: -len('.dist-info')]}-{compressed_tag(tags)}.whl"
     if not tags or not _WHEEL_NAME.match(name):
         raise EnvError(f"the wheel built from {sdist.filename} names itself {name!r}; refused", usage=True)
     return name
+
+
+def compressed_tag(tags: list[str]) -> str:
+    """A wheel's tags as its file name writes them (PEP 425): a universal wheel's WHEEL lists ``py2-none-any`` and
+    ``py3-none-any``, its name says ``py2.py3-none-any`` (named from the first alone, an installer on 3.x refuses
+    it); each part's distinct values in their order, joined by dots."""
+    parts = [tag.split("-") for tag in tags]
+    if not parts or any(len(part) != 3 for part in parts):
+        return tags[0] if tags else ""
+    return "-".join(".".join(dict.fromkeys(part[i] for part in parts)) for i in range(3))
 
 
 def check_python_tag(name: str, target: Target, sdist: Pin) -> None:

@@ -114,3 +114,23 @@ def test_a_dynamic_sdist_s_setup_requires_are_part_of_what_builds_it(tmp_path: P
     with pytest.raises(DynamicSdist) as info:
         read_sdist(path, pin)
     assert info.value.build_requires == ["setuptools>=40.8.0", "wheel", "setuptools-scm"]
+
+
+def test_a_universal_wheel_is_named_by_all_its_tags(tmp_path: Path) -> None:
+    """docopt 0.6.2 and atomicwrites 1.4.1, built in the box: their WHEEL lists py2-none-any and py3-none-any; named
+    from the first alone, uv refused them on cp39 (10 of the development set's rows)."""
+    import zipfile
+
+    from agent.env.install.sdist_wheel import _wheel_name, check_python_tag, compressed_tag
+    from agent.env.resolve.resolve import Pin
+
+    built = tmp_path / "built.whl"
+    with zipfile.ZipFile(built, "w") as archive:
+        archive.writestr("docopt-0.6.2.dist-info/WHEEL", "Wheel-Version: 1.0\nRoot-Is-Purelib: true\n"
+                         "Tag: py2-none-any\nTag: py3-none-any\n\n")
+    pin = Pin(name="docopt", version="0.6.2", url="file:///x", sha256="0" * 64)
+    name = _wheel_name(built, pin)
+    assert name == "docopt-0.6.2-py2.py3-none-any.whl"
+    check_python_tag(name, TARGET, pin)  # a Python 3 may install it
+    assert compressed_tag(["cp39-cp39-manylinux_2_17_x86_64", "cp39-cp39-manylinux2014_x86_64"]) == (
+        "cp39-cp39-manylinux_2_17_x86_64.manylinux2014_x86_64")
