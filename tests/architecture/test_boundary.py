@@ -164,3 +164,12 @@ def test_every_in_container_entry_point_imports_under_a_bare_interpreter(sandbox
         capture_output=True, text=True, timeout=120,
     )
     assert result.returncode == 0, result.stderr[-2000:]
+
+
+def test_no_two_test_modules_share_a_name() -> None:
+    """tests/ has no __init__.py: pytest imports each module by its basename, and a second file of the same name
+    in another folder stops the whole collection ("import file mismatch"), which no partial run shows."""
+    from collections import Counter
+
+    names = Counter(path.name for path in (ROOT / "tests").rglob("test_*.py"))
+    assert [name for name, count in names.items() if count > 1] == []

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.agent.eval.repos import diff_of, make_repo
-from tests.e2e.test_rust import codebox, run_test, script
+from tests.e2e.test_rust_runs import codebox, run_test, script
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(1200)]  # a toolchain image's first build: minutes
 
