@@ -88,7 +88,8 @@ class EnvRequest(BaseModel):
     candidates: int = Field(defaults.DEFAULT_ENV_CANDIDATES, ge=1)
     candidate_timeout_s: float = Field(defaults.DEFAULT_ENV_CANDIDATE_TIMEOUT_S, gt=0)
     skip: int = Field(0, ge=0)
-    # The X.Y chosen for the task, which ``base_image`` holds (agent/env/python): part of the key, said in the log.
+    # The X.Y chosen for the task, which ``base_image`` holds (agent/env/python), said in the log. Not part of the
+    # key: the base image's id is, and it differs per Python (`env build` and `run --env auto` share an environment).
     python: str | None = None
 
     def shown(self) -> str:
@@ -191,7 +192,6 @@ def inputs_key(base_id: str, inputs: _Inputs, request: EnvRequest, engine: str =
         "tree": inputs.tree.key if inputs.tree is not None else None,
         "candidates": [[c.name, [r.text for r in c.requirements]] for c in window(declared.candidates, request)],
         **images.engine_part(engine),
-        **({"python": request.python} if request.python else {}),  # keys made before a Python was chosen stay
     }
     return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()[:32]
 
