@@ -63,13 +63,22 @@ def remove_container(client: EngineClient, container_id: str) -> None:
     except Conflict:  # 409: "removal of container ... is already in progress" (auto_remove raced us)
         _wait_gone(client, container_id)
     except EngineError as exc:
-        if "state improper" not in str(exc):  # Podman: it stopped meanwhile, and auto-remove takes it
-            _log.warning("could not remove sandbox container %s: %s", container_id[:12], exc)
-        else:
+        if "state improper" in str(exc):  # Podman: it stopped meanwhile, and auto-remove takes it
             _wait_gone(client, container_id)
+            return
+        # Docker leaves a removal that failed midway ("device or resource busy" unmounting, seen on
+        # fuse-overlayfs under load) as a container stuck in "Removal In Progress"; a second try removes it.
+        time.sleep(REMOVAL_RETRY_PAUSE_S)
+        try:
+            client.remove(container_id, force=True)
+        except NotFound:
+            pass
+        except EngineError as again:
+            _log.warning("could not remove sandbox container %s: %s", container_id[:12], again)
 
 
 REMOVAL_WAIT_S = 30.0
+REMOVAL_RETRY_PAUSE_S = 0.5
 
 
 def _wait_gone(client: EngineClient, container_id: str, timeout_s: float = REMOVAL_WAIT_S) -> None:

@@ -42,21 +42,22 @@ def containers(docker_client: Any, sandbox_image: str) -> Iterator[dict[str, tup
         name = f"codebox-test-gc-{kind}-{os.getpid()}-{time.monotonic_ns()}"
         labels = {LABEL_TASK: f"gc-{kind}", LABEL_OWNER: owner, LABEL_HOST: socket.gethostname(),
                   LABEL_ROLE: "tools", LABEL_EXPIRES: str(int(time.time() + 3600))}
-        container = docker_client.containers.create(sandbox_image, ["true"], name=name, labels=labels,
-                                                    network_mode="none")
+        container_id = docker_client.create_container(
+            {"Image": sandbox_image, "Cmd": ["true"], "Labels": labels, "HostConfig": {"NetworkMode": "none"}},
+            name=name)
         made[kind] = (name, owner)
-        made[f"{kind}-id"] = (str(container.id), owner)
+        made[f"{kind}-id"] = (container_id, owner)
     try:
         yield made
     finally:
         for kind in ("dead", "alive"):
             with contextlib.suppress(Exception):
-                docker_client.api.remove_container(made[f"{kind}-id"][0], force=True)
+                docker_client.remove(made[f"{kind}-id"][0], force=True)
 
 
 def _exists(docker_client: Any, container_id: str) -> bool:
     try:
-        docker_client.api.inspect_container(container_id)
+        docker_client.inspect_container(container_id)
     except Exception:
         return False
     return True

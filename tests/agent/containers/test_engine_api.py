@@ -237,6 +237,29 @@ def test_a_removal_someone_else_started_is_waited_for(tmp_path: Path) -> None:
     assert inspected == [200, 200, 200, 404]
 
 
+def test_a_removal_the_engine_failed_midway_is_tried_again(tmp_path: Path) -> None:
+    """Docker answered 500 ("device or resource busy" unmounting on fuse-overlayfs, under load) and left the
+    container "Removal In Progress"; the second DELETE removed it (seen in a CI run as a leaked container)."""
+    deletes: list[bytes] = []
+
+    def answer(request: bytes, conn: socket.socket) -> None:
+        line = request.split(b"\r\n", 1)[0]
+        if line.startswith(b"GET /_ping"):
+            conn.sendall(b"HTTP/1.1 200 OK\r\nApi-Version: 1.43\r\nContent-Length: 2\r\n\r\nOK")
+        elif line.startswith(b"DELETE "):
+            deletes.append(line)
+            if len(deletes) == 1:
+                body = b'{"message":"driver failed to remove root filesystem: device or resource busy"}'
+                conn.sendall(b"HTTP/1.1 500 Internal Server Error\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+            else:
+                conn.sendall(b"HTTP/1.1 204 No Content\r\n\r\n")
+        conn.close()
+
+    with fake_daemon(tmp_path, answer) as client:
+        remove_container(client, "stuck")
+    assert len(deletes) == 2 and all(b"/containers/stuck" in d for d in deletes)
+
+
 def _chunked(*pieces: bytes) -> bytes:
     return b"".join(b"%x\r\n%s\r\n" % (len(piece), piece) for piece in pieces) + b"0\r\n\r\n"
 
