@@ -55,7 +55,7 @@ def make_candidates(base: list[Requirement], groups: list[tuple[Group, list[Requ
     found: list[Candidate] = []
     seen: set[frozenset[str]] = set()
     for _, (group, reqs) in [*ordered, *last]:
-        requirements = _dedupe([*base, *reqs])
+        requirements = dedupe([*base, *reqs])
         if runner and canonicalize_name(runner) not in {r.name for r in requirements}:
             requirements.append(parse_requirement(runner, "codebox default (the test runner)"))
         texts = frozenset(r.text for r in requirements)
@@ -66,7 +66,8 @@ def make_candidates(base: list[Requirement], groups: list[tuple[Group, list[Requ
     return found
 
 
-def _dedupe(requirements: list[Requirement]) -> list[Requirement]:
+def dedupe(requirements: list[Requirement]) -> list[Requirement]:
+    """Each requirement once (by its text), in first-seen order."""
     seen: set[str] = set()
     kept = []
     for req in requirements:

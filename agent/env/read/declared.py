@@ -42,7 +42,7 @@ from pydantic import BaseModel, Field
 from agent.env.errors import EnvError
 from agent.env.install.project import Project, read_project
 from agent.env.read.backend import BuildSystem, read_build_system
-from agent.env.read.candidates import CI, OTHER, TEST_FILE, Candidate, Group, make_candidates
+from agent.env.read.candidates import CI, OTHER, TEST_FILE, Candidate, Group, dedupe, make_candidates
 from agent.env.read.digest import source_digest
 from agent.env.read.names import extra_name
 from agent.env.read.poetry import poetry_tables
@@ -584,7 +584,7 @@ def _read_declared(repo: Path, extras: list[str], groups: list[str], requirement
     _read_requirement_files(c, requirement_files(repo), requirements)
     _read_tox(c, pyproject)
     file_sources, source_files = read_file_sources(repo)
-    declared = Declared(requirements=_dedupe(c.requirements), project=project, files=[*c.files, *source_files],
+    declared = Declared(requirements=dedupe(c.requirements), project=project, files=[*c.files, *source_files],
                         notes=c.notes, dynamic_metadata=_dynamic_reasons(pyproject, setup, system, c),
                         build_system=system, extensions=reasons,
                         sources=[*c.sources, *file_sources])
@@ -607,12 +607,3 @@ def _candidates(c: _Collector, runner: str | None, project: bool) -> list[Candid
             groups.setdefault(group.name, (group, []))[1].append(req)
     return make_candidates(base, list(groups.values()), runner, project)
 
-
-def _dedupe(requirements: list[Requirement]) -> list[Requirement]:
-    seen: set[str] = set()
-    kept = []
-    for req in requirements:
-        if req.text not in seen:
-            seen.add(req.text)
-            kept.append(req)
-    return kept
