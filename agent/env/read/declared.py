@@ -606,4 +606,3 @@ def _candidates(c: _Collector, runner: str | None, project: bool) -> list[Candid
         if group is not None:
             groups.setdefault(group.name, (group, []))[1].append(req)
     return make_candidates(base, list(groups.values()), runner, project)
-
