@@ -42,7 +42,7 @@ from agent.env.install import images, plan
 from agent.env.install.box import ROLE_BUILD, BuildLimits, Deadline, DeadlinePassed, StepFailed
 from agent.env.install.plan import Backend
 from agent.env.install.tree import Tree, read_tree
-from agent.env.read.candidates import Candidate
+from agent.env.read.candidates import PYTHON_ERA, Candidate, with_python_era
 from agent.env.read.declared import DEFAULT_EXTRAS, DEFAULT_RUNNER, NO_DEPENDENCIES, Declared, read_declared
 from agent.env.read.reqlines import Requirement, parse_requirement
 from agent.env.read.source_policy import check_sources
@@ -136,6 +136,12 @@ def _read_inputs(request: EnvRequest) -> _Inputs:
     recipe = request.full_recipe()
     apt.check_names(recipe.apt)
     declared = read_declared(request.repo, recipe.extras, recipe.groups, recipe.requirements, request.runner)
+    if request.python:
+        from agent.python_versions import RELEASED, minor_of
+
+        minor = minor_of(request.python) or request.python
+        declared.candidates = with_python_era(declared.candidates, asof.exclude_newer(request.as_of), minor,
+                                              RELEASED.get(minor))
     declared.notes += check_sources(declared, request.index, request.allow_public_fallback)
     pip = [parse_requirement(text, RECIPE_PIP) for text in recipe.pip]
     prefer = [parse_requirement(text, PREFERRED) for text in recipe.prefer]
@@ -190,7 +196,9 @@ def inputs_key(base_id: str, inputs: _Inputs, request: EnvRequest, engine: str =
         "index": request.index.model_dump(mode="json"),
         "uv_index": sorted(IndexConfig.user_indexes()),  # every index the user gives uv (resolve.py)
         "tree": inputs.tree.key if inputs.tree is not None else None,
-        "candidates": [[c.name, [r.text for r in c.requirements]] for c in window(declared.candidates, request)],
+        "candidates": [[c.name, [r.text for r in c.requirements]] for c in keyed(window(declared.candidates, request))],
+        # What the backend's metadata adds to every candidate (only where the project's own build runs).
+        **({"backend_extras": backend_extras(declared, inputs.recipe)} if inputs.build else {}),
         **images.engine_part(engine),
     }
     return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()[:32]
@@ -292,8 +300,7 @@ class _Build:
                                                                 dated=False))
                 meta = box.metadata()
                 check_python(meta.requires_python, self.target, request.base_image)
-                extras = [*DEFAULT_EXTRAS, *inputs.recipe.extras]
-                requirements += metadata.requirements(meta, extras, self.target)
+                requirements += metadata.requirements(meta, backend_extras(declared, inputs.recipe), self.target)
                 name = meta.name
                 plugins = metadata.entry_point_group(meta.entry_points, PLUGIN_GROUP)
                 self.log(f"the project's backend says {meta.name} {meta.version}, "
@@ -317,6 +324,7 @@ class _Build:
         for number, candidate in enumerate(tried, start=1 + self.request.skip):
             self.log(f"environment candidate {number}: {candidate.name} ({len(candidate.requirements)} requirements)")
             self.deadline = Deadline(min(self.request.candidate_timeout_s, overall.remaining()))
+            task_date, self.exclude_newer = self.exclude_newer, candidate.as_of or self.exclude_newer
             try:
                 found = self._locked_deps(candidate.requirements + more, project, on_top)
             except (EnvError, StepFailed) as exc:
@@ -327,7 +335,7 @@ class _Build:
                 dropped.append(f"environment candidate {number} ({candidate.name}) dropped: {reason}")
                 continue
             finally:
-                self.deadline = overall
+                self.deadline, self.exclude_newer = overall, task_date
             self.inputs.declared.notes += [*dropped, f"environment: candidate {number} of "
                                            f"{len(self.inputs.declared.candidates)}, {candidate.name}"]
             self.chosen = number
@@ -339,14 +347,14 @@ class _Build:
         from packaging.utils import canonicalize_name
 
 
-        when = f" as of {self.request.as_of[:10]}" if self.exclude_newer else ""
+        when = f" as of {self.exclude_newer[:10]}" if self.exclude_newer else ""
         self.log(f"resolving {len(requirements)} requirements{when} for Python {self.target.python} "
                  f"({self.target.platform})")
         notes: list[str] = []
         lock = self._with_preferred(requirements, notes)
         if lock.undated:
-            notes.append(f"{', '.join(lock.undated)}: no version as of {self.request.as_of[:10]} on the index (its "
-                         "history deleted, or newer than the date): the first versions after it are used")
+            notes.append(f"{', '.join(lock.undated)}: no version as of {(self.exclude_newer or '')[:10]} on the index "
+                         "(its history deleted, or newer than the date): the first versions after it are used")
         for note in notes:
             self.log(note)
         self.inputs.declared.notes += [n for n in notes if n not in self.inputs.declared.notes]
@@ -437,6 +445,22 @@ class _Build:
         )
         images.write(entry)
         return entry
+
+
+def backend_extras(declared: Declared, recipe: Recipe) -> list[str]:
+    """The extras whose requirements the build backend's metadata adds to EVERY candidate: the recipe's (a dataset
+    spec's install extras), and the default ones only where the static reading could not see the project's
+    dependencies. Default extras read statically are their own candidates (read/candidates.py); added to all,
+    they would make "the project's own dependencies" hold them too (pytest 4.5's `testing` extra brought its
+    hypothesis of 2019, whose pytest plugin cannot load on Python 3.9, into every candidate)."""
+    return [*(DEFAULT_EXTRAS if declared.metadata_is_dynamic else ()), *recipe.extras]
+
+
+def keyed(candidates: list[Candidate]) -> list[Candidate]:
+    """The candidates the key names: the Python-era fallback only when it is the first tried. After another, it
+    changes nothing the others build (an environment recorded under the key is the first that installed), and
+    every environment of a task older than its Python keeps the key it had before the fallback existed."""
+    return [c for i, c in enumerate(candidates) if i == 0 or c.rank != PYTHON_ERA]
 
 
 def window(candidates: list[Candidate], request: EnvRequest) -> list[Candidate]:

@@ -15,7 +15,12 @@ Ranks (lower is closer to the project's CI):
    hatch test env, ``tests_require``;
 2. a requirements file whose name says test (``requirements/tests.txt``, ``test-requirements.txt``);
 3. the rest: the dev extra or group, a dev or CI requirements file, ``requirements.txt``;
-4. the project's dependencies alone (always last: the fallback that almost always resolves).
+4. the project's dependencies alone (the fallback that almost always resolves);
+5. when the task's Python was released after the task's date (a 2012 row on SWE-bench's Python 3.9), the
+   project's dependencies alone again, resolved as of that Python's release: the test runner of the
+   task's own day may not run on a Python years newer (pytest 2.x, which the project does not name, dies
+   configuring itself on 3.9), and a runner of the Python's day is what a dataset's spec installs unpinned
+   (SWE-bench's requests rows: Python 3.9 and conda's ``pytest``).
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ from pydantic import BaseModel, Field
 
 from agent.env.read.reqlines import Requirement, parse_requirement
 
-CI, TEST_FILE, OTHER, PROJECT_ONLY = 1, 2, 3, 4
+CI, TEST_FILE, OTHER, PROJECT_ONLY, PYTHON_ERA = 1, 2, 3, 4, 5
 PROJECT_ONLY_NAME = "the project's own dependencies"
 
 
@@ -42,6 +47,8 @@ class Candidate(BaseModel):
     name: str
     rank: int
     requirements: list[Requirement] = Field(default_factory=list)
+    as_of: str | None = None
+    """Resolved as of this timestamp instead of the task's date (rank PYTHON_ERA only)."""
 
 
 def make_candidates(base: list[Requirement], groups: list[tuple[Group, list[Requirement]]],
@@ -64,6 +71,18 @@ def make_candidates(base: list[Requirement], groups: list[tuple[Group, list[Requ
         seen.add(texts)
         found.append(Candidate(name=group.name, rank=group.rank, requirements=requirements))
     return found
+
+
+def with_python_era(candidates: list[Candidate], exclude_newer: str | None, python: str,
+                    released: str | None) -> list[Candidate]:
+    """``candidates`` and, when ``python`` was ``released`` (YYYY-MM-DD) after ``exclude_newer`` (the task's date;
+    None: no limit), the project's own dependencies again, as of that release (rank PYTHON_ERA)."""
+    alone = next((c for c in candidates if c.rank == PROJECT_ONLY), None)
+    if alone is None or exclude_newer is None or released is None or f"{released}T00:00:00Z" <= exclude_newer:
+        return candidates
+    era = alone.model_copy(update={"name": f"{PROJECT_ONLY_NAME} as of Python {python}'s release ({released})",
+                                   "rank": PYTHON_ERA, "as_of": f"{released}T00:00:00Z"})
+    return [*candidates, era]
 
 
 def dedupe(requirements: list[Requirement]) -> list[Requirement]:
