@@ -170,7 +170,9 @@ def _ensure(request: EnvRequest, log: Log, cancel: Cancel) -> EnvInfo:
             entry = images.lookup(engine, "env", key)
             if entry is not None:
                 log(f"reusing {entry.tag} ({len(entry.packages)} packages)")
-                return _info(entry, request, built=False, start=start)
+                # Counted again: a Python-era candidate after the others is no part of the key (keyed()).
+                return _info(entry.model_copy(update={"candidates": len(inputs.declared.candidates)}), request,
+                             built=False, start=start)
             entry = _build(request, inputs, engine, base_id, key, log, cancel)
     finally:
         engine.close()

@@ -134,3 +134,23 @@ def test_a_universal_wheel_is_named_by_all_its_tags(tmp_path: Path) -> None:
     check_python_tag(name, TARGET, pin)  # a Python 3 may install it
     assert compressed_tag(["cp39-cp39-manylinux_2_17_x86_64", "cp39-cp39-manylinux2014_x86_64"]) == (
         "cp39-cp39-manylinux_2_17_x86_64.manylinux2014_x86_64")
+
+
+def test_sdists_that_do_not_settle_drop_the_candidate_instead_of_ending_the_build(
+        wheelhouse: Path, tmp_path: Path) -> None:
+    """requests 2.3's requirements.txt of 2012 (pytest-cov 1.6 -> cov-core -> ...: sdists all the way down) as a
+    chain of sdist-only packages longer than the rounds allow: the error is the candidate's, so the next is tried."""
+    from agent.env.install.box import Deadline
+    from agent.env.install.ensure import _drops_candidate
+    from agent.env.resolve.sdists import MAX_ROUNDS
+
+    sdists = tmp_path / "sdists"
+    length = MAX_ROUNDS // 2 + 2  # each sdist-only package takes up to two rounds
+    for n in range(length):
+        needs = [f"link{n + 1}"] if n + 1 < length else []
+        make_sdist(sdists, f"link{n}", "1.0", {"pyproject.toml": setuptools_pyproject(f"link{n}", "1.0", needs),
+                                               f"link{n}/__init__.py": ""})
+    index = IndexConfig(find_links=[str(wheelhouse), str(sdists)], no_index=True)
+    with pytest.raises(EnvError, match=f"did not settle in {MAX_ROUNDS} rounds") as caught:
+        resolve_with_sdists([parse_requirement("link0", "requirements.txt:1")], TARGET, index)
+    assert caught.value.usage and _drops_candidate(caught.value, Deadline(60))
