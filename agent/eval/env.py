@@ -1,6 +1,6 @@
 """Where an instance's tests run: its sandbox settings, its environment, its image id, its sandbox (ONE place each).
 
-The settings and the environment are batch's own (agent.task.runner: task_sandbox_config, choose_task_env:
+The settings and the environment are batch's own (agent.task.task_env: task_sandbox_config, choose_task_env:
 the task's ``env``, recipe and as-of date, built or reused from what the repository declares at
 base_commit), so the warm pool's prestarted sandbox fits. The sandbox comes from the task's
 backend: the engine's pool's when it holds this instance's, else a new one; it starts in the
@@ -33,14 +33,14 @@ _closing_lock = threading.Lock()
 
 def sandbox_config(task: TaskSpec, config: SandboxConfig) -> SandboxConfig:
     """The sandbox's settings for this instance before its environment (its image and runtime win)."""
-    from agent.task.runner import task_sandbox_config  # the agent's runner loads only when an instance starts
+    from agent.task.task_env import task_sandbox_config
 
     return task_sandbox_config(task, config)
 
 
 def choose(task: TaskSpec, repo: Path, config: SandboxConfig, cancel: CancelToken) -> EnvInfo | None:
     """The instance's environment, as batch chooses it (EnvError, EnvCancelled); None for ``env: none``."""
-    from agent.task.runner import choose_task_env
+    from agent.task.task_env import choose_task_env
 
     return choose_task_env(task, repo, config, env_progress, cancel)
 
