@@ -26,7 +26,7 @@ Each rep's load average (1 min) is printed beside its numbers: containers here s
 tests are slowed far more than the host's pytest, and only a quiet machine gives the ratio.
 
     python bench/eval_speed.py [--reps 5] [--instances 4] [--codebox DIR]... [--single-only]
-                               [--dataset FILE --repos DIR [--as-of now]] [--cold-python 3.9]
+                               [--dataset FILE --repos DIR [--as-of now]] [--cold-python 3.9 [--cold-only]]
 
 --codebox DIR (repeatable): the checkout whose `python -m agent.cli` runs (default: this one);
 given twice (main and a branch), both run in the same reps, interleaved: a before/after at one load.
@@ -277,6 +277,17 @@ def print_single(name: str, reps: list[Single]) -> None:
     print("    phases (median s): " + " ".join(f"{k} {v:.3f}" for k, v in phases.items()))
 
 
+def find_python(version: str) -> str:
+    """This host's own interpreter of ``version``: pythonX.Y on PATH when it runs (a pyenv shim may not), else
+    pyenv's build of it. uv is never let to download one (no GitHub downloads here)."""
+    candidates = [shutil.which(f"python{version}") or "", *sorted(
+        str(p) for p in Path("~/.pyenv/versions").expanduser().glob(f"{version}.*/bin/python{version}"))]
+    for candidate in candidates:
+        if candidate and subprocess.run([candidate, "-c", "pass"], capture_output=True).returncode == 0:
+            return candidate
+    raise SystemExit(f"no Python {version} on this host to compare with")
+
+
 def cold_python(folder: Path, python: str, reps: int, checkout: Path) -> None:
     """A cold environment for ``python`` (its images removed before each rep) against the host's new venv."""
     from agent.env.install import images
@@ -290,6 +301,7 @@ def cold_python(folder: Path, python: str, reps: int, checkout: Path) -> None:
     gold = diff_of(repo, {"src/coldpkg/__init__.py": files["src/coldpkg/__init__.py"].replace(
         "s.upper()", "s.upper() + '!'")})
     project = _project("coldpkg", folder, repo, base, gold, [["tests/test_m0.py::test_shout_0"]], "src")
+    host_python = find_python(python)
     EXTRA.extend(["--python", python])
     try:
         out = folder / "cold"
@@ -308,7 +320,8 @@ def cold_python(folder: Path, python: str, reps: int, checkout: Path) -> None:
             env_s.append(kept["timings"]["env"])
             shutil.rmtree(folder / "coldvenv", ignore_errors=True)
             started = time.monotonic()
-            subprocess.run([UV, "venv", "-q", "-p", f"python{python}", str(folder / "coldvenv")], check=True)
+            subprocess.run([UV, "venv", "-q", "--no-python-downloads", "-p", host_python, str(folder / "coldvenv")],
+                           check=True)
             (folder / "cold.lock").write_text(kept["env"]["lock"])
             subprocess.run([UV, "pip", "install", "-q", "--compile-bytecode", "-p",
                             str(folder / "coldvenv" / "bin" / "python"), "-r", str(folder / "cold.lock")], check=True)
@@ -339,12 +352,16 @@ def main() -> None:
     parser.add_argument("--repos", type=Path)
     parser.add_argument("--as-of", help="codebox eval's --as-of (the date the real instances' tests were listed at)")
     parser.add_argument("--cold-python", metavar="X.Y", help="also: a cold environment for Python X.Y (see above)")
+    parser.add_argument("--cold-only", action="store_true", help="with --cold-python: that part alone")
     args = parser.parse_args()
     if args.as_of:
         EXTRA.extend(["--as-of", args.as_of])
     checkouts = [c.resolve() for c in args.codebox] or [ROOT]
     folder = Path(tempfile.mkdtemp(prefix="codebox-eval-bench-"))
     try:
+        if args.cold_python and args.cold_only:
+            cold_python(folder, args.cold_python, args.reps, checkouts[-1])
+            return
         projects = [build_flat(folder, args.instances), build_src(folder, args.instances)]
         if args.dataset and args.repos:
             projects.append(real_project(folder, args.dataset.resolve(), args.repos.resolve()))
