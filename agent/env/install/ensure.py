@@ -91,6 +91,10 @@ class EnvRequest(BaseModel):
     # The X.Y chosen for the task, which ``base_image`` holds (agent/env/python), said in the log. Not part of the
     # key: the base image's id is, and it differs per Python (`env build` and `run --env auto` share an environment).
     python: str | None = None
+    # The folder of the declarations at the row's environment_setup_commit (read/at_commit.py), and that commit:
+    # the dependencies are read there, the project from ``repo`` (SWE-bench's env image and its instance image).
+    deps_repo: Path | None = None
+    deps_commit: str | None = None
 
     def shown(self) -> str:
         return self.repo_name or str(self.repo)
@@ -136,6 +140,11 @@ def _read_inputs(request: EnvRequest) -> _Inputs:
     recipe = request.full_recipe()
     apt.check_names(recipe.apt)
     declared = read_declared(request.repo, recipe.extras, recipe.groups, recipe.requirements, request.runner)
+    if request.deps_repo is not None:
+        from agent.env.read.at_commit import with_dependencies_of
+
+        setup = read_declared(request.deps_repo, recipe.extras, recipe.groups, recipe.requirements, request.runner)
+        declared = with_dependencies_of(declared, setup, request.deps_commit or "?")
     declared.notes += check_sources(declared, request.index, request.allow_public_fallback)
     pip = [parse_requirement(text, RECIPE_PIP) for text in recipe.pip]
     prefer = [parse_requirement(text, PREFERRED) for text in recipe.prefer]
