@@ -351,8 +351,19 @@ class _Build:
         when = f" as of {self.request.as_of[:10]}" if self.exclude_newer else ""
         self.log(f"resolving {len(requirements)} requirements{when} for Python {self.target.python} "
                  f"({self.target.platform})")
-        notes: list[str] = []
-        lock = self._with_preferred(requirements, notes)
+        from agent.env.resolve import lock_memo
+
+        memo = lock_memo.memo_key(requirements, self.inputs.prefer, self.target, self.request.index,
+                                  self.exclude_newer)
+        kept = lock_memo.recall(memo) if memo else None
+        if kept is not None:
+            lock, notes = kept
+            self.log(f"the same requirements were resolved before as of that date: lock {lock.digest()[:12]} reused")
+        else:
+            notes = []
+            lock = self._with_preferred(requirements, notes)
+            if memo:
+                lock_memo.keep(memo, lock, notes)
         if lock.undated:
             notes.append(f"{', '.join(lock.undated)}: no version as of {self.request.as_of[:10]} on the index (its "
                          "history deleted, or newer than the date): the first versions after it are used")

@@ -166,3 +166,29 @@ def test_the_second_row_of_a_version_reuses_the_first_rows_environment(tmp_path:
     finally:
         for info in made:
             remove_image(docker(), info.image)
+
+
+def test_a_dated_lock_is_kept_by_its_inputs_and_a_lost_local_wheel_voids_it(tmp_path: Path) -> None:
+    from agent.env.read.reqlines import parse_requirement
+    from agent.env.resolve import lock_memo
+    from agent.env.resolve.resolve import Lock, Pin, Target
+
+    reqs = [parse_requirement("beta==1.0", "requirements-test.txt:1")]
+    target = Target(python="3.9.2", platform="x86_64-manylinux_2_31")
+    index = IndexConfig(no_index=True)
+    assert lock_memo.memo_key(reqs, [], target, index, None) is None  # as of now: never kept
+    key = lock_memo.memo_key(reqs, [], target, index, "2020-07-08T09:30:00Z")
+    assert key is not None and lock_memo.recall(key) is None
+    others = [lock_memo.memo_key(reqs, [], target, index, "2020-07-09T00:00:00Z"),
+              lock_memo.memo_key([parse_requirement("beta==1.0", "requirements-dev.txt:1")], [], target, index,
+                                 "2020-07-08T09:30:00Z"),
+              lock_memo.memo_key(reqs, [], Target(python="3.11.2", platform=target.platform), index,
+                                 "2020-07-08T09:30:00Z")]
+    assert key not in others and len(set(others)) == 3
+    wheel = tmp_path / "beta-1.0-py3-none-any.whl"
+    wheel.write_bytes(b"w")
+    lock = Lock(pins=[Pin(name="beta", version="1.0", url=wheel.as_uri(), sha256="0" * 64)])
+    lock_memo.keep(key, lock, ["a note"])
+    assert lock_memo.recall(key) == (lock, ["a note"])
+    wheel.unlink()
+    assert lock_memo.recall(key) is None
