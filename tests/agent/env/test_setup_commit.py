@@ -192,3 +192,46 @@ def test_a_dated_lock_is_kept_by_its_inputs_and_a_lost_local_wheel_voids_it(tmp_
     assert lock_memo.recall(key) == (lock, ["a note"])
     wheel.unlink()
     assert lock_memo.recall(key) is None
+
+
+def test_two_environments_built_together_take_one_wheel_of_a_dynamic_sdist(tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """Eval prepares the next row's environment while a row runs: the second build of the same sdist waits for the
+    first and takes its wheel (a wheel built again has other bytes: the two locks, and dependencies images, would
+    differ)."""
+    import threading
+    import time
+
+    from agent.env.install import sdist_wheel
+    from agent.env.install.box import BuildLimits, Deadline
+    from agent.env.resolve.resolve import Lock, Pin, Target
+    from tests.agent.env.wheels import make_wheel
+
+    calls: list[int] = []
+
+    def build(*args: object) -> sdist_wheel.BuiltWheel:
+        calls.append(1)
+        time.sleep(0.5)
+        folder = args[-1]
+        assert isinstance(folder, Path)
+        folder.mkdir(parents=True)
+        made = make_wheel(tmp_path / "w", "iniconfig", "1.0.0", {"iniconfig/__init__.py": ""})
+        (folder / made.name).write_bytes(made.read_bytes())
+        return sdist_wheel._read_wheel(folder / made.name, sdist)
+
+    monkeypatch.setattr(sdist_wheel, "_build", build)
+    sdist = Pin(name="iniconfig", version="1.0.0", url="https://x/iniconfig-1.0.0.tar.gz", sha256="1" * 64, sdist=True)
+    target = Target(python="3.9.2", platform="x86_64-manylinux_2_31")
+    got: list[str] = []
+
+    def one() -> None:
+        wheel = sdist_wheel.build_wheel(None, "img", target, sdist, tmp_path / "s.tar.gz",  # type: ignore[arg-type]
+                                        Lock(pins=[]), BuildLimits(), Deadline(60))
+        got.append(wheel.pin.sha256)
+
+    threads = [threading.Thread(target=one) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert calls == [1] and len(got) == 2 and got[0] == got[1]
