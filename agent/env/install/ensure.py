@@ -36,7 +36,7 @@ from pydantic import BaseModel, Field
 
 from agent import defaults
 from agent.env.cancel import NEVER, Cancel, EnvCancelled, check
-from agent.env.errors import EnvError
+from agent.env.errors import EnvError, ProjectBuildFailed
 from agent.env.info import EnvInfo
 from agent.env.install import images, plan
 from agent.env.install.box import ROLE_BUILD, BuildLimits, Deadline, DeadlinePassed, StepFailed
@@ -231,6 +231,7 @@ class _Build:
         self.exclude_newer = asof.exclude_newer(request.as_of)
         self.compiles = inputs.build and inputs.declared.project.extension_modules
         self.chosen = 0  # the candidate built (1-based)
+        self.dated_build = False  # the project's build requirements as of the task's date (after today's failed)
         from agent.env.install.probe import probe  # a build's own imports: a cache hit never needs them
 
         self.target, self.installed = probe(client, request.base_image,
@@ -258,12 +259,32 @@ class _Build:
         with tempfile.TemporaryDirectory(prefix="codebox-env-") as tmp:
             folder = Path(tmp)
             if self.inputs.build:
-                return self._with_project_build(folder, self.compiles)
+                try:
+                    return self._with_project_build(folder / "today", self.compiles)
+                except ProjectBuildFailed as exc:
+                    if not self._build_as_of_the_date(exc):
+                        raise
+                return self._with_project_build(folder / "dated", self.compiles)
             layer = static_layer(declared, folder / "project.tar")
             # When the dependencies image is built, one load for both images.
             deps, image_id = self._chosen_deps(self.inputs.pip, declared.project.name, self._stacked(layer))
             return self._finish(deps, layer, declared.project.name or "", image_id,
                                 _plugins(declared.project.entry_points))
+
+    def _build_as_of_the_date(self, exc: ProjectBuildFailed) -> bool:
+        """Whether the project's build runs again with its build requirements as of the task's date (from here on):
+        when it failed today's (not killed: a signal or the memory is not the backend's doing) and the task has a
+        date. A backend of today may refuse what the one of its day took (setuptools with today's packaging refuses
+        semver's 2022 ``python_requires = >=3.7.*``, which the setuptools of its day read)."""
+        if self.dated_build or self.exclude_newer is None or exc.status >= 128 or self.deadline.remaining() <= 0:
+            return False
+        self.dated_build = True
+        when = (build_date(self.exclude_newer, self.target.python) or "")[:10]
+        self.log(f"the project's build failed with today's build requirements: again with those of {when}")
+        self.inputs.declared.notes.append(
+            f"the project's build failed with today's build requirements ({' '.join(str(exc).split())[:200]}); it "
+            f"ran again with those as of {when}, the task's date (or its Python's release)")
+        return True
 
     def _with_project_build(self, folder: Path, compiles: bool) -> images.Entry:
         from agent.env.install import metadata
@@ -291,14 +312,14 @@ class _Build:
             if inputs.backend.name:
                 # As of today, as pip's build isolation resolves them (and as SWE-bench's `pip install -e .`
                 # did): the setuptools of a 2019 commit imports the distutils Debian's Python ships apart.
-                build_lock = self.resolve(build_requires, "build requirements", dated=False)
+                build_lock = self.resolve(build_requires, "build requirements", dated=self.dated_build)
                 box.install_build_requirements(build_lock)
                 box.prepare()
                 more = plan.unsatisfied(box.requires(), build_lock)
                 if more:  # the backend's get_requires_for_build_*: a second round on the host
                     asked = [parse_requirement(t, "the build backend (get_requires_for_build_*)") for t in more]
                     box.install_build_requirements(self.resolve(build_requires + asked, "build requirements",
-                                                                dated=False))
+                                                                dated=self.dated_build))
                 meta = box.metadata()
                 check_python(meta.requires_python, self.target, request.base_image)
                 extras = [*DEFAULT_EXTRAS, *inputs.recipe.extras]

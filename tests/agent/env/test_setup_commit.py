@@ -235,3 +235,40 @@ def test_two_environments_built_together_take_one_wheel_of_a_dynamic_sdist(tmp_p
     for thread in threads:
         thread.join()
     assert calls == [1] and len(got) == 2 and got[0] == got[1]
+
+
+def test_a_project_build_that_fails_with_todays_build_requirements_runs_again_with_those_of_its_day(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from agent.env.errors import ProjectBuildFailed
+    from agent.env.install import ensure
+    from agent.env.install.box import Deadline
+    from agent.env.read.declared import read_declared
+    from agent.env.resolve.resolve import Target
+
+    build = object.__new__(ensure._Build)
+    build.dated_build, build.exclude_newer, build.deadline = False, "2022-10-08T19:56:12Z", Deadline(60)
+    build.target = Target(python="3.9.2", platform="x86_64-manylinux_2_31")
+    build.inputs = ensure._Inputs(declared=read_declared(write(tmp_path / "p", {"setup.py": "from setuptools import "
+                                                                                "setup\nsetup(name='p')\n"})),
+                                  recipe=ensure.Recipe(), pip=[], prefer=[], backend=ensure.Backend(),
+                                  build_requires=[], build=True)
+    build.compiles, build.log = False, lambda _: None
+    seen: list[tuple[str, bool]] = []
+
+    def project_build(self: ensure._Build, folder: Path, compiles: bool) -> str:
+        seen.append((folder.name, self.dated_build))
+        if not self.dated_build:
+            raise ProjectBuildFailed("the project's own build failed offline (get_requires_for_build_*, exit 1): "
+                                     "InvalidSpecifier: '>=3.7.*'", 1)
+        return "entry"
+
+    monkeypatch.setattr(ensure._Build, "_with_project_build", project_build)
+    assert build.run() == "entry"  # type: ignore[comparison-overlap]
+    assert seen == [("today", False), ("dated", True)]
+    assert any(n.startswith("the project's build failed with today's build requirements") and
+               "as of 2022-10-08" in n for n in build.inputs.declared.notes)
+    # Killed (memory, a signal), undated or already dated: no second build.
+    build.dated_build = False
+    assert not build._build_as_of_the_date(ProjectBuildFailed("killed", 137))
+    build.exclude_newer = None
+    assert not build._build_as_of_the_date(ProjectBuildFailed("x", 1))
