@@ -28,6 +28,10 @@ class Wanted(BaseModel):
     minor: str | None
     source: Source
     why: str
+    alternatives: list[str] = []
+    """The minors to take, in order, when ``minor`` is not here (no registry asked): for a choice by the task's date,
+    the older ones that were out by then (newest first: the task's packages, resolved as of the date, know them),
+    then the newer ones (oldest first). Empty: the nearest newer one stands in (a spec's or the user's version)."""
 
 
 class PythonChoice(BaseModel):
@@ -46,8 +50,10 @@ class PythonChoice(BaseModel):
 
     def line(self) -> str:
         """``python 3.9 (SWE-bench's spec ...; debian bullseye, codebox-sandbox:py3.9)``; ``spec 3.10, ran 3.11``."""
+        older = self.wanted is not None and versions.key(self.ran) < versions.key(self.wanted)
+        how = "the newest one here that was out by then" if older else "the nearest newer one here"
         ran = f"python {self.ran}" if self.wanted in (None, self.ran) else \
-            f"python {self.ran} ({self._asker()} {self.wanted}, ran {self.ran}: the nearest newer one here)"
+            f"python {self.ran} ({self._asker()} {self.wanted}, ran {self.ran}: {how})"
         return f"{ran}: {self.why}; from {self.link} ({self.image})"
 
     def _asker(self) -> str:
@@ -80,13 +86,20 @@ def _from_project(requires_python: str | None, as_of: str | None, default: str) 
     if as_of and as_of != "now":
         day = _day_of(as_of)
         then = versions.newest_allowed_by(requires_python, day)
+        allowed = sorted((m for m in versions.RELEASED if versions.allows(requires_python, m)), key=versions.key)
+        older = [m for m in reversed(allowed) if versions.RELEASED[m] <= day and m != then]
+        later = [m for m in allowed if versions.RELEASED[m] > day]
         if then is None:
-            return Wanted(minor=None, source="default",
-                          why=f"the default image's (no Python out on {day} fits {said})")
+            if not later:
+                return Wanted(minor=None, source="default",
+                              why=f"the default image's (no Python out on {day} fits {said})")
+            return Wanted(minor=later[0], source="project", alternatives=later[1:],
+                          why=f"no Python codebox knows was out on {day}: the oldest after it ({said})")
         if versions.key(default) <= versions.key(then) and versions.allows(requires_python, default):
             return Wanted(minor=None, source="default",
                           why=f"the default image's ({then} was current on {day}; {said})")
-        return Wanted(minor=then, source="project", why=f"the Python current on {day} ({said})")
+        return Wanted(minor=then, source="project", alternatives=[*older, *later],
+                      why=f"the Python current on {day} ({said})")
     if versions.allows(requires_python, default):
         return Wanted(minor=None, source="default", why=f"the default image's (no date; {said})")
     allowed = [m for m in versions.RELEASED if versions.allows(requires_python, m)]
