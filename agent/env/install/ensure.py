@@ -236,7 +236,7 @@ class _Build:
 
         self.target, self.installed = probe(client, request.base_image,
                                             with_debs=bool(inputs.recipe.apt) or self.compiles, cancel=cancel)
-        check_python(inputs.declared.project.requires_python, self.target, request.base_image)
+        self._note(check_python(inputs.declared.project.requires_python, self.target, request.base_image))
 
     def resolve(self, requirements: list[Requirement], what: str, dated: bool = True) -> Lock:
         """As of the task's date, or of its Python's release when the date is older: a backend of an older day may
@@ -270,6 +270,11 @@ class _Build:
             deps, image_id = self._chosen_deps(self.inputs.pip, declared.project.name, self._stacked(layer))
             return self._finish(deps, layer, declared.project.name or "", image_id,
                                 _plugins(declared.project.entry_points))
+
+    def _note(self, note: str | None) -> None:
+        if note and note not in self.inputs.declared.notes:
+            self.log(note)
+            self.inputs.declared.notes.append(note)
 
     def _build_as_of_the_date(self, exc: ProjectBuildFailed) -> bool:
         """Whether the project's build runs again with its build requirements as of the task's date (from here on):
@@ -321,7 +326,7 @@ class _Build:
                     box.install_build_requirements(self.resolve(build_requires + asked, "build requirements",
                                                                 dated=self.dated_build))
                 meta = box.metadata()
-                check_python(meta.requires_python, self.target, request.base_image)
+                self._note(check_python(meta.requires_python, self.target, request.base_image))
                 extras = [*DEFAULT_EXTRAS, *inputs.recipe.extras]
                 requirements += metadata.requirements(meta, extras, self.target)
                 name = meta.name
