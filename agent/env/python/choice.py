@@ -86,19 +86,13 @@ def _from_project(requires_python: str | None, as_of: str | None, default: str) 
     if as_of and as_of != "now":
         day = _day_of(as_of)
         then = versions.newest_allowed_by(requires_python, day)
-        allowed = sorted((m for m in versions.RELEASED if versions.allows(requires_python, m)), key=versions.key)
-        older = [m for m in reversed(allowed) if versions.RELEASED[m] <= day and m != then]
-        later = [m for m in allowed if versions.RELEASED[m] > day]
         if then is None:
-            if not later:
-                return Wanted(minor=None, source="default",
-                              why=f"the default image's (no Python out on {day} fits {said})")
-            return Wanted(minor=later[0], source="project", alternatives=later[1:],
-                          why=f"no Python codebox knows was out on {day}: the oldest after it ({said})")
+            return Wanted(minor=None, source="default",
+                          why=f"the default image's (no Python out on {day} fits {said})")
         if versions.key(default) <= versions.key(then) and versions.allows(requires_python, default):
             return Wanted(minor=None, source="default",
                           why=f"the default image's ({then} was current on {day}; {said})")
-        return Wanted(minor=then, source="project", alternatives=[*older, *later],
+        return Wanted(minor=then, source="project", alternatives=_alternatives(then, requires_python, day),
                       why=f"the Python current on {day} ({said})")
     if versions.allows(requires_python, default):
         return Wanted(minor=None, source="default", why=f"the default image's (no date; {said})")
@@ -109,6 +103,18 @@ def _from_project(requires_python: str | None, as_of: str | None, default: str) 
     if newer:  # the oldest one it allows above the default: the likeliest to be here
         return Wanted(minor=min(newer, key=versions.key), source="project", why=f"the oldest Python {said} allows")
     return Wanted(minor=max(allowed, key=versions.key), source="project", why=f"the newest Python {said} allows")
+
+
+def _alternatives(then: str, requires_python: str | None, day: str) -> list[str]:
+    """What stands in for ``then`` when it is not here: the older minors out on ``day`` (newest first), then the
+    newer ones (oldest first), each allowed and none older than versions.OLDEST_STAND_IN (code of that age may
+    not run on 3.9: below it nothing stands in, and none for a minor below it)."""
+    if versions.key(then) < versions.key(versions.OLDEST_STAND_IN):
+        return []
+    allowed = sorted((m for m in versions.RELEASED if versions.allows(requires_python, m)
+                      and versions.key(m) >= versions.key(versions.OLDEST_STAND_IN) and m != then), key=versions.key)
+    older = [m for m in reversed(allowed) if versions.RELEASED[m] <= day]
+    return [*older, *(m for m in allowed if versions.RELEASED[m] > day)]
 
 
 def _day_of(as_of: str) -> str:

@@ -111,10 +111,9 @@ def test_a_recipe_s_exact_pin_is_taken_whatever_the_date() -> None:
 def test_a_dated_choice_offers_the_older_pythons_out_by_then_before_the_newer_ones() -> None:
     cachetools = want(None, None, ">=3.6", "2021-10-14T04:34:02Z")  # 3.10 ten days old
     assert cachetools.minor == "3.10" and cachetools.alternatives[:5] == ["3.9", "3.8", "3.7", "3.6", "3.11"]
-    boltons = want(None, None, None, "2015-09-09T09:37:39Z")  # before 3.5's release: none out by then
-    assert boltons.minor == "3.5" and boltons.alternatives[:2] == ["3.6", "3.7"] and "3.11" in boltons.alternatives
-    assert boltons.why.startswith("no Python codebox knows was out on 2015-09-09: the oldest after it")
-    assert want(None, None, ">=3.7", "2015-09-09T00:00:00Z").minor == "3.7"
+    assert "3.5" not in cachetools.alternatives
+    assert want(None, None, None, "2018-10-11T00:00:00Z").alternatives[:3] == ["3.6", "3.8", "3.9"]  # 3.7 wanted
+    assert want(None, None, None, "2016-03-01T00:00:00Z").alternatives == []  # 3.5: below 3.6 nothing stands in
     assert want(None, None, None, "2024-05-01T00:00:00Z").alternatives == []  # the default image's
     assert want(None, ("3.10", "a spec"), None, "2021-10-14T00:00:00Z").alternatives == []  # a spec: nearest newer
     older = PythonChoice(wanted="3.10", ran="3.9", source="project", why="w", image="i", link="l")
