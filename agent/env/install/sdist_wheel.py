@@ -55,12 +55,24 @@ def build_wheel(client: Builder, base_image: str, target: Target, sdist: Pin, sd
                 limits: BuildLimits, deadline: Deadline, cancel: Cancel = NEVER, log: Log = lambda _: None
                 ) -> BuiltWheel:
     """The wheel of ``sdist`` for ``target``: from the cache, else built in a box of ``base_image``."""
-    folder = cache_dir() / "built" / build_key(sdist, target, build_lock)
-    found = sorted(folder.glob("*.whl")) if folder.is_dir() else []
-    if found:
-        log(f"reusing the wheel built from {sdist.filename} ({found[0].name})")
-        check_python_tag(found[0].name, target, sdist)
-        return _read_wheel(found[0], sdist)
+    from agent.env.install.images import held
+
+    key = build_key(sdist, target, build_lock)
+    folder = cache_dir() / "built" / key
+    # One build per key at a time: two environments built together (eval prepares the next row's while one runs)
+    # take the same wheel, so their locks, and their dependencies images, are one (a rebuilt wheel's bytes differ).
+    with held(folder.with_suffix(".lock"), f"sdist-{key}", cancel):
+        found = sorted(folder.glob("*.whl")) if folder.is_dir() else []
+        if found:
+            log(f"reusing the wheel built from {sdist.filename} ({found[0].name})")
+            check_python_tag(found[0].name, target, sdist)
+            return _read_wheel(found[0], sdist)
+        return _build(client, base_image, target, sdist, sdist_path, build_lock, limits, deadline, cancel, log,
+                      folder)
+
+
+def _build(client: Builder, base_image: str, target: Target, sdist: Pin, sdist_path: Path, build_lock: Lock,
+           limits: BuildLimits, deadline: Deadline, cancel: Cancel, log: Log, folder: Path) -> BuiltWheel:
     log(f"building {sdist.filename} in a box (network none, no repository): its metadata is dynamic")
     with tempfile.TemporaryDirectory(prefix="codebox-sdist-") as tmp:
         work = Path(tmp)

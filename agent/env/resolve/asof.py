@@ -49,8 +49,9 @@ def cache_part(as_of: str) -> str:
 
 
 def commit_date(repo: Path, rev: str = "HEAD") -> str | None:
-    """The committer date of ``rev`` in ``repo`` (UTC, RFC 3339), or None when it is not a git repository."""
-    if not (repo / ".git").exists():
+    """The committer date of ``rev`` in ``repo`` (UTC, RFC 3339; a work tree or a bare mirror), or None when it is not
+    a git repository or has no such commit."""
+    if not (repo / ".git").exists() and not (repo / "objects").is_dir():  # neither a work tree nor a bare repository
         return None
     out = read_git(repo, "cat-file", "commit", f"{rev}^{{commit}}", timeout_s=_GIT_TIMEOUT_S)
     if out is None:

@@ -135,20 +135,23 @@ def uv_binary() -> str:
     return str(find_uv_bin())
 
 
-def check_python(requires_python: str | None, target: Target, image: str) -> None:
-    """EnvError (usage) when the image's Python is outside the project's requires-python."""
+def check_python(requires_python: str | None, target: Target, image: str) -> str | None:
+    """EnvError (usage) when the image's Python is outside the project's requires-python; a note when the
+    requires-python is no valid specifier, which is ignored then, as pip ignores it (semver's 2022
+    ``>=3.7.*``, a wildcard today's packaging refuses and the setuptools of its day accepted)."""
     if not requires_python:
-        return
+        return None
     try:
         spec = SpecifierSet(requires_python)
     except InvalidSpecifier:
-        raise EnvError(f"requires-python {requires_python!r} is not a valid version specifier", usage=True) from None
+        return f"requires-python {requires_python!r} is not a valid version specifier: ignored, as pip ignores it"
     if not spec.contains(target.python, prereleases=True):
         raise EnvError(
             f"the project requires Python {requires_python}, but the sandbox image {image} has Python "
             f"{target.python}; pass --image with a Python that fits (any image with python3 works as a base)",
             usage=True,
         )
+    return None
 
 
 def resolve(requirements: list[Requirement], target: Target, index: IndexConfig,
