@@ -356,11 +356,15 @@ class _Build:
         return lock
 
     def _with_preferred(self, requirements: list[Requirement], notes: list[str]) -> Lock:
-        """The lock of ``requirements`` and the recipe's preferred versions; a preferred one an error names (a
-        conflict, no wheel) is dropped with a note and the rest resolved again."""
+        """The lock of ``requirements`` and the recipe's preferred versions. A preferred pin that one of
+        ``requirements`` refuses is left out first (resolve/prefer.py: the project's install comes later); one an
+        error names (a conflict, no wheel) is dropped with a note and the rest resolved again."""
+        from agent.env.install.metadata import marker_environment
+        from agent.env.resolve.prefer import replaced_pins
         from agent.env.resolve.sdists import resolve_with_sdists
 
-        prefer = list(self.inputs.prefer)
+        prefer, replaced = replaced_pins(self.inputs.prefer, requirements, marker_environment(self.target))
+        notes += replaced
         while True:
             try:
                 return resolve_with_sdists(requirements + prefer, self.target, self.request.index, self.cancel,
