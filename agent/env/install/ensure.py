@@ -338,12 +338,14 @@ class _Build:
     def _lock(self, requirements: list[Requirement], project: str | None) -> Lock:
         from packaging.utils import canonicalize_name
 
+        from agent.env.resolve.resolve import past_the_date
 
         when = f" as of {self.request.as_of[:10]}" if self.exclude_newer else ""
         self.log(f"resolving {len(requirements)} requirements{when} for Python {self.target.python} "
                  f"({self.target.platform})")
         notes: list[str] = []
         lock = self._with_preferred(requirements, notes)
+        notes += past_the_date(lock, [*requirements, *self.inputs.prefer], self.exclude_newer)
         if lock.undated:
             notes.append(f"{', '.join(lock.undated)}: no version as of {self.request.as_of[:10]} on the index (its "
                          "history deleted, or newer than the date): the first versions after it are used")

@@ -46,3 +46,33 @@ def test_exact_versions() -> None:
     assert exact_version("tox>=4") is None
     assert exact_version("tox==4,<5") is None
     assert exact_version("not a requirement ==") is None
+
+
+# uv's pylock.toml for sphinx 5.1's row (as of 2022-05-15), with the spec's pin tox-current-env==0.0.11 (2023).
+PYLOCK = '''lock-version = "1.0"
+created-by = "uv"
+
+[[packages]]
+name = "tox-current-env"
+version = "0.0.11"
+wheels = [{ url = "https://x/tcf.whl", upload-time = 2023-01-10T16:32:04Z, hashes = { sha256 = "b03c" } }]
+
+[[packages]]
+name = "packaging"
+version = "21.3"
+wheels = [{ url = "https://x/p.whl", upload-time = 2021-11-18T00:39:10Z, hashes = { sha256 = "ef10" } }]
+'''
+
+
+def test_an_exact_spec_pin_newer_than_the_date_is_taken_and_said() -> None:
+    from agent.env.resolve.resolve import parse_pylock, past_the_date
+
+    lock = parse_pylock(PYLOCK)
+    assert [p.uploaded for p in lock.pins] == ["2021-11-18T00:39:10Z", "2023-01-10T16:32:04Z"]
+    asked = [parse_requirement(t, PREFERRED) for t in ("tox-current-env==0.0.11", "packaging==21.3")]
+    assert past_the_date(lock, asked, "2022-05-22T04:33:42Z") == [
+        "tox-current-env==0.0.11 (the recipe's prefer): uploaded 2023-01-10, after the as-of date 2022-05-22; taken "
+        "all the same, as an exact pin names its release"]
+    assert past_the_date(lock, asked, None) == []  # as of now: nothing is past the date
+    project = [parse_requirement("tox-current-env>=0.0.3", "setup.py install_requires")]
+    assert past_the_date(lock, project, "2022-05-22T04:33:42Z") == []  # not named exactly: the resolve's own choice
