@@ -49,8 +49,8 @@ def _add_env_recipe_options(p: argparse.ArgumentParser, c: CodeboxSettings) -> N
     g.add_argument("--recipes", metavar="FILE",
                    help="a JSON or TOML file: repository name -> recipe (pip, apt, requirements, pre_install)")
     g.add_argument("--as-of", metavar="DATE|now",
-                   help="resolve packages as they were on DATE (default: the task's created_at, else its commit's "
-                        "date; for run, HEAD's)")
+                   help="resolve packages as they were on DATE (default: the later of the task's created_at and its "
+                        "commit's date; for run, HEAD's)")
     _setting(g, "env_candidates", c)
     _setting(g, "env_candidate_timeout", c)
 
