@@ -66,14 +66,22 @@ def _start_quietly(session: Session) -> None:
 
 
 def close_later(session: Session | None, workspace: Workspace | None) -> None:
-    """Remove the sandbox, then the workspace, in the background: the verdict does not wait for them."""
+    """Remove the sandbox and the workspace, in the background: the verdict does not wait for them.
+
+    Both at once: the workspace's files go while the engine removes the container (which mounts it
+    read-only, and whose test run is over or cancelled), so the end of a run waits for the longer of
+    the two, not for both."""
     def close() -> None:
+        files = None
+        if workspace is not None:
+            files = threading.Thread(target=workspace.remove, name="codebox-eval-rm", daemon=True)
+            files.start()
         try:
             if session is not None:
                 session.close()
         finally:
-            if workspace is not None:
-                workspace.remove()
+            if files is not None:
+                files.join()
             with _closing_lock:
                 _closing.discard(threading.current_thread())
 
