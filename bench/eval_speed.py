@@ -154,6 +154,7 @@ def _tests(value: str | list[str]) -> list[str]:
 
 
 EXTRA: list[str] = []  # flags for every `codebox eval` (--as-of)
+LAST_STDERR: list[str] = [""]  # the last `codebox eval`'s stderr (an environment build's progress lines)
 
 
 @dataclass
@@ -188,6 +189,7 @@ def run_eval(project: Project, ids: list[str], out: Path, checkout: Path = ROOT,
                            "--predictions", "gold", "--out", str(out), "--repos", str(project.repos), "--jobs", "1",
                            "--filter", pattern, *EXTRA], capture_output=True, text=True, cwd=checkout, env=env)
     elapsed = time.monotonic() - started
+    LAST_STDERR[0] = proc.stderr
     results = json.loads((out / "results.json").read_text()) if (out / "results.json").exists() else {}
     if proc.returncode != 0 or len(results.get("resolved", [])) != len(ids):
         raise SystemExit(f"eval of {project.name} did not resolve every gold patch:\n{proc.stdout}\n{proc.stderr}")
@@ -338,6 +340,9 @@ def cold_python(folder: Path, python: str, reps: int, checkout: Path) -> None:
             host.append(host_venv_s[-1] + run_host(project, project.ids))
             print(f"    rep: load {load:5.1f}  cold eval {cold[-1]:.2f}s (env {env_s[-1]:.2f}s) | host venv + install "
                   f"{host_venv_s[-1]:.2f}s + pytest = {host[-1]:.2f}s")
+        prefix = "codebox: env: "
+        said = [line[len(prefix):] for line in LAST_STDERR[0].splitlines() if line.startswith(prefix)]
+        print("    the last cold build's progress: " + " | ".join(said))
         engine.close()
         med = statistics.median
         version = subprocess.run([folder / "coldvenv" / "bin" / "python", "-V"], capture_output=True, text=True)
