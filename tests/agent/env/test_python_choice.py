@@ -106,3 +106,59 @@ def test_a_recipe_s_exact_pin_is_taken_whatever_the_date() -> None:
     requirements = [parse_requirement("attrs==23.1.0", RECIPE_PIP), parse_requirement("py>=1.5", RECIPE_PIP),
                     parse_requirement("pluggy==0.13.1", "setup.cfg [options] install_requires")]
     assert _pinned_whatever_the_date(requirements) == ["--exclude-newer-package", "attrs=false"]
+
+
+def test_a_dated_choice_offers_the_older_pythons_out_by_then_before_the_newer_ones() -> None:
+    cachetools = want(None, None, ">=3.6", "2021-10-14T04:34:02Z")  # 3.10 ten days old
+    assert cachetools.minor == "3.10" and cachetools.alternatives[:5] == ["3.9", "3.8", "3.7", "3.6", "3.11"]
+    assert "3.5" not in cachetools.alternatives
+    assert want(None, None, None, "2018-10-11T00:00:00Z").alternatives[:3] == ["3.6", "3.8", "3.9"]  # 3.7 wanted
+    assert want(None, None, None, "2016-03-01T00:00:00Z").alternatives == []  # 3.5: below 3.6 nothing stands in
+    assert want(None, None, None, "2024-05-01T00:00:00Z").alternatives == []  # the default image's
+    assert want(None, ("3.10", "a spec"), None, "2021-10-14T00:00:00Z").alternatives == []  # a spec: nearest newer
+    older = PythonChoice(wanted="3.10", ran="3.9", source="project", why="w", image="i", link="l")
+    assert older.line().startswith("python 3.9 (wanted 3.10, ran 3.9: the newest one here that was out by then)")
+
+
+def test_the_flags_take_the_first_alternative_a_link_here_has(monkeypatch: pytest.MonkeyPatch) -> None:
+    import argparse
+
+    from agent.cli.python_flags import PythonFlags
+
+    flags = PythonFlags(argparse.Namespace(python=None, python_images=[], python_pull="no"), lambda _: None)
+    dated = want(None, None, ">=3.6", "2021-10-14T04:34:02Z")
+    assert flags._here(dated) == "3.9"  # bullseye's, out by then; not bookworm's 3.11 of a year later
+    assert flags._here(want(None, ("3.10", "a spec"), None, None)) == "3.10"  # provide() stands 3.11 in
+    flags.images.pull = True  # a registry may have the exact one
+    assert flags._here(dated) == "3.10"
+
+
+def test_a_commit_s_files_are_read_after_one_listing_of_its_top_folder(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The choice asks for eight files per instance (other ecosystems' manifests, then Python's): git lists the
+    commit's top folder once, and only the files it holds are read."""
+    from agent.cli.python_flags import not_python
+    from agent.env.python import requires
+
+    (tmp_path / "setup.py").write_text("setup(python_requires='>=3.8')\n")
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "pyproject.toml").write_text('[project]\nrequires-python = ">=3.12"\n')
+    git = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "one"], check=True)
+    calls: list[tuple[str, ...]] = []
+    real = requires.read_git
+
+    def counted(repo: Path, *args: str, timeout_s: float) -> bytes | None:
+        calls.append(args)
+        return real(repo, *args, timeout_s=timeout_s)
+
+    monkeypatch.setattr(requires, "read_git", counted)
+    read = requires.at_commit(tmp_path, "HEAD")
+    assert not not_python(read) and requires_python(read) == ">=3.8"
+    assert [c[0] for c in calls] == ["ls-tree", "cat-file"] and calls[1][-1] == "HEAD:setup.py"
+    assert read("pkg/pyproject.toml") is not None  # below the top folder: asked for, not looked up
+    calls.clear()
+    gone = requires.at_commit(tmp_path, "0" * 40)  # no listing: every file is asked for, and none is there
+    assert gone("setup.py") is None and [c[0] for c in calls] == ["ls-tree", "cat-file"]
