@@ -1,20 +1,26 @@
 """A crate's `cargo test` in the sandbox against the host, build cached on both sides, and a cache hit of its
 environment offline.
 
-    python bench/rust_speed.py CRATE_DIR [--n 5]
+    python bench/rust_speed.py CRATE_DIR [--n 5] [--toolchain rustup|debian] [--cpus N]
 
-1. The crate's environment is built (or found), then found again N times with every proxy variable pointing
+1. The crate's environment is built (or found) on the toolchain chosen (default: as codebox chooses, the
+   host's rustup toolchain when there is one), then found again N times with every proxy variable pointing
    at a closed port on 127.0.0.1 (a lookup that tried the network would fail): the hit's median seconds.
 2. Its test command (as codebox detects it) runs once on each side to fill the build caches (the sandbox's
    /tmp/codebox-cache, a scratch CARGO_TARGET_DIR on the host, a scratch copy of the crate), then N times
-   each, interleaved host / sandbox: the medians and their ratio. The host runs the same command with its
-   own toolchain (rustup's, here), RUSTC_BOOTSTRAP=1.
+   each, interleaved host / sandbox, in phases that say where the time goes: `true` (the sandbox's own cost
+   of a run_test call), `cargo test --no-run` (cargo's start and its freshness check of every unit), `cargo
+   test --doc` (rustdoc compiles each doc test on every run: nothing caches them), and the whole command.
+   Per phase: the medians, their ratio, the seconds inside the box (the call's own clock) and how many units
+   cargo compiled again on a cached run (a fingerprint that changed between runs would show here).
+   The host runs the same commands with its own toolchain (rustup's), RUSTC_BOOTSTRAP=1.
 Printed with `uptime` beside.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import shutil
 import statistics
@@ -57,11 +63,33 @@ def cache_hits(repo: Path, n: int) -> list[float]:
                 os.environ[key] = value
 
 
+def recompiled(text: str) -> int:
+    """Units cargo compiled (again) in a run, from its status lines."""
+    return sum(1 for line in text.splitlines() if line.lstrip().startswith("Compiling "))
+
+
+def without_lock_path(command: list[str]) -> list[str]:
+    if "--lockfile-path" not in command:
+        return list(command)
+    at = command.index("--lockfile-path")
+    return command[:at - 1] + command[at + 2:]
+
+
+def phases(command: list[str]) -> list[tuple[str, list[str]]]:
+    cut = command.index("--") if "--" in command else len(command)
+    return [("true", ["true"]), ("cargo test --no-run", [*command[:cut], "--no-run"]),
+            ("cargo test --doc", [*command[:cut], "--doc", *command[cut:]]), ("cargo test (all)", command)]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("crate")
     parser.add_argument("--n", type=int, default=5)
+    parser.add_argument("--toolchain", choices=["rustup", "debian"], default=None)
+    parser.add_argument("--cpus", type=float, default=None, help="the sandbox's CPUs (default: codebox's)")
     args = parser.parse_args()
+    if args.toolchain:
+        os.environ["CODEBOX_RUST_TOOLCHAIN"] = args.toolchain
     repo = Path(args.crate).resolve()
     found = detect(repo)
     assert found is not None and found.language == "rust", "not a crate"
@@ -70,37 +98,47 @@ def main() -> int:
     print(f"environment cache hit, offline: median {statistics.median(hits) * 1000:.0f} ms "
           f"(min {min(hits) * 1000:.0f}, max {max(hits) * 1000:.0f}, n={len(hits)})")
     env = ensure_rust_env(repo, None, "docker", lambda _: None, NEVER, repo.name)
+    print(f"# {env.notes[0] if env.notes else env.image}")
     command = found.command
-    host_command = list(command)
-    if "--lockfile-path" in host_command:
-        at = host_command.index("--lockfile-path")
-        host_command = host_command[:at - 1] + host_command[at + 2:]
     with tempfile.TemporaryDirectory(prefix="codebox-bench-rust-") as tmp:
         copy = Path(tmp) / "crate"
         shutil.copytree(repo, copy, symlinks=True, ignore=shutil.ignore_patterns(".git", "target"))
         host_env = {**os.environ, "RUSTC_BOOTSTRAP": "1", "CARGO_TARGET_DIR": str(Path(tmp) / "target")}
         config = SandboxConfig(image=env.run_image)
+        if args.cpus:
+            config = dataclasses.replace(config, cpus=args.cpus)
+        print(f"# sandbox: {config.cpus:g} CPUs, {config.memory} memory; host: {os.cpu_count()} CPUs")
         with Sandbox(repo, config, task_id="bench-rust-speed") as sandbox:
-            def box() -> float:
+            def box(argv: list[str]) -> tuple[float, float, int]:
                 started = time.perf_counter()
-                reply = sandbox.call("run_test", {"argv": command, "timeout_s": 3600}, timeout_s=3600)
+                reply = sandbox.call("run_test", {"argv": argv, "timeout_s": 3600}, timeout_s=3600)
+                took = time.perf_counter() - started
                 assert reply.outcome in ("ok", "failed"), reply.output[-2000:]
-                return time.perf_counter() - started
+                return took, float(reply.data.get("duration_s") or 0.0), recompiled(reply.output)
 
-            def host() -> float:
+            def host(argv: list[str]) -> tuple[float, float, int]:
                 started = time.perf_counter()
-                subprocess.run(host_command, cwd=copy, env=host_env, capture_output=True, check=False)
-                return time.perf_counter() - started
+                done = subprocess.run(without_lock_path(argv), cwd=copy, env=host_env, capture_output=True,
+                                      text=True, errors="replace", check=False)
+                took = time.perf_counter() - started
+                return took, took, recompiled(done.stderr)
 
-            cold_box, cold_host = box(), host()
+            cold_box, cold_host = box(command)[0], host(command)[0]
             print(f"first run (build): sandbox {cold_box:.1f} s, host {cold_host:.1f} s")
-            boxes, hosts = [], []
+            results: dict[str, tuple[list[tuple[float, float, int]], list[tuple[float, float, int]]]] = {}
             for _ in range(args.n):
-                hosts.append(host())
-                boxes.append(box())
-    b, h = statistics.median(boxes), statistics.median(hosts)
-    print(f"cargo test, build cached: sandbox median {b:.2f} s, host median {h:.2f} s, ratio {b / h:.2f} "
-          f"(n={args.n}, interleaved)")
+                for name, argv in phases(command):
+                    hosts, boxes = results.setdefault(name, ([], []))
+                    hosts.append(host(argv))
+                    boxes.append(box(argv))
+    for name, (hosts, boxes) in results.items():
+        b = statistics.median(t for t, _, _ in boxes)
+        inside = statistics.median(t for _, t, _ in boxes)
+        h = statistics.median(t for t, _, _ in hosts)
+        again = max(c for _, _, c in boxes), max(c for _, _, c in hosts)
+        print(f"{name}: sandbox median {b:.2f} s (in the box {inside:.2f}), host median {h:.2f} s, "
+              f"ratio {b / h:.2f}; units compiled again: sandbox {again[0]}, host {again[1]} "
+              f"(n={args.n}, interleaved)")
     print(f"# {subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()}")
     return 0
 
