@@ -14,20 +14,29 @@ environment offline.
    Per phase: the medians, their ratio, the seconds inside the box (the call's own clock) and how many units
    cargo compiled again on a cached run (a fingerprint that changed between runs would show here).
    The host runs the same commands with its own toolchain (rustup's), RUSTC_BOOTSTRAP=1.
+3. Beside the wall clock, each side's CPU seconds (the host's: getrusage of the command's processes; the
+   sandbox's: its containers' cpuacct, cgroup v1). Why: with cgroup v1 every container sits under one
+   `docker` cgroup whose weight equals ONE process of the host's root cgroup, so on a machine loaded by
+   other containers a box gets a small share of the CPU where a host process gets a whole one; the CPU
+   seconds say whether the box does more work, whatever the share. `--host-cgroup` runs the host's commands
+   in a cgroup of their own under `docker` (made and removed here), so both sides compete as equals.
 Printed with `uptime` beside.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import os
+import resource
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -63,6 +72,41 @@ def cache_hits(repo: Path, n: int) -> list[float]:
                 os.environ[key] = value
 
 
+CPU_CGROUP = Path("/sys/fs/cgroup/cpu/docker")
+CPUACCT = Path("/sys/fs/cgroup/cpuacct/docker")
+
+
+def box_cpu_s(container_ids: list[str]) -> float:
+    """CPU seconds the sandbox's containers have used so far (cgroup v1's cpuacct; 0 where there is none)."""
+    total = 0
+    for cid in container_ids:
+        with contextlib.suppress(OSError, ValueError):
+            total += int((CPUACCT / cid / "cpuacct.usage").read_text())
+    return total / 1e9
+
+
+def children_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+@contextlib.contextmanager
+def host_cgroup(wanted: bool) -> Iterator[Path | None]:
+    """A cpu cgroup under docker's for the host's commands (``wanted`` and cgroup v1), removed after."""
+    if not wanted:
+        yield None
+        return
+    if not CPU_CGROUP.is_dir():
+        raise SystemExit(f"--host-cgroup: {CPU_CGROUP} is not there (cgroup v1 with the cgroupfs driver only)")
+    path = CPU_CGROUP / f"codebox-bench-host-{os.getpid()}"
+    path.mkdir()
+    try:
+        yield path
+    finally:
+        with contextlib.suppress(OSError):
+            path.rmdir()
+
+
 def recompiled(text: str) -> int:
     """Units cargo compiled (again) in a run, from its status lines."""
     return sum(1 for line in text.splitlines() if line.lstrip().startswith("Compiling "))
@@ -81,12 +125,34 @@ def phases(command: list[str]) -> list[tuple[str, list[str]]]:
             ("cargo test --doc", [*command[:cut], "--doc", *command[cut:]]), ("cargo test (all)", command)]
 
 
+HIT = ("import sys; sys.path.insert(0, {root!r}); from pathlib import Path; "
+       "from agent.languages.rust.env import ensure_rust_env; "
+       "assert not ensure_rust_env(Path({repo!r}), None, 'docker').built")
+
+
+def process_hits(repo: Path, n: int) -> tuple[list[float], str]:
+    """A cache hit as a new Python process (its imports included), under ``unshare -n`` when this user may
+    make a network namespace (no route anywhere; the daemon's unix socket stays), else with closed proxies."""
+    unshare = shutil.which("unshare")
+    offline = bool(unshare) and subprocess.run([str(unshare), "-n", "true"], capture_output=True).returncode == 0
+    prefix = [str(unshare), "-n"] if offline else []
+    env = {**os.environ, **({} if offline else {k: CLOSED for k in ("http_proxy", "https_proxy")})}
+    code = HIT.format(root=str(ROOT), repo=str(repo))
+    times = []
+    for _ in range(n):
+        started = time.perf_counter()
+        subprocess.run([*prefix, sys.executable, "-c", code], env=env, check=True)
+        times.append(time.perf_counter() - started)
+    return times, "under unshare -n" if offline else "proxies closed (no unshare -n here)"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("crate")
     parser.add_argument("--n", type=int, default=5)
     parser.add_argument("--toolchain", choices=["rustup", "debian"], default=None)
     parser.add_argument("--cpus", type=float, default=None, help="the sandbox's CPUs (default: codebox's)")
+    parser.add_argument("--host-cgroup", action="store_true", help="the host's commands in a cgroup under docker's")
     args = parser.parse_args()
     if args.toolchain:
         os.environ["CODEBOX_RUST_TOOLCHAIN"] = args.toolchain
@@ -97,31 +163,40 @@ def main() -> int:
     hits = cache_hits(repo, max(args.n, 10))
     print(f"environment cache hit, offline: median {statistics.median(hits) * 1000:.0f} ms "
           f"(min {min(hits) * 1000:.0f}, max {max(hits) * 1000:.0f}, n={len(hits)})")
+    spawned, where = process_hits(repo, max(args.n, 10))
+    print(f"environment cache hit as a new process, {where}: median {statistics.median(spawned) * 1000:.0f} ms "
+          f"(min {min(spawned) * 1000:.0f}, max {max(spawned) * 1000:.0f}, n={len(spawned)})")
     env = ensure_rust_env(repo, None, "docker", lambda _: None, NEVER, repo.name)
     print(f"# {env.notes[0] if env.notes else env.image}")
     command = found.command
-    with tempfile.TemporaryDirectory(prefix="codebox-bench-rust-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="codebox-bench-rust-") as tmp, host_cgroup(args.host_cgroup) as cgroup:
         copy = Path(tmp) / "crate"
         shutil.copytree(repo, copy, symlinks=True, ignore=shutil.ignore_patterns(".git", "target"))
         host_env = {**os.environ, "RUSTC_BOOTSTRAP": "1", "CARGO_TARGET_DIR": str(Path(tmp) / "target")}
         config = SandboxConfig(image=env.run_image)
         if args.cpus:
             config = dataclasses.replace(config, cpus=args.cpus)
-        print(f"# sandbox: {config.cpus:g} CPUs, {config.memory} memory; host: {os.cpu_count()} CPUs")
+        print(f"# sandbox: {config.cpus:g} CPUs, {config.memory} memory; host: {os.cpu_count()} CPUs"
+              f"{', in ' + str(cgroup) if cgroup else ''}")
         with Sandbox(repo, config, task_id="bench-rust-speed") as sandbox:
             def box(argv: list[str]) -> tuple[float, float, int]:
-                started = time.perf_counter()
+                cpu, started = box_cpu_s(sandbox.container_ids), time.perf_counter()
                 reply = sandbox.call("run_test", {"argv": argv, "timeout_s": 3600}, timeout_s=3600)
                 took = time.perf_counter() - started
                 assert reply.outcome in ("ok", "failed"), reply.output[-2000:]
-                return took, float(reply.data.get("duration_s") or 0.0), recompiled(reply.output)
+                return took, box_cpu_s(sandbox.container_ids) - cpu, recompiled(reply.output)
+
+            def join() -> None:  # in the child, before exec: into the host's cgroup
+                assert cgroup is not None
+                (cgroup / "cgroup.procs").write_text(str(os.getpid()))
 
             def host(argv: list[str]) -> tuple[float, float, int]:
-                started = time.perf_counter()
+                cpu, started = children_cpu_s(), time.perf_counter()
                 done = subprocess.run(without_lock_path(argv), cwd=copy, env=host_env, capture_output=True,
-                                      text=True, errors="replace", check=False)
+                                      text=True, errors="replace", check=False,
+                                      preexec_fn=join if cgroup is not None else None)
                 took = time.perf_counter() - started
-                return took, took, recompiled(done.stderr)
+                return took, children_cpu_s() - cpu, recompiled(done.stderr)
 
             cold_box, cold_host = box(command)[0], host(command)[0]
             print(f"first run (build): sandbox {cold_box:.1f} s, host {cold_host:.1f} s")
@@ -132,13 +207,12 @@ def main() -> int:
                     hosts.append(host(argv))
                     boxes.append(box(argv))
     for name, (hosts, boxes) in results.items():
-        b = statistics.median(t for t, _, _ in boxes)
-        inside = statistics.median(t for _, t, _ in boxes)
-        h = statistics.median(t for t, _, _ in hosts)
+        b, h = statistics.median(t for t, _, _ in boxes), statistics.median(t for t, _, _ in hosts)
+        b_cpu, h_cpu = statistics.median(c for _, c, _ in boxes), statistics.median(c for _, c, _ in hosts)
         again = max(c for _, _, c in boxes), max(c for _, _, c in hosts)
-        print(f"{name}: sandbox median {b:.2f} s (in the box {inside:.2f}), host median {h:.2f} s, "
-              f"ratio {b / h:.2f}; units compiled again: sandbox {again[0]}, host {again[1]} "
-              f"(n={args.n}, interleaved)")
+        print(f"{name}: wall: sandbox {b:.2f} s, host {h:.2f} s, ratio {b / h:.2f}; CPU: sandbox {b_cpu:.2f} s, "
+              f"host {h_cpu:.2f} s, ratio {b_cpu / h_cpu if h_cpu else float('nan'):.2f}; compiled again: "
+              f"sandbox {again[0]}, host {again[1]} units (medians, n={args.n}, interleaved)")
     print(f"# {subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()}")
     return 0
 
