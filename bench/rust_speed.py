@@ -167,7 +167,7 @@ def main() -> int:
     print(f"environment cache hit as a new process, {where}: median {statistics.median(spawned) * 1000:.0f} ms "
           f"(min {min(spawned) * 1000:.0f}, max {max(spawned) * 1000:.0f}, n={len(spawned)})")
     env = ensure_rust_env(repo, None, "docker", lambda _: None, NEVER, repo.name)
-    print(f"# {env.notes[0] if env.notes else env.image}")
+    print(f"# {env.notes[-1] if env.notes else env.image}")
     command = found.command
     with tempfile.TemporaryDirectory(prefix="codebox-bench-rust-") as tmp, host_cgroup(args.host_cgroup) as cgroup:
         copy = Path(tmp) / "crate"

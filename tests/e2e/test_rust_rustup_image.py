@@ -69,6 +69,7 @@ def test_a_crate_tests_on_it_offline_and_a_second_run_compiles_nothing_again(tmp
     again = ensure_rust_env(repo, None, "docker", lambda _: None, NEVER, "demo")
     took = time.perf_counter() - started
     assert not again.built and again.image == env.image
+    assert env.notes[-1] == again.notes[-1] == chosen[0]  # the report says the choice, hit or build
     assert took < 5, f"a cache hit took {took:.1f} s"  # bench/rust_speed.py measures it (a few ms here)
 
     found = detect(repo)

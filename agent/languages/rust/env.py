@@ -81,19 +81,19 @@ def ensure_rust_env(repo: Path, image: str | None, backend: str, log: Log = _qui
         with images.building("env", key, cancel):
             entry = images.lookup(engine, "env", key)
             if entry is None:
-                entry = _build(engine, base, base_id, key, pinned, log, cancel, repo_name, chosen.note)
+                entry = _build(engine, base, base_id, key, pinned, log, cancel, repo_name)
                 built = True
             else:
                 built = False
     finally:
         engine.close()
     return EnvInfo(image=entry.tag, image_id=entry.id, base_image=base, built=built,
-                   installed=list(entry.packages), notes=list(entry.notes),
+                   installed=list(entry.packages), notes=[*entry.notes, chosen.note],
                    duration_s=round(time.monotonic() - started, 3))
 
 
 def _build(engine: images.EngineImages, base: str, base_id: str, key: str, pinned: list[crates.Crate], log: Log,
-           cancel: Cancel, repo_name: str, chosen: str) -> images.Entry:
+           cancel: Cancel, repo_name: str) -> images.Entry:
     log(f"vendoring the {len(pinned)} crates Cargo.lock pins (from crates.io, or codebox's cache)")
     files = crates.download(pinned, cancel)
     with tempfile.TemporaryDirectory(prefix="codebox-crates-") as tmp:
@@ -101,7 +101,7 @@ def _build(engine: images.EngineImages, base: str, base_id: str, key: str, pinne
         tag = f"{images.REPOSITORY}:rust-{key[:16]}"
         labels = {images.LABEL_KIND: "env-rust", images.LABEL_REPO: repo_name}
         image_id = load_image(engine.store, base, [layer], tag, labels, cancel, env=CARGO_ENV)
-    note = f"rust: {len(pinned)} crates vendored from Cargo.lock; {chosen}"
+    note = f"rust: {len(pinned)} crates vendored from Cargo.lock, toolchain {base}"
     entry = images.Entry(kind="env", key=key, id=image_id, tag=tag, repo=repo_name, base=base, base_id=base_id,
                          packages=[f"{c.name}=={c.version}" for c in pinned], notes=[note], engine=engine.name)
     images.write(entry)
