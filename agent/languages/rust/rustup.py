@@ -21,6 +21,7 @@ import tomllib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from agent.env.cancel import NEVER, Cancel, check
 from agent.env.errors import EnvError
@@ -39,6 +40,7 @@ _BINARIES = ("cargo", "rustc", "rustdoc")
 # In lib/rustlib/<triple>/bin: the linker rustc uses by default (rust-lld through gcc-ld's ld.lld wrapper)
 # and the objcopy it strips with; not wasm's or Windows' linkers.
 _LINKER_FILES = ("rust-lld", "rust-objcopy", "gcc-ld/ld.lld")
+_MANIFEST_LIMIT = 16 << 20  # rustup's channel manifest: about 1 MB
 Log = Callable[[str], None]
 
 
@@ -78,6 +80,21 @@ class HostToolchain:
                 stat = one.stat()
                 parts.append(f"{one.name} {stat.st_size} {stat.st_mtime_ns}")
         return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+
+    def version_word(self) -> str:
+        """rustc's version as rustup's channel manifest names it ("1.95.0", "1.97.0-nightly"), read without running
+        rustc; else the toolchain's channel ("stable", a custom name)."""
+        try:
+            with (self.root / "lib" / "rustlib" / "multirust-channel-manifest.toml").open("rb") as handle:
+                text = handle.read(_MANIFEST_LIMIT)
+        except OSError:
+            text = b""
+        at = text.find(b'\n[pkg.rustc]\nversion = "')
+        word = text[at:].split(b'"', 2)[1].split(b" ", 1)[0].decode("ascii", "replace") if at >= 0 else ""
+        if not word:
+            word = self.name.removesuffix(f"-{self.triple}")
+        return "".join(c if c.isalnum() or c in "._-" else "-" for c in word)[:40] or "toolchain"
 
 
 def rustup_home() -> Path:
@@ -166,12 +183,12 @@ def _folders(tar: tarfile.TarFile, name: str, made: set[str]) -> None:
 class _Hashing:
     """A file read by tarfile, hashed on the way."""
 
-    def __init__(self, source: object, digest: hashlib._Hash) -> None:
+    def __init__(self, source: BinaryIO, digest: hashlib._Hash) -> None:
         self.source = source
         self.digest = digest
 
     def read(self, size: int = -1) -> bytes:
-        data: bytes = self.source.read(size)  # type: ignore[attr-defined]
+        data = self.source.read(size)
         self.digest.update(data)
         return data
 

@@ -78,7 +78,7 @@ def rustup_image(toolchain: rustup.HostToolchain, engine: images.EngineImages, l
     if attrs is None:
         raise EnvError(f"the image {linker} is not in {engine.name}'s image store", usage=True)
     key = hashlib.sha256(f"{toolchain.stamp()}\n{attrs.get('Id', '')}".encode()).hexdigest()[:12]
-    tag = f"{rustup.REPOSITORY}:rustup-{_version_word(toolchain.name)}-{key}"
+    tag = f"{rustup.REPOSITORY}:rustup-{toolchain.version_word()}-{key}"
     if engine.inspect(tag) is not None:
         return tag
     from agent.containers.image import build_lock
@@ -96,10 +96,3 @@ def rustup_image(toolchain: rustup.HostToolchain, engine: images.EngineImages, l
             load_image(engine.store, linker, [layer], tag, labels, cancel)
     return tag
 
-
-def _version_word(name: str) -> str:
-    """The toolchain's channel or version as a tag may carry it: "stable", "1.95.0", "nightly-2026-01-02"."""
-    word = name
-    for triple in rustup.TRIPLES.values():
-        word = word.removesuffix(f"-{triple}")
-    return "".join(c if c.isalnum() or c in "._-" else "-" for c in word)[:40] or "toolchain"

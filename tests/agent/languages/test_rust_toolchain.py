@@ -126,3 +126,13 @@ def test_a_wrong_choice_or_rustup_asked_for_but_absent_is_one_line(home: Path, m
 def test_the_user_s_image_is_taken_as_it_is_and_said() -> None:
     chosen = toolchain.choose("my/rust:1.80", engine=None, log=print)  # type: ignore[arg-type]
     assert chosen == ("my/rust:1.80", "rust toolchain: the image my/rust:1.80, because --image names it")
+
+
+def test_the_tag_s_version_comes_from_rustup_s_manifest_else_the_channel(home: Path) -> None:
+    root = fake_toolchain(home, f"stable-{TRIPLE}")
+    found = rustup.HostToolchain(f"stable-{TRIPLE}", root, TRIPLE)
+    assert found.version_word() == "stable"
+    (root / "lib" / "rustlib" / "multirust-channel-manifest.toml").write_text(
+        '[pkg.cargo]\nversion = "0.96.0 (f2d3ce0bd 2026-03-21)"\n\n'
+        '[pkg.rustc]\nversion = "1.95.0 (59807616e 2026-04-14)"\n')
+    assert found.version_word() == "1.95.0"
