@@ -157,14 +157,15 @@ def write_layer(toolchain: HostToolchain, dest: Path, cancel: Cancel = NEVER) ->
             check(cancel)
             parent = inside.rsplit("/", 1)[0]
             _folders(tar, parent, folders)
-            info = tar.gettarinfo(str(path), arcname=inside)
-            if not info.isfile():
+            real = path.resolve()  # a symlinked library (libLLVM.so.N -> ...) goes in as the file it names
+            if not real.is_file():
                 continue
+            info = tar.gettarinfo(str(real), arcname=inside)
             info.uid = info.gid = 0
             info.uname = info.gname = "root"
             info.mode = (info.mode & 0o777) | 0o444
             digest.update(f"{inside}\0{info.size}\0".encode())
-            with path.open("rb") as source:
+            with real.open("rb") as source:
                 tar.addfile(info, _Hashing(source, digest))
     return dest, digest.hexdigest()
 

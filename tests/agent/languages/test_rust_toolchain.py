@@ -136,3 +136,13 @@ def test_the_tag_s_version_comes_from_rustup_s_manifest_else_the_channel(home: P
         '[pkg.cargo]\nversion = "0.96.0 (f2d3ce0bd 2026-03-21)"\n\n'
         '[pkg.rustc]\nversion = "1.95.0 (59807616e 2026-04-14)"\n')
     assert found.version_word() == "1.95.0"
+
+
+def test_a_symlinked_library_goes_in_as_the_file_it_names(home: Path, tmp_path: Path) -> None:
+    root = fake_toolchain(home, f"stable-{TRIPLE}")
+    (root / "lib" / "libLLVM.so.22.1-rust-1.95.0-stable").rename(root / "lib" / "real-llvm")
+    (root / "lib" / "libLLVM.so.22.1-rust-1.95.0-stable").symlink_to("real-llvm")
+    layer, _ = rustup.write_layer(rustup.HostToolchain(f"stable-{TRIPLE}", root, TRIPLE), tmp_path / "layer.tar")
+    with tarfile.open(layer) as tar:
+        member = tar.getmember("usr/local/lib/libLLVM.so.22.1-rust-1.95.0-stable")
+        assert member.isfile() and member.size == len("lib/libLLVM.so.22.1-rust-1.95.0-stable\n")
