@@ -1,7 +1,7 @@
 """The host's rustup toolchain copied into an image, with real Docker and real cargo: the image carries the
 host rustc's version and commit, a crate's environment stands on it by default (said in one line), cargo test
 runs in the box with no network and links with Debian's cc, a second run compiles nothing again, and the
-environment's cache hit is found offline."""
+environment's cache hit is found offline. Without rustup, Debian's toolchain is chosen, and said."""
 
 from __future__ import annotations
 
@@ -16,11 +16,12 @@ from agent.languages.rust import rustup
 from tests.e2e.rust_fixtures import demo_crate
 
 FOUND, WHY = rustup.find_host_toolchain()
-pytestmark = [pytest.mark.docker, pytest.mark.timeout(1200),  # the linker image's first build: minutes
-              pytest.mark.skipif(FOUND is None, reason=f"no rustup toolchain on this machine: {WHY}")]
+pytestmark = [pytest.mark.docker, pytest.mark.timeout(1200)]  # a toolchain image's first build: minutes
+needs_rustup = pytest.mark.skipif(FOUND is None, reason=f"no rustup toolchain on this machine: {WHY}")
 CLOSED = "http://127.0.0.1:9"
 
 
+@needs_rustup
 def test_the_image_carries_the_host_rustc_and_runs_it_with_no_network() -> None:
     from agent.containers.image import image_labels
     from agent.languages.rust.env import toolchain_image
@@ -42,6 +43,7 @@ def test_the_image_carries_the_host_rustc_and_runs_it_with_no_network() -> None:
     assert "rustfmt" not in boxed.stdout and "cargo-clippy" not in boxed.stdout  # only what cargo test needs
 
 
+@needs_rustup
 def test_a_crate_tests_on_it_offline_and_a_second_run_compiles_nothing_again(tmp_path: Path,
                                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     from agent.containers.image import ensure_sandbox_image
@@ -84,3 +86,23 @@ def test_a_crate_tests_on_it_offline_and_a_second_run_compiles_nothing_again(tmp
     assert "Compiling tinydep" in first.output and "Compiling demo" in first.output
     assert "Compiling" not in second.output, second.output[-2000:]
     assert os.environ["HTTP_PROXY"] == CLOSED
+
+
+def test_without_rustup_debian_s_toolchain_is_chosen_and_said(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from agent.env.install.images import EngineImages
+    from agent.languages.rust.toolchain import choose
+
+    monkeypatch.setenv("RUSTUP_HOME", str(tmp_path / "no-rustup"))
+    monkeypatch.delenv("RUSTUP_TOOLCHAIN", raising=False)
+    monkeypatch.delenv("CODEBOX_RUST_TOOLCHAIN", raising=False)
+    engine = EngineImages.connect("docker")
+    try:
+        chosen = choose(None, engine, lambda _: None)
+    finally:
+        engine.close()
+    assert chosen.image.startswith("codebox-toolchain-rust:trixie-")
+    assert chosen.note == ("rust toolchain: Debian trixie's rustc and cargo, because this machine has no rustup "
+                           f"({tmp_path / 'no-rustup'} has no settings.toml)")
+    boxed = subprocess.run(["docker", "run", "--rm", "--network", "none", chosen.image, "rustc", "-V"],
+                           capture_output=True, text=True, timeout=300, check=False)
+    assert boxed.returncode == 0 and boxed.stdout.startswith("rustc 1.85"), boxed.stdout + boxed.stderr
