@@ -79,4 +79,5 @@ def test_gold_patches_resolve_and_empty_ones_do_not(tmp_path: Path, language: st
         record = json.loads((tmp_path / "empty" / instance / "eval.json").read_text())
         assert record["harness_error"] is None and record["exit_code"] is not None, record
         assert record["tests_status"]["FAIL_TO_PASS"]["failure"], record["tests_status"]
-        assert record["tests_status"]["PASS_TO_PASS"]["success"], record["tests_status"]
+        passing = json.loads(next(r["PASS_TO_PASS"] for r in mine if r["instance_id"] == instance))
+        assert len(record["tests_status"]["PASS_TO_PASS"]["success"]) == len(passing), record["tests_status"]
