@@ -111,6 +111,8 @@ def main() -> None:
         if not isinstance(language, RunsNamedTests) or not isinstance(language, BuildsEnvironment):
             sys.exit(f"lang_rows: {args.repo} at {base[:10]} is not a Rust, Go or Node project codebox grades by "
                      f"test name ({found.language if found else 'no test command found'})")
+        if found is not None and found.missing:
+            sys.exit(f"lang_rows: {args.repo} at {base[:10]}: {found.missing}")
         patch, test_patch = split_diff(args.mirror, commit, language.name)
         if not patch or not test_patch:
             sys.exit(f"lang_rows: {commit[:10]} must change both code and tests")

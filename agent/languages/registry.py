@@ -129,6 +129,13 @@ def eval_runner(repo: Path, names: list[str]) -> tuple[Runner, str]:
     return python_runners.choose(repo, names)
 
 
+def language_named(name: str) -> RunsNamedTests | None:
+    """The language whose own test names an evaluation graded by, from eval.json's ``runner`` (go, node, rust), or
+    None (a Python runner's name)."""
+    language = next((lang for lang in LANGUAGES if lang.name == name), None)
+    return language if isinstance(language, RunsNamedTests) else None
+
+
 def runner_named(name: str) -> Runner | None:
     """The runner of that name (an eval.json's ``runner``), or None."""
     return python_runners.RUNNERS.get(name)
