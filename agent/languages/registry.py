@@ -102,7 +102,11 @@ def _codebox_sandbox_image(image: str, backend: str) -> bool:
     finally:
         engine.close()
     labels = (attrs.get("Config") or {}).get("Labels") or {}
-    return labels.get("codebox.image") in ("sandbox", "base")
+    # An image built FROM one of codebox's (its Node toolchain with npm added) inherits its labels: only a name of
+    # codebox's own says the image is codebox's, else the user's toolchain would be swapped out unseen.
+    names = [str(tag).rsplit(":", 1)[0].rsplit("/", 1)[-1] for tag in attrs.get("RepoTags") or []]
+    return labels.get("codebox.image") in ("sandbox", "base") and any(
+        name in ("codebox-sandbox", "codebox-base") or name.startswith("codebox-toolchain-") for name in names)
 
 
 def failing_tests(output: str, test_cmd: list[str] | None = None) -> list[str]:

@@ -98,10 +98,9 @@ def test_an_npm_test_that_reaches_node_test_is_read_per_test(tmp_path: Path) -> 
     context = tmp_path / "image"
     shutil.copytree(package_dir, context / "npm", symlinks=True)
     base = ensure_toolchain("node", node.SUITE, node.PACKAGES, lambda _: None, node.NODE_ENV)
-    # codebox's own images carry codebox.image, and it swaps them for its toolchain: this one is the user's
+    # built FROM codebox's toolchain image, it inherits its labels: still the user's image, not swapped for codebox's
     (context / "Dockerfile").write_text(f"FROM {base}\nCOPY npm /usr/lib/node_modules/npm\n"
-                                        "RUN ln -s /usr/lib/node_modules/npm/bin/npm-cli.js /usr/bin/npm\n"
-                                        'LABEL codebox.image=""\n')
+                                        "RUN ln -s /usr/lib/node_modules/npm/bin/npm-cli.js /usr/bin/npm\n")
     tag = f"codebox-test-node-npm:{tmp_path.name.lower()}"
     subprocess.run(["docker", "build", "-q", "-t", tag, str(context)], capture_output=True, check=True, timeout=600)
     try:
