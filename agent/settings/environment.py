@@ -48,6 +48,7 @@ OTHER_VARIABLES: dict[str, str] = {
     "CODEBOX_TEST_SERVER_PYTHON": "tests: the Python that runs the sandbox server in its tests",
     "CODEBOX_TEST_OPENAI_KEY": "tests: a key variable of the model client tests",
     "CODEBOX_TEST_KEY": "tests: a key variable of the model client tests",
+    "CODEBOX_LANG_ROWS_MIRRORS": "tests: where the eval rows' repositories are mirrored (default /work/.mirror)",
 }
 
 
