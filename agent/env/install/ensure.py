@@ -454,9 +454,16 @@ class _Build:
 
         if self._tools is None:
             debs = self.installed or probe(self.client, self.request.base_image, with_debs=True, cancel=self.cancel)[1]
-            self._tools = ensure_tools(self.client, self.engine, self.request.base_image, self.base_id, self.target,
-                                       debs, self.request.limits, self.deadline, self.cancel, self.log,
-                                       self.request.shown()).id
+            try:
+                self._tools = ensure_tools(self.client, self.engine, self.request.base_image, self.base_id,
+                                           self.target, debs, self.request.limits, self.deadline, self.cancel,
+                                           self.log, self.request.shown()).id
+            except (EnvCancelled, DeadlinePassed):
+                raise
+            except EnvError as exc:  # no Debian mirror (an offline index): a pure-Python sdist builds all the same
+                self._note(f"the build-tools image could not be made ({' '.join(str(exc).split())[:200]}): "
+                           "dependencies' sdists are built without a C compiler")
+                self._tools = self.request.base_image
         return self._tools
 
     def _locked_deps(self, requirements: list[Requirement], project: str | None,
