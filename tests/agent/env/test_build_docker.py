@@ -108,13 +108,16 @@ def test_a_second_build_is_a_cache_hit_with_no_container(
 def test_a_task_older_than_its_python_may_fall_back_to_the_python_s_day_without_a_new_key(
     tmp_path: Path, local_index: IndexConfig, made: list[str]
 ) -> None:
-    repo = write(tmp_path, projects.FLAT)
+    repo = write(tmp_path / "repo", projects.FLAT)
     when = "2012-09-20T15:48:00Z"  # requests 0.14's row on SWE-bench's Python (the local wheels carry no date)
-    plain = build(repo, local_index, made, as_of=when)
-    aware = build(repo, local_index, made, as_of=when, python="3.11")  # 3.11: released 2022-10-24
+    # A venv of that day had setuptools (ensure.venv_seed): a stand-in beside the wheelhouse.
+    make_wheel(tmp_path / "seed", "setuptools", "1.0", {"setuptools/__init__.py": ""})
+    index = IndexConfig(find_links=[*local_index.find_links, str(tmp_path / "seed")], no_index=True)
+    plain = build(repo, index, made, as_of=when)
+    aware = build(repo, index, made, as_of=when, python="3.11")  # 3.11: released 2022-10-24
     assert aware.image == plain.image and not aware.built  # the fallback after the others is no part of the key
     assert (aware.candidate, aware.candidates) == (1, plain.candidates + 1)  # ... but it is counted: eval's next
-    era = build(repo, local_index, made, as_of=when, python="3.11", skip=plain.candidates)
+    era = build(repo, index, made, as_of=when, python="3.11", skip=plain.candidates)
     assert era.built and era.candidate == plain.candidates + 1 and era.image != plain.image
     assert "environment: candidate 3 of 3, the project's own dependencies as of Python 3.11's release " \
            "(2022-10-24)" in era.notes and "gamma==3.0" not in era.installed  # the test extra is not in it
