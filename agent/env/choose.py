@@ -76,8 +76,8 @@ def choose_for_task(task: EnvTask, repo: Path, sandbox: SandboxLimits, log: Log 
     """The environment of ``task``, built on ``repo`` (the task's repository or its workspace), shown
     as ``repo_name`` (default ``task.repo``).
 
-    As of: the task's own ``env.as_of``, else its ``created_at``, else the committer date of
-    its base commit (or HEAD) in ``task.repo``, else now. Limits: the sandbox's. Environments
+    As of: the task's own ``env.as_of``, else the later of its ``created_at`` and the committer date of
+    its base commit (or HEAD) in ``task.repo``, else now (asof.choose). Limits: the sandbox's. Environments
     are built in the sandbox's backend and kept in its image store, where its sandboxes find them.
     """
     env = task.env

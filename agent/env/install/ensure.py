@@ -232,6 +232,7 @@ class _Build:
         self.compiles = inputs.build and inputs.declared.project.extension_modules
         self.chosen = 0  # the candidate built (1-based)
         self.dated_build = False  # the project's build requirements as of the task's date (after today's failed)
+        self._tools: str | None = None  # the build-tools image's id, once a dependency's sdist needs it
         from agent.env.install.probe import probe  # a build's own imports: a cache hit never needs them
 
         self.target, self.installed = probe(client, request.base_image,
@@ -373,6 +374,7 @@ class _Build:
     def _lock(self, requirements: list[Requirement], project: str | None) -> Lock:
         from packaging.utils import canonicalize_name
 
+        from agent.env.resolve.resolve import past_the_date
 
         when = f" as of {self.request.as_of[:10]}" if self.exclude_newer else ""
         self.log(f"resolving {len(requirements)} requirements{when} for Python {self.target.python} "
@@ -388,6 +390,7 @@ class _Build:
         else:
             notes = []
             lock = self._with_preferred(requirements, notes)
+            notes += past_the_date(lock, [*requirements, *self.inputs.prefer], self.exclude_newer)
             if memo:
                 lock_memo.keep(memo, lock, notes)
         if lock.undated:
@@ -402,11 +405,15 @@ class _Build:
         return lock
 
     def _with_preferred(self, requirements: list[Requirement], notes: list[str]) -> Lock:
-        """The lock of ``requirements`` and the recipe's preferred versions; a preferred one an error names (a
-        conflict, no wheel) is dropped with a note and the rest resolved again."""
+        """The lock of ``requirements`` and the recipe's preferred versions. A preferred pin that one of
+        ``requirements`` refuses is left out first (resolve/prefer.py: the project's install comes later); one an
+        error names (a conflict, no wheel) is dropped with a note and the rest resolved again."""
+        from agent.env.install.metadata import marker_environment
+        from agent.env.resolve.prefer import replaced_pins
         from agent.env.resolve.sdists import resolve_with_sdists
 
-        prefer = list(self.inputs.prefer)
+        prefer, replaced = replaced_pins(self.inputs.prefer, requirements, marker_environment(self.target))
+        notes += replaced
         while True:
             try:
                 return resolve_with_sdists(requirements + prefer, self.target, self.request.index, self.cancel,
@@ -428,10 +435,24 @@ class _Build:
         # setuptools of its day imports the stdlib distutils that Python 3.12 (and Debian's 3.11 without
         # python3-distutils) lacks; setuptools 60+ carries its own.
         build_lock = self.resolve(asked, f"build requirements of {pin.filename}", dated=False)
-        built = build_wheel(self.client, self.request.base_image, self.target, pin, path, build_lock,
+        built = build_wheel(self.client, self._tools_image(), self.target, pin, path, build_lock,
                             self.request.limits, self.deadline, self.cancel, self.log)
         return SdistMeta(requires_dist=checked_requires(built.requires_dist, pin), build_requires=build_requires,
                          wheel=built.pin)
+
+    def _tools_image(self) -> str:
+        """The build-tools image (a C compiler, Python's headers) of the base, made once: where a dependency's sdist
+        is built, as pip builds one on a machine with a compiler (SWE-bench's images have gcc). typed_ast 1.4.1,
+        which sphinx 3.x's test extra names as of 2020, has no wheel for 3.9 and compiles its parser."""
+        from agent.env.install.probe import probe
+        from agent.env.install.tools import ensure_tools
+
+        if self._tools is None:
+            debs = self.installed or probe(self.client, self.request.base_image, with_debs=True, cancel=self.cancel)[1]
+            self._tools = ensure_tools(self.client, self.engine, self.request.base_image, self.base_id, self.target,
+                                       debs, self.request.limits, self.deadline, self.cancel, self.log,
+                                       self.request.shown()).id
+        return self._tools
 
     def _locked_deps(self, requirements: list[Requirement], project: str | None,
                      on_top: Stacked | None = None) -> tuple[images.Entry, str | None]:
