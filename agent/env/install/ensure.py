@@ -29,6 +29,7 @@ import hashlib
 import json
 import time
 from collections.abc import Callable
+from contextlib import nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -383,16 +384,20 @@ class _Build:
 
         memo = lock_memo.memo_key(requirements, self.inputs.prefer, self.target, self.request.index,
                                   self.exclude_newer)
-        kept = lock_memo.recall(memo) if memo else None
-        if kept is not None:
-            lock, notes = kept
-            self.log(f"the same requirements were resolved before as of that date: lock {lock.digest()[:12]} reused")
-        else:
-            notes = []
-            lock = self._with_preferred(requirements, notes)
-            notes += past_the_date(lock, [*requirements, *self.inputs.prefer], self.exclude_newer)
-            if memo:
-                lock_memo.keep(memo, lock, notes)
+        # One resolution per key at a time: eval prepares the next row's environment while a row runs, and two rows
+        # of a version ask for the same lock; the second waits and takes the first's.
+        with images.held(lock_memo.lock_path(memo), f"lock-{memo}", self.cancel) if memo else nullcontext():
+            kept = lock_memo.recall(memo) if memo else None
+            if kept is not None:
+                lock, notes = kept
+                self.log(f"the same requirements were resolved before as of that date: lock {lock.digest()[:12]} "
+                         "reused")
+            else:
+                notes = []
+                lock = self._with_preferred(requirements, notes)
+                notes += past_the_date(lock, [*requirements, *self.inputs.prefer], self.exclude_newer)
+                if memo:
+                    lock_memo.keep(memo, lock, notes)
         if lock.undated:
             notes.append(f"{', '.join(lock.undated)}: no version as of {self.request.as_of[:10]} on the index (its "
                          "history deleted, or newer than the date): the first versions after it are used")
