@@ -77,7 +77,6 @@ def row_spec(spec: dict[str, Any], where: str) -> RowSpec:
     if isinstance(python, str) and minor_of(python):
         out.python = minor_of(python)
     pip = [p for p in spec.get("pip_packages") or [] if isinstance(p, str)]
-    pip += _setuptools(out.python, pip)
     install = spec.get("install")
     extras = [e.strip() for m in _EXTRAS.findall(install) for e in m.split(",") if e.strip()] \
         if isinstance(install, str) else []
@@ -99,24 +98,6 @@ def row_spec(spec: dict[str, Any], where: str) -> RowSpec:
         elif packages.strip() != "requirements.txt":
             out.notes.append(f"{where}: its conda packages ({packages}) are not installed as such")
     return out
-
-
-# SWE-bench's environments (`conda create python=X`) carry setuptools, as a venv of these Pythons does (`python -m
-# venv` seeds the version its ensurepip bundles; these are 3.9.0's, 3.10.0's and 3.11.0's): packages of those years
-# import pkg_resources without declaring it (hypothesis 5.35's entry points, in pytest 6.0's tests). 3.12 seeds none.
-SEEDED_SETUPTOOLS = {"3.9": "49.2.1", "3.10": "57.4.0", "3.11": "65.5.0"}
-
-
-def _setuptools(python: str | None, pip: list[str]) -> list[str]:
-    """The setuptools a spec's environment carries, as a preferred pin, unless its pip packages name one (older
-    Pythons than 3.9 run on 3.9 here: its version)."""
-    import re
-
-    if python is None or any(re.match(r"\s*setuptools\b", p, re.IGNORECASE) for p in pip):
-        return []
-    major, minor = (int(x) for x in python.split(".")[:2])
-    seeded = SEEDED_SETUPTOOLS.get(python) or (SEEDED_SETUPTOOLS["3.9"] if (major, minor) < (3, 9) else None)
-    return [f"setuptools=={seeded}"] if seeded else []
 
 
 def _checked(out: RowSpec, fields: dict[str, list[str]], where: str) -> Recipe:
