@@ -117,7 +117,8 @@ def setup_declarations(task: EnvTask, source: Path, log: Log = _quiet) -> tuple[
     folder = declarations_at(source, commit, cache_dir())
     full = full_commit(source, commit)
     if folder is None or full is None:
-        log(f"environment_setup_commit {commit[:12]} is not in {source}: the dependencies are read at the base commit")
+        log(f"environment_setup_commit {commit[:12]} is not in {source} (or git cannot read it): the dependencies "
+            "are read at the base commit")
         return None
     base = full_commit(source, task.base_commit) if task.base_commit else None
     return None if base == full else (folder, full)

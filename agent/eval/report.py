@@ -22,8 +22,17 @@ def results_summary(results: list[InstanceEval], strict: bool) -> dict[str, obje
     summary["flagged"] = {r.instance_id: r.flagged for r in results if r.flagged}
     summary["flags"] = {r.instance_id: [f.model_dump() for f in r.flags] for r in results if r.flags}
     summary["python"] = {r.instance_id: r.python.line() for r in results if r.python is not None}
+    # Which candidate environment graded each row that had more than one, and the rows of a version that differ.
+    summary["environment"] = {r.instance_id: _candidate(r) for r in results
+                              if r.env is not None and r.env.candidates > 1}
     summary["strict"] = strict
     return summary
+
+
+def _candidate(result: InstanceEval) -> str:
+    assert result.env is not None
+    split = next((n for n in result.notes if n.startswith("rows of version ")), None)
+    return f"candidate {result.env.candidate} of {result.env.candidates}" + (f"; {split}" if split else "")
 
 
 def swebench_report(results: list[InstanceEval], instance_ids: list[str], submitted: list[str]) -> dict[str, object]:

@@ -67,6 +67,9 @@ def test_rows_of_a_version_share_the_setup_commits_environment_and_each_gets_its
         assert split == ["rows of version 1.0 differ: candidate 1 passes acme__valpkg-1's PASS_TO_PASS and fails "
                          "acme__valpkg-2's (1 failing); acme__valpkg-1 uses candidate 1, this row candidate 2 (each "
                          "row gets the best candidate for it)"], second["notes"]
+        summary = json.loads((out / "results.json").read_text())["environment"]
+        assert summary["acme__valpkg-1"] == "candidate 1 of 2"
+        assert summary["acme__valpkg-2"] == f"candidate 2 of 2; {split[0]}"
     finally:  # the images this test built, through codebox's own record
         from agent.env.install import images
 

@@ -29,6 +29,7 @@ import hashlib
 import json
 import time
 from collections.abc import Callable
+from contextlib import nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -42,7 +43,7 @@ from agent.env.install import images, plan
 from agent.env.install.box import ROLE_BUILD, BuildLimits, Deadline, DeadlinePassed, StepFailed
 from agent.env.install.plan import Backend
 from agent.env.install.tree import Tree, read_tree
-from agent.env.read.candidates import PYTHON_ERA, Candidate, with_python_era
+from agent.env.read.candidates import PROJECT_ONLY, PYTHON_ERA, Candidate, with_python_era
 from agent.env.read.declared import DEFAULT_EXTRAS, DEFAULT_RUNNER, NO_DEPENDENCIES, Declared, read_declared
 from agent.env.read.reqlines import Requirement, parse_requirement
 from agent.env.read.source_policy import check_sources
@@ -351,11 +352,19 @@ class _Build:
             layer = box.build(folder / "project.tar")
         return self._finish(deps, layer, name, plugins=plugins)
 
+    def candidates(self) -> list[Candidate]:
+        """The declared candidates; a repository that declares nothing has one: the test runner and what the recipe
+        asks for (a dataset spec's pip packages on a folder of plain modules)."""
+        runner = [parse_requirement(self.request.runner, "codebox default (the test runner)")] \
+            if self.request.runner else []
+        return self.inputs.declared.candidates or [Candidate(name="the recipe's packages alone", rank=PROJECT_ONLY,
+                                                             requirements=runner)]
+
     def _chosen_deps(self, more: list[Requirement], project: str | None,
                      on_top: Stacked | None = None) -> tuple[images.Entry, str | None]:
         """The dependencies image of the first candidate (read/candidates.py) that resolves and installs, each
         with ``more`` and within its own time; one that fails is dropped, said in the notes, and the next tried."""
-        tried = window(self.inputs.declared.candidates, self.request)
+        tried = window(self.candidates(), self.request)
         if not tried:
             raise EnvError(f"no environment candidate is left to try (skipped {self.request.skip})", usage=True)
         dropped: list[str] = []
@@ -377,7 +386,7 @@ class _Build:
             finally:
                 self.deadline, self.exclude_newer = overall, task_date
             self.inputs.declared.notes += [*dropped, f"environment: candidate {number} of "
-                                           f"{len(self.inputs.declared.candidates)}, {candidate.name}"]
+                                           f"{len(self.candidates())}, {candidate.name}"]
             if seeded:
                 self._note(f"setuptools added, as every venv of Python {minor_of(self.target.python)} had it then "
                            "(packages of that time import pkg_resources unasked)")
@@ -398,16 +407,20 @@ class _Build:
 
         memo = lock_memo.memo_key(requirements, self.inputs.prefer, self.target, self.request.index,
                                   self.exclude_newer)
-        kept = lock_memo.recall(memo) if memo else None
-        if kept is not None:
-            lock, notes = kept
-            self.log(f"the same requirements were resolved before as of that date: lock {lock.digest()[:12]} reused")
-        else:
-            notes = []
-            lock = self._with_preferred(requirements, notes)
-            notes += past_the_date(lock, [*requirements, *self.inputs.prefer], self.exclude_newer)
-            if memo:
-                lock_memo.keep(memo, lock, notes)
+        # One resolution per key at a time: eval prepares the next row's environment while a row runs, and two rows
+        # of a version ask for the same lock; the second waits and takes the first's.
+        with images.held(lock_memo.lock_path(memo), f"lock-{memo}", self.cancel) if memo else nullcontext():
+            kept = lock_memo.recall(memo) if memo else None
+            if kept is not None:
+                lock, notes = kept
+                self.log(f"the same requirements were resolved before as of that date: lock {lock.digest()[:12]} "
+                         "reused")
+            else:
+                notes = []
+                lock = self._with_preferred(requirements, notes)
+                notes += past_the_date(lock, [*requirements, *self.inputs.prefer], self.exclude_newer)
+                if memo:
+                    lock_memo.keep(memo, lock, notes)
         if lock.undated:
             notes.append(f"{', '.join(lock.undated)}: no version as of {(self.exclude_newer or '')[:10]} on the index "
                          "(its history deleted, or newer than the date): the first versions after it are used")
@@ -520,7 +533,7 @@ class _Build:
             kind="env", key=self.key, id=image_id, tag=tag, repo=self.request.shown(), base=self.request.base_image,
             base_id=self.base_id, python=self.target.python, lock=deps.lock, packages=deps.packages, apt=deps.apt,
             as_of=self.request.as_of, deps=deps.id, pytest_plugins=plugins or [], engine=self.engine.name,
-            candidate=self.chosen, candidates=len(self.inputs.declared.candidates),
+            candidate=self.chosen, candidates=len(self.candidates()),
             notes=[*self.inputs.declared.notes, *([f"the project ({name}) was installed by its own build backend"]
                                                   if self.inputs.build and name else [])],
         )

@@ -116,10 +116,10 @@ def _write(source: Path, entries: list[tuple[str, str, str]], dest: Path) -> boo
         return False
     data, at = proc.stdout, 0
     for mode, obj, path in entries:
-        end = data.index(b"\n", at)
-        header = data[at:end].split()
-        if len(header) != 3 or header[0].decode() != obj:
-            return False
+        end = data.find(b"\n", at)
+        header = data[at:end].split() if end >= 0 else []
+        if len(header) != 3 or header[0].decode() != obj or not header[2].isdigit():
+            return False  # a missing object, or git's answer cut short
         size = int(header[2])
         blob = data[end + 1:end + 1 + size]
         at = end + 1 + size + 1  # the blob, then a newline

@@ -44,6 +44,11 @@ def _path(key: str) -> Path:
     return cache_dir() / "locks" / f"{key}.json"
 
 
+def lock_path(key: str) -> Path:
+    """The file held while the lock of ``key`` is resolved (one resolution per key at a time)."""
+    return _path(key).with_suffix(".lock")
+
+
 def recall(key: str) -> tuple[Lock, list[str]] | None:
     """The lock kept under ``key`` and the notes its resolution wrote; None when none (or it cannot be used)."""
     try:

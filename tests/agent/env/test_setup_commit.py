@@ -147,18 +147,19 @@ def test_the_second_row_of_a_version_reuses_the_first_rows_environment(tmp_path:
     from tests.engine import docker, remove_image
 
     ensure_sandbox_image()
+    # Dated after 3.12's release: no setuptools seeded (venv_seed), which the local index does not hold.
     origin = tmp_path / "origin"
     base1 = commit(origin, {"setup.py": SETUP_PY.format(deps=[]), "proj/__init__.py": "",
-                            "requirements-test.txt": "beta==2.0\n"}, "2020-05-05T10:00:00Z")
-    base2 = commit(origin, {"requirements-test.txt": "beta==2.0\ngamma\n"}, "2020-05-30T10:00:00Z")
-    setup = commit(origin, {"requirements-test.txt": "beta==1.0\ndelta\n"}, "2020-07-08T09:30:00Z")
+                            "requirements-test.txt": "beta==2.0\n"}, "2024-05-05T10:00:00Z")
+    base2 = commit(origin, {"requirements-test.txt": "beta==2.0\ngamma\n"}, "2024-05-30T10:00:00Z")
+    setup = commit(origin, {"requirements-test.txt": "beta==1.0\ndelta\n"}, "2024-07-08T09:30:00Z")
     deps = declarations_at(origin, setup, cache_dir())
     made = []
     try:
         for name, base in (("row1", base1), ("row2", base2)):
             work = checkout(origin, base, tmp_path / name)
             made.append(ensure_env(EnvRequest(repo=work, base_image="codebox-sandbox:latest", index=local_index,
-                                              deps_repo=deps, deps_commit=setup, as_of="2020-07-08T09:30:00Z")))
+                                              deps_repo=deps, deps_commit=setup, as_of="2024-07-08T09:30:00Z")))
         first, second = made
         assert first.built and "beta==1.0" in first.installed and "delta==4.0" in first.installed
         assert "gamma==3.0" not in first.installed  # row 2's base declares it; the version's setup commit does not
@@ -272,3 +273,43 @@ def test_a_project_build_that_fails_with_todays_build_requirements_runs_again_wi
     assert not build._build_as_of_the_date(ProjectBuildFailed("killed", 137))
     build.exclude_newer = None
     assert not build._build_as_of_the_date(ProjectBuildFailed("x", 1))
+
+
+def test_two_rows_asking_for_one_dated_lock_together_resolve_it_once(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+    import time
+
+    from agent.cancel import CancelToken
+    from agent.env.install import ensure
+    from agent.env.read.declared import read_declared
+    from agent.env.read.reqlines import parse_requirement
+    from agent.env.resolve.resolve import Lock, Pin, Target
+
+    calls: list[int] = []
+
+    def resolve(self: ensure._Build, requirements: list[object], notes: list[str]) -> Lock:
+        calls.append(1)
+        time.sleep(0.5)
+        return Lock(pins=[Pin(name="beta", version="1.0", url="https://x/beta-1.0-py3-none-any.whl", sha256="0" * 64)])
+
+    monkeypatch.setattr(ensure._Build, "_with_preferred", resolve)
+
+    def build() -> ensure._Build:
+        made = object.__new__(ensure._Build)
+        made.request = EnvRequest(repo=tmp_path, index=IndexConfig(no_index=True), as_of="2020-07-08T09:30:00Z")
+        made.exclude_newer, made.cancel, made.log = "2020-07-08T09:30:00Z", CancelToken(), lambda _: None
+        made.target = Target(python="3.9.2", platform="x86_64-manylinux_2_31")
+        made.inputs = ensure._Inputs(declared=read_declared(write(tmp_path / "p", {"requirements.txt": "beta\n"})),
+                                     recipe=ensure.Recipe(), pip=[], prefer=[], backend=ensure.Backend(),
+                                     build_requires=[], build=False)
+        return made
+
+    got: list[str] = []
+    reqs = [parse_requirement("beta", "requirements.txt:1")]
+    threads = [threading.Thread(target=lambda: got.append(build()._lock(reqs, None).digest())) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert calls == [1] and len(got) == 2 and got[0] == got[1]
