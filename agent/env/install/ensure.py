@@ -36,7 +36,7 @@ from pydantic import BaseModel, Field
 
 from agent import defaults
 from agent.env.cancel import NEVER, Cancel, EnvCancelled, check
-from agent.env.errors import EnvError
+from agent.env.errors import EnvError, ProjectBuildFailed
 from agent.env.info import EnvInfo
 from agent.env.install import images, plan
 from agent.env.install.box import ROLE_BUILD, BuildLimits, Deadline, DeadlinePassed, StepFailed
@@ -52,6 +52,7 @@ from agent.env.resolve.resolve import PREFERRED, RECIPE_PIP, IndexConfig, Lock, 
 
 if TYPE_CHECKING:
     from agent.env.install.layer import Stacked
+    from agent.env.install.project_build import ProjectBuild
     from agent.env.resolve.sdists import SdistMeta
     from agent.sandboxes.build import Builder
 
@@ -249,12 +250,21 @@ class _Build:
         with tempfile.TemporaryDirectory(prefix="codebox-env-") as tmp:
             folder = Path(tmp)
             if self.inputs.build:
-                return self._with_project_build(folder, self.compiles)
+                try:
+                    return self._with_project_build(folder, self.compiles)
+                except ProjectBuildFailed as exc:
+                    raise self._named_submodules(exc) from None
             layer = static_layer(declared, folder / "project.tar")
             # When the dependencies image is built, one load for both images.
             deps, image_id = self._chosen_deps(self.inputs.pip, declared.project.name, self._stacked(layer))
             return self._finish(deps, layer, declared.project.name or "", image_id,
                                 _plugins(declared.project.entry_points))
+
+    def _named_submodules(self, exc: ProjectBuildFailed) -> ProjectBuildFailed:
+        """A failed build of a tree with empty submodules: the first line names them (the build may have needed
+        them: astropy 1.3's astropy_helpers, which its bootstrap would download)."""
+        line = self.inputs.tree.missing_submodules(self.request.shown()) if self.inputs.tree is not None else ""
+        return ProjectBuildFailed(f"{line}; {exc}", exc.status) if line else exc
 
     def _with_project_build(self, folder: Path, compiles: bool) -> images.Entry:
         from agent.env.install import metadata
@@ -285,6 +295,8 @@ class _Build:
                 build_lock = self.resolve(build_requires, "build requirements", dated=False)
                 box.install_build_requirements(build_lock)
                 box.prepare()
+                if inputs.recipe.pre_install:
+                    build_lock = self._after_pre_install(box, inputs.build_requires, build_lock, needs_cython)
                 more = plan.unsatisfied(box.requires(), build_lock)
                 if more:  # the backend's get_requires_for_build_*: a second round on the host
                     asked = [parse_requirement(t, "the build backend (get_requires_for_build_*)") for t in more]
@@ -304,6 +316,22 @@ class _Build:
             self.log("installing the project with its own build backend")
             layer = box.build(folder / "project.tar")
         return self._finish(deps, layer, name, plugins=plugins)
+
+    def _after_pre_install(self, box: ProjectBuild, declared: list[Requirement], lock: Lock,
+                           needs_cython: bool) -> Lock:
+        """The build requirements as the recipe's pre_install left ``[build-system]`` (pip reads them after it),
+        installed over the first ones when they differ."""
+        after = plan.requires_after_pre_install(box.pyproject(), declared)
+        if after is None:
+            return lock
+        changed = sorted({r.text for r in after} - {r.text for r in declared})
+        self.log(f"pre_install changed [build-system] requires: {', '.join(changed) or 'some removed'}")
+        self.inputs.declared.notes.append(f"build requirements as pre_install left pyproject.toml: "
+                                          f"{', '.join(r.text for r in after)}")
+        wanted = plan.build_requirements(after, self.inputs.backend, self.inputs.declared, needs_cython)
+        lock = self.resolve(wanted, "build requirements", dated=False)
+        box.install_build_requirements(lock)
+        return lock
 
     def _chosen_deps(self, more: list[Requirement], project: str | None,
                      on_top: Stacked | None = None) -> tuple[images.Entry, str | None]:
@@ -357,10 +385,16 @@ class _Build:
 
     def _with_preferred(self, requirements: list[Requirement], notes: list[str]) -> Lock:
         """The lock of ``requirements`` and the recipe's preferred versions; a preferred one an error names (a
-        conflict, no wheel) is dropped with a note and the rest resolved again."""
+        conflict, no wheel) is dropped with a note and the rest resolved again. A preferred pin with no wheel for
+        this Python is first moved within its series (nearest.py)."""
+        from agent.env.resolve import nearest
         from agent.env.resolve.sdists import resolve_with_sdists
 
-        prefer = list(self.inputs.prefer)
+        # A pin made for another Python (a stand-in runs) with no wheel for this one: its series' nearest release
+        # that has one, before uv would take its sdist to build.
+        moved, said = nearest.moved_pins(self.inputs.prefer, self.target, self.request.index, self.cancel)
+        prefer = [moved.get(r.text, r) for r in self.inputs.prefer]
+        notes += said
         while True:
             try:
                 return resolve_with_sdists(requirements + prefer, self.target, self.request.index, self.cancel,

@@ -17,9 +17,10 @@ from packaging.utils import canonicalize_name
 from pydantic import BaseModel, Field
 
 from agent.env.errors import EnvError
+from agent.env.read.backend import build_requires
 from agent.env.read.declared import Declared
 from agent.env.read.reqlines import Requirement, parse_requirement
-from agent.env.read.safe_read import read_ini, read_toml, table
+from agent.env.read.safe_read import parse_toml, read_ini, read_toml, table
 from agent.env.recipe import Recipe
 from agent.env.resolve.resolve import Lock
 
@@ -98,6 +99,17 @@ def build_requirements(requires: list[Requirement], backend: Backend, declared: 
         declared_cython = next((r for r in declared.requirements if r.name == "cython"), None)
         found.append(declared_cython or parse_requirement("cython", "codebox (the tree has .pyx with no C)"))
     return found
+
+
+def requires_after_pre_install(text: str | None, before: list[Requirement]) -> list[Requirement] | None:
+    """``[build-system] requires`` of the pyproject.toml a recipe's pre_install left (``text``), when they differ
+    from ``before`` (read on the host); else None. pip reads them when it builds, after SWE-bench's pre_install:
+    astropy 4.1-5.2's spec pins ``setuptools==68.0.0`` there by sed (today's setuptools has no ``dep_util``)."""
+    if text is None:
+        return None
+    where = "pyproject.toml [build-system], as pre_install left it,"
+    after = build_requires(parse_toml(text, "pyproject.toml (after pre_install)"), where)
+    return after if [r.text for r in after] != [r.text for r in before] else None
 
 
 def pyx_without_c(files: list[str]) -> bool:

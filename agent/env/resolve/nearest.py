@@ -1,0 +1,96 @@
+"""A pinned version with no wheel for this Python, moved to the nearest release that has one.
+
+A dataset's spec pins versions for its own Python (SWE-bench's xarray 0.12: ``numpy==1.23.0`` for 3.10).
+When another Python stands in (3.11, since no Debian suite ships 3.10), such a pin may have no wheel for it,
+and dropping it leaves the row's date to choose (numpy 1.19.1, compiled from source for 3.11, which fails).
+The spec's intent is the release series, not its patch number: the lowest release at or above the pin in the
+same series (``1.23.*``) with a wheel for this Python is taken (numpy 1.23.2). Only within the series: a pin
+with no wheel in it (an sdist-only package, docopt 0.6.2; pyyaml 5.3 on Linux) stays, and is built offline
+as before. Asked of uv with no dependencies (one question for all the pins, one per pin moved): what the
+resolve around it makes of the new pin is the resolve's business.
+"""
+
+from __future__ import annotations
+
+from packaging.requirements import InvalidRequirement
+from packaging.requirements import Requirement as Pep508
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+from agent.env.cancel import NEVER, Cancel
+from agent.env.errors import EnvError
+from agent.env.read.reqlines import Requirement
+from agent.env.resolve.resolve import IndexConfig, NeedsSource, Target, resolve
+
+_WHEEL_ONLY = ("--no-deps",)
+_LOWEST = ("--no-deps", "--resolution", "lowest")
+
+
+def exact_version(requirement: Requirement) -> str | None:
+    """``V`` of a requirement that is ``name==V`` and nothing else (no extras, no marker), else None."""
+    try:
+        parsed = Pep508(requirement.text)
+    except InvalidRequirement:
+        return None
+    specs = list(parsed.specifier)
+    if len(specs) != 1 or specs[0].operator != "==" or "*" in specs[0].version or parsed.extras or parsed.marker:
+        return None
+    return specs[0].version
+
+
+def without_wheels(pins: list[Requirement], target: Target, index: IndexConfig, cancel: Cancel = NEVER) -> list[str]:
+    """The names among ``pins`` (exact pins) that have no wheel for ``target``: uv names one per answer."""
+    left = list(pins)
+    found: list[str] = []
+    while left:
+        try:
+            resolve(left, target, index, cancel=cancel, options=_WHEEL_ONLY)
+            return found
+        except NeedsSource as exc:
+            wheelless = {canonicalize_name(n) for n in exc.names}
+            named = [r for r in left if canonicalize_name(r.name) in wheelless]
+            if not named:
+                return found
+            found += [r.name for r in named]
+            left = [r for r in left if r not in named]
+    return found
+
+
+def nearest_release(pin: Requirement, target: Target, index: IndexConfig, cancel: Cancel = NEVER) -> str | None:
+    """The lowest version of ``pin``'s series (``1.23.*``) at or above its own with a wheel for ``target``; None
+    if none."""
+    version = exact_version(pin)
+    if version is None:
+        return None
+    try:
+        parsed = Version(version)
+    except InvalidVersion:
+        return None
+    series = ".".join(str(part) for part in parsed.release[:2])
+    text = f"{pin.name}>={version},=={series}.*"
+    try:
+        lock = resolve([Requirement(text=text, name=pin.name, source=pin.source)], target, index, cancel=cancel,
+                       options=_LOWEST)
+    except EnvError:
+        return None
+    got = [p.version for p in lock.pins if canonicalize_name(p.name) == canonicalize_name(pin.name)]
+    return got[0] if got and got[0] != version else None
+
+
+def moved_pins(pins: list[Requirement], target: Target, index: IndexConfig,
+               cancel: Cancel = NEVER) -> tuple[dict[str, Requirement], list[str]]:
+    """For each exact pin in ``pins`` with no wheel for ``target``: its nearest release that has one, as a
+    requirement from the same source (keyed by the old text), and a note that says so."""
+    exact = [p for p in pins if exact_version(p) is not None]
+    moved: dict[str, Requirement] = {}
+    notes: list[str] = []
+    minor = ".".join(target.python.split(".")[:2])
+    for name in without_wheels(exact, target, index, cancel):
+        pin = next(p for p in exact if p.name == name)
+        version = nearest_release(pin, target, index, cancel)
+        if version is None:
+            continue
+        moved[pin.text] = Requirement(text=f"{pin.name}=={version}", name=pin.name, source=pin.source)
+        notes.append(f"preferred {pin.text}, ran {pin.name}=={version} on Python {minor}: the nearest release "
+                     f"with a wheel for it")
+    return moved, notes
