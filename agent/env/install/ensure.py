@@ -92,6 +92,10 @@ class EnvRequest(BaseModel):
     # The X.Y chosen for the task, which ``base_image`` holds (agent/env/python), said in the log. Not part of the
     # key: the base image's id is, and it differs per Python (`env build` and `run --env auto` share an environment).
     python: str | None = None
+    # The X.Y asked for (a dataset's spec) when ``python`` runs in its place: the packages of a date older than
+    # the stand-in's release were not made for it (toolz 0.10 of 2019 cannot be imported on 3.11), so the
+    # resolve's date moves up to that release (a key part only when set: other keys stay as they were).
+    stands_in_for: str | None = None
 
     def shown(self) -> str:
         return self.repo_name or str(self.repo)
@@ -192,6 +196,7 @@ def inputs_key(base_id: str, inputs: _Inputs, request: EnvRequest, engine: str =
         "uv_index": sorted(IndexConfig.user_indexes()),  # every index the user gives uv (resolve.py)
         "tree": inputs.tree.key if inputs.tree is not None else None,
         "candidates": [[c.name, [r.text for r in c.requirements]] for c in window(declared.candidates, request)],
+        **({"stands_in_for": request.stands_in_for} if request.stands_in_for else {}),
         **images.engine_part(engine),
     }
     return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()[:32]
@@ -228,6 +233,20 @@ class _Build:
         self.target, self.installed = probe(client, request.base_image,
                                             with_debs=bool(inputs.recipe.apt) or self.compiles, cancel=cancel)
         check_python(inputs.declared.project.requires_python, self.target, request.base_image)
+        if request.stands_in_for:
+            self._date_of_the_stand_in()
+
+    def _date_of_the_stand_in(self) -> None:
+        """Packages as of the stand-in Python's release when the task's date is older (see EnvRequest)."""
+        moved = build_date(self.exclude_newer, self.target.python)
+        if moved is None or moved == self.exclude_newer:
+            return
+        minor = ".".join(self.target.python.split(".")[:2])
+        note = (f"packages resolved as of {moved[:10]}, Python {minor}'s release: it stands in for "
+                f"{self.request.stands_in_for}, and the task's date {self.request.as_of[:10]} predates it")
+        self.inputs.declared.notes.append(note)
+        self.log(note)
+        self.exclude_newer = moved
 
     def resolve(self, requirements: list[Requirement], what: str, dated: bool = True) -> Lock:
         """As of the task's date, or of its Python's release when the date is older: a backend of an older day may
@@ -367,13 +386,14 @@ class _Build:
         from packaging.utils import canonicalize_name
 
 
-        when = f" as of {self.request.as_of[:10]}" if self.exclude_newer else ""
+        when = f" as of {self.exclude_newer[:10]}" if self.exclude_newer else ""
         self.log(f"resolving {len(requirements)} requirements{when} for Python {self.target.python} "
                  f"({self.target.platform})")
         notes: list[str] = []
         lock = self._with_preferred(requirements, notes)
         if lock.undated:
-            notes.append(f"{', '.join(lock.undated)}: no version as of {self.request.as_of[:10]} on the index (its "
+            day = (self.exclude_newer or "")[:10]
+            notes.append(f"{', '.join(lock.undated)}: no version as of {day} on the index (its "
                          "history deleted, or newer than the date): the first versions after it are used")
         for note in notes:
             self.log(note)
