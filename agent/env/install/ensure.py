@@ -410,9 +410,10 @@ class _Build:
         from agent.env.resolve import nearest
         from agent.env.resolve.sdists import resolve_with_sdists
 
-        # A pin made for another Python (a stand-in runs) with no wheel for this one: its series' nearest release
-        # that has one, before uv would take its sdist to build.
-        moved, said = nearest.moved_pins(self.inputs.prefer, self.target, self.request.index, self.cancel)
+        # A pin with no wheel for this Python (made for another, when a stand-in runs): its series' nearest release
+        # that has one (any series' for a stand-in), before uv would take its sdist to build.
+        moved, said = nearest.moved_pins(self.inputs.prefer, self.target, self.request.index, self.cancel,
+                                         across_series=self.request.stands_in_for is not None)
         prefer = [moved.get(r.text, r) for r in self.inputs.prefer]
         notes += said
         while True:

@@ -6,8 +6,11 @@ and dropping it leaves the row's date to choose (numpy 1.19.1, compiled from sou
 The spec's intent is the release series, not its patch number: the lowest release at or above the pin in the
 same series (``1.23.*``) with a wheel for this Python is taken (numpy 1.23.2). Only within the series: a pin
 with no wheel in it (an sdist-only package, docopt 0.6.2; pyyaml 5.3 on Linux) stays, and is built offline
-as before. Asked of uv with no dependencies (one question for all the pins, one per pin moved): what the
-resolve around it makes of the new pin is the resolve's business.
+as before; except when the Python is a stand-in for the one the pins were made for: then the nearest newer
+release with a wheel is taken from any series (astropy 1.3's spec, made for 3.6, pins numpy 1.16.0, whose
+series has no wheel for 3.9, the Python that stands in: numpy 1.19.3, the first with one). Asked of uv with
+no dependencies (one question for all the pins, one or two per pin moved): what the resolve around it makes
+of the new pin is the resolve's business.
 """
 
 from __future__ import annotations
@@ -56,9 +59,10 @@ def without_wheels(pins: list[Requirement], target: Target, index: IndexConfig, 
     return found
 
 
-def nearest_release(pin: Requirement, target: Target, index: IndexConfig, cancel: Cancel = NEVER) -> str | None:
-    """The lowest version of ``pin``'s series (``1.23.*``) at or above its own with a wheel for ``target``; None
-    if none."""
+def nearest_release(pin: Requirement, target: Target, index: IndexConfig, cancel: Cancel = NEVER,
+                    across_series: bool = False) -> str | None:
+    """The lowest version of ``pin``'s series (``1.23.*``) at or above its own with a wheel for ``target``; with
+    ``across_series``, else the lowest newer one at all; None if none."""
     version = exact_version(pin)
     if version is None:
         return None
@@ -67,27 +71,30 @@ def nearest_release(pin: Requirement, target: Target, index: IndexConfig, cancel
     except InvalidVersion:
         return None
     series = ".".join(str(part) for part in parsed.release[:2])
-    text = f"{pin.name}>={version},=={series}.*"
-    try:
-        lock = resolve([Requirement(text=text, name=pin.name, source=pin.source)], target, index, cancel=cancel,
-                       options=_LOWEST)
-    except EnvError:
-        return None
-    got = [p.version for p in lock.pins if canonicalize_name(p.name) == canonicalize_name(pin.name)]
-    return got[0] if got and got[0] != version else None
+    asked = [f"{pin.name}>={version},=={series}.*", *([f"{pin.name}>={version}"] if across_series else [])]
+    for text in asked:
+        try:
+            lock = resolve([Requirement(text=text, name=pin.name, source=pin.source)], target, index, cancel=cancel,
+                           options=_LOWEST)
+        except EnvError:
+            continue
+        got = [p.version for p in lock.pins if canonicalize_name(p.name) == canonicalize_name(pin.name)]
+        if got and got[0] != version:
+            return got[0]
+    return None
 
 
-def moved_pins(pins: list[Requirement], target: Target, index: IndexConfig,
-               cancel: Cancel = NEVER) -> tuple[dict[str, Requirement], list[str]]:
-    """For each exact pin in ``pins`` with no wheel for ``target``: its nearest release that has one, as a
-    requirement from the same source (keyed by the old text), and a note that says so."""
+def moved_pins(pins: list[Requirement], target: Target, index: IndexConfig, cancel: Cancel = NEVER,
+               across_series: bool = False) -> tuple[dict[str, Requirement], list[str]]:
+    """For each exact pin in ``pins`` with no wheel for ``target``: its nearest release that has one (see
+    ``nearest_release``), as a requirement from the same source (keyed by the old text), and a note that says so."""
     exact = [p for p in pins if exact_version(p) is not None]
     moved: dict[str, Requirement] = {}
     notes: list[str] = []
     minor = ".".join(target.python.split(".")[:2])
     for name in without_wheels(exact, target, index, cancel):
         pin = next(p for p in exact if p.name == name)
-        version = nearest_release(pin, target, index, cancel)
+        version = nearest_release(pin, target, index, cancel, across_series)
         if version is None:
             continue
         moved[pin.text] = Requirement(text=f"{pin.name}=={version}", name=pin.name, source=pin.source)

@@ -94,5 +94,15 @@ def test_xarray_012_spec_pins_resolve_on_311_after_the_move(index: IndexConfig) 
     assert sorted(lock.installed()) == ["numpy==1.23.2", "pandas==1.5.3"]
 
 
+def test_for_a_stand_in_a_pin_whose_series_has_no_wheel_takes_the_next_series_that_has(index: IndexConfig) -> None:
+    """astropy 1.3's spec (made for 3.6) pins numpy 1.16.0; on 3.9, its stand-in, that series has no wheel."""
+    spec = {r.name: r for r in _spec()}
+    assert nearest_release(spec["pyyaml"], PY311, index, across_series=True) == "5.4"
+    assert nearest_release(spec["docopt"], PY311, index, across_series=True) is None  # no wheel of any release
+    moved, _ = moved_pins(_spec(), PY311, index, across_series=True)
+    assert {old: new.text for old, new in moved.items()} == {"numpy==1.23.0": "numpy==1.23.2",
+                                                             "pyyaml==5.3": "pyyaml==5.4"}
+
+
 def test_on_the_spec_s_own_python_nothing_moves(index: IndexConfig) -> None:
     assert moved_pins(_spec(), PY310, index) == ({}, [])
