@@ -95,6 +95,11 @@ class EngineBackend:
 
         return reap_leftovers(self.connect(), log=log, dry_run=dry_run, owner=owner)
 
+    def reap_runtimes(self, log: Callable[[str], None], *, dry_run: bool = False) -> list[Path]:
+        from agent.containers.runtime_gc import remove_old_runtimes
+
+        return remove_old_runtimes(self.connect(), log=log, dry_run=dry_run)
+
     def builder(self) -> Builder:
         from agent.containers.builds import EngineBuilder
 

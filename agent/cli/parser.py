@@ -49,8 +49,8 @@ def _add_env_recipe_options(p: argparse.ArgumentParser, c: CodeboxSettings) -> N
     g.add_argument("--recipes", metavar="FILE",
                    help="a JSON or TOML file: repository name -> recipe (pip, apt, requirements, pre_install)")
     g.add_argument("--as-of", metavar="DATE|now",
-                   help="resolve packages as they were on DATE (default: the task's created_at, else its commit's "
-                        "date; for run, HEAD's)")
+                   help="resolve packages as they were on DATE (default: the later of the task's created_at and its "
+                        "commit's date; for run, HEAD's)")
     _setting(g, "env_candidates", c)
     _setting(g, "env_candidate_timeout", c)
 
@@ -447,10 +447,12 @@ def build_parser(settings: CodeboxSettings | None = None, chosen: str | None = N
     doctor.set_defaults(func="agent.cli.commands.doctor:cmd_doctor")
 
     gc = sub.add_parser("gc", help="remove leftover codebox containers of dead runs (their owner process is gone, "
-                        "or their lifetime has passed)")
+                        "or their lifetime has passed), and the runtime folders of other codebox versions that no "
+                        "container mounts")
     gc.add_argument("--backend", choices=list(BACKEND_NAMES), default=c.backend, help="the engine to clean")
     gc.add_argument("--dry-run", action="store_true",
-                    help="remove nothing: say which containers would be removed and which are kept, and why")
+                    help="remove nothing: say which containers and runtime folders would be removed and which "
+                         "are kept, and why")
     gc.add_argument("--owner", type=int, metavar="PID",
                     help="only the containers of this process (its pid on this machine, as `docker ps` shows in "
                          "the codebox.owner label)")

@@ -111,11 +111,20 @@ class PythonFlags:
             chosen = PythonChoice(ran=choice.DEFAULT_PYTHON, source=wanted.source, why=wanted.why,
                                   image=DEFAULT_IMAGE, link="codebox's default image")
             return task.model_copy(update={"python_choice": chosen})
-        provided = self.images.provide(wanted.minor)
+        provided = self.images.provide(self._here(wanted))
         self._into_backend(provided.image)
         chosen = PythonChoice(wanted=wanted.minor, ran=provided.minor, source=wanted.source, why=wanted.why,
                               image=provided.image, link=provided.link)
         return task.model_copy(update={"image": provided.image, "python_choice": chosen})
+
+    def _here(self, wanted: choice.Wanted) -> str:
+        """The minor to provide: the wanted one, or, when no link here has it and no registry is asked, the first of
+        its alternatives that one has (a task's date: 3.10 wanted in 2021-10 -> 3.9, out by then, before 3.11)."""
+        assert wanted.minor is not None
+        here = self.images.available()
+        if wanted.minor in here or self.images.pull:
+            return wanted.minor
+        return next((m for m in wanted.alternatives if m in here), wanted.minor)
 
     def _asked(self, task: TaskSpec, recipe_python: str | None) -> tuple[str, Source, str] | None:
         if self.asked:

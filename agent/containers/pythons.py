@@ -135,6 +135,9 @@ def ensure_suite_sandbox(minor: str, log: Log = _quiet) -> str:
     tag = sandbox_tag(minor)
     if tag == DEFAULT_IMAGE:
         return image.ensure_sandbox_image(tag, offline=None, log=log)
+    labels = image.image_labels(tag)
+    if labels is not None and image.stale(labels) is None:
+        return tag  # there and fit: no wait for the machine's build lock (another image's build may hold it)
     with image.build_lock(log):
         labels = image.image_labels(tag)
         if labels is not None and image.stale(labels) is None:

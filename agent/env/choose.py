@@ -43,6 +43,9 @@ class EnvTask(Protocol):
     def base_commit(self) -> str | None: ...
 
     @property
+    def environment_setup_commit(self) -> str | None: ...
+
+    @property
     def allow_public_fallback(self) -> bool: ...
 
     @property
@@ -76,32 +79,66 @@ def choose_for_task(task: EnvTask, repo: Path, sandbox: SandboxLimits, log: Log 
     """The environment of ``task``, built on ``repo`` (the task's repository or its workspace), shown
     as ``repo_name`` (default ``task.repo``).
 
-    As of: the task's own ``env.as_of``, else its ``created_at``, else the committer date of
-    its base commit (or HEAD) in ``task.repo``, else now. Limits: the sandbox's. Environments
+    As of: the task's own ``env.as_of``, else the later of its ``created_at`` and the committer date of
+    its base commit (or HEAD) in ``task.repo``, else now (asof.choose). Limits: the sandbox's. Environments
     are built in the sandbox's backend and kept in its image store, where its sandboxes find them.
     """
     env = task.env
     if isinstance(env, str) and env != AUTO:
         return None if env == NONE else _named(env, sandbox.backend)
     when = env.as_of if isinstance(env, EnvSpec) else None
-    as_of = asof.choose(when, Path(task.repo).expanduser(), task.created_at, task.base_commit)
+    source = Path(task.repo).expanduser()
+    setup = setup_declarations(task, source, log)
+    as_of = dependency_date(task, when, source, setup[1] if setup else None)
     return choose_env(env, repo, sandbox.image, log, cancel, as_of=as_of, memory=sandbox.memory,
                       pids=sandbox.pids_limit, cpus=sandbox.cpus, allow_public_fallback=task.allow_public_fallback,
                       repo_name=repo_name or task.repo, backend=sandbox.backend, python=task.python_minor,
+                      deps_repo=setup[0] if setup else None, deps_commit=setup[1] if setup else None,
                       stands_in_for=task.python_stands_in_for)
+
+
+def dependency_date(task: EnvTask, flag: str | None, source: Path, setup_commit: str | None) -> str:
+    """The as-of date of the task's dependencies: the user's flag; else, for a row with an environment_setup_commit,
+    that commit's date, so that every row of its version resolves alike (one environment, as SWE-bench's env
+    image); else asof.choose's (created_at, the base commit's date, now)."""
+    if setup_commit is not None and not flag:
+        found = asof.commit_date(source, setup_commit)
+        if found is not None:
+            return found
+    return asof.choose(flag, source, task.created_at, task.base_commit)
+
+
+def setup_declarations(task: EnvTask, source: Path, log: Log = _quiet) -> tuple[Path, str] | None:
+    """The folder of the declarations at the task's environment_setup_commit and that commit's full hash, when the
+    task has one that differs from its base commit (SWE-bench's rows: one per version); None otherwise, or when the
+    commit is not in ``source`` (said in the log: the base commit's declarations are read then)."""
+    commit = task.environment_setup_commit
+    if not commit or commit == task.base_commit or not source.is_dir():
+        return None
+    from agent.env.read.at_commit import declarations_at, full_commit
+    from agent.env.resolve.fetch import cache_dir
+
+    folder = declarations_at(source, commit, cache_dir())
+    full = full_commit(source, commit)
+    if folder is None or full is None:
+        log(f"environment_setup_commit {commit[:12]} is not in {source}: the dependencies are read at the base commit")
+        return None
+    base = full_commit(source, task.base_commit) if task.base_commit else None
+    return None if base == full else (folder, full)
 
 
 def choose_env(env: str | EnvSpec, repo: Path, base_image: str, log: Log = _quiet, cancel: Cancel = NEVER, *,
                as_of: str | None = None, memory: str = defaults.DEFAULT_MEMORY, pids: int = defaults.DEFAULT_PIDS,
                cpus: float = defaults.DEFAULT_CPUS, allow_public_fallback: bool = False,
                repo_name: str | None = None, backend: str = defaults.DEFAULT_BACKEND,
-               python: str | None = None, stands_in_for: str | None = None) -> EnvInfo | None:
+               python: str | None = None, deps_repo: Path | None = None,
+               deps_commit: str | None = None, stands_in_for: str | None = None) -> EnvInfo | None:
     """None for ``none``; the built or reused environment for ``auto`` or an EnvSpec; the named image otherwise.
 
     ``as_of``: a normalized date (``asof.normalize``; default: HEAD's date in ``repo``). ``python``: the X.Y chosen
     for the task (``base_image`` holds it), part of the cache key; ``stands_in_for``: the X.Y it runs in place of.
     ``cancel`` stops a build under way (EnvCancelled). ``allow_public_fallback``, ``repo_name``,
-    ``backend``: see EnvRequest.
+    ``backend``, ``deps_repo``, ``deps_commit``: see EnvRequest.
     """
     if isinstance(env, str) and env == NONE:
         return None
@@ -120,7 +157,8 @@ def choose_env(env: str | EnvSpec, repo: Path, base_image: str, log: Log = _quie
                          allow_public_fallback=allow_public_fallback, repo_name=repo_name, backend=backend,
                          candidates=spec.candidates or defaults.DEFAULT_ENV_CANDIDATES,
                          candidate_timeout_s=spec.candidate_timeout or defaults.DEFAULT_ENV_CANDIDATE_TIMEOUT_S,
-                         skip=spec.skip_candidates, python=python, stands_in_for=stands_in_for)
+                         skip=spec.skip_candidates, python=python, deps_repo=deps_repo, deps_commit=deps_commit,
+                         stands_in_for=stands_in_for)
     return ensure_env(request, log, cancel)
 
 

@@ -188,7 +188,8 @@ def _entry_settings(entry: dict[str, Any], where: str) -> dict[str, str]:
 class EnvSpec(Recipe):
     """A task's ``env`` given as an object: built as ``auto`` builds one, with this recipe, as of ``as_of``."""
 
-    as_of: str | None = None  # a date, a timestamp or "now"; default: the task's created_at or commit date
+    # A date, a timestamp or "now"; default: the later of the task's created_at and its commit's date.
+    as_of: str | None = None
     # The candidate environments tried (agent/env/read/candidates.py; None: the settings' defaults), and how many
     # of the first are skipped (eval: the next candidate after one that failed the row's PASS_TO_PASS).
     candidates: int | None = Field(None, ge=1)

@@ -183,9 +183,10 @@ class _Run:
                     return None
                 validate.record(current, task, failing)
             notes.append(validate.summary(current, failing, len(task.PASS_TO_PASS)))
-            if not failing:
-                return current
             tried.append((len(failing), current))
+            if not failing:
+                self._compare_with_the_version(current, tried)
+                return current
             if current.candidate >= current.candidates:
                 break
             try:
@@ -202,9 +203,21 @@ class _Run:
         best = min(tried, key=lambda item: (item[0], item[1].candidate))[1]
         notes.append(f"no environment candidate passes the PASS_TO_PASS at base with the test_patch: candidate "
                      f"{best.candidate}, with the fewest failures, is used")
+        self._compare_with_the_version(best, tried)
         if best.run_image != current.run_image:
             self._reopen(repo, config, best)
         return best
+
+    def _compare_with_the_version(self, chosen: EnvInfo, tried: list[tuple[int, EnvInfo]]) -> None:
+        """Record this row's choice for its version (the rows sharing its environment_setup_commit), and say where
+        another row of the version chose another candidate."""
+        key = validate.version_key(self.task, chosen)
+        if key is None:
+            return
+        outcomes = {env.candidate: failing for failing, env in tried}
+        self.evidence.notes += validate.split_notes(self.task, chosen.candidate, outcomes,
+                                                    validate.other_rows(key, self.task))
+        validate.record_row(key, self.task, chosen.candidate, outcomes)
 
     def _reopen(self, repo: Path, config: SandboxConfig, env: EnvInfo) -> None:
         envs.close_later(self.sandbox, None)

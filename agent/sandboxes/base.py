@@ -133,6 +133,13 @@ class Backend(Protocol):
         Raises SandboxError when the engine does not answer."""
         ...
 
+    def reap_runtimes(self, log: Callable[[str], None], *, dry_run: bool = False) -> list[Path]:
+        """Remove the runtime folders of other codebox versions that no container of this engine mounts
+        (`codebox gc`); the folders. ``dry_run``: remove none, say which would go and which stay.
+
+        Raises SandboxError when the engine does not answer."""
+        ...
+
     def builder(self) -> Builder:
         """This backend's build boxes and image store: environments are built, kept and found there, so
         its sandboxes run them (agent.sandboxes.build). The caller closes it.

@@ -89,3 +89,47 @@ def test_gc_dry_run_and_owner_filter(containers: dict[str, tuple[str, str]], doc
 def test_gc_owner_must_be_a_process_id() -> None:
     bad = gc("--owner", "0")
     assert bad.returncode == 2 and "--owner must be a process id" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def _runtime_like(folder: Path) -> Path:
+    (folder / "lib").mkdir(parents=True)
+    (folder / "runtime.json").write_text("{}", encoding="utf-8")
+    (folder / "lib" / "libpython.so").write_bytes(b"\0" * 4096)
+    return folder
+
+
+def test_gc_removes_old_runtimes_no_container_mounts(tmp_path: Path, docker_client: Any, sandbox_image: str) -> None:
+    from agent.containers.runtime import runtime_key
+
+    parent = tmp_path / "runtimes"
+    current = _runtime_like(parent / runtime_key())
+    unused = _runtime_like(parent / "0.0.1-00000000")
+    mounted = _runtime_like(parent / "0.0.2-11111111")
+    being_made = parent / ".0.0.3-22222222.123.tmp"
+    being_made.mkdir()
+    not_a_runtime = parent / "notes"
+    not_a_runtime.mkdir()
+    box = docker_client.create_container(
+        {"Image": sandbox_image, "Cmd": ["true"], "Labels": {LABEL_TASK: "gc-runtime"},
+         "HostConfig": {"NetworkMode": "none", "Binds": [f"{mounted}:/.codebox:ro"]}},
+        name=f"codebox-test-gc-runtime-{os.getpid()}-{time.monotonic_ns()}")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "CODEBOX_RUNTIME_DIR": str(parent)}
+    try:
+        def run(*args: str) -> subprocess.CompletedProcess[str]:
+            return subprocess.run([sys.executable, "-m", "agent.cli", "gc", *args], cwd=ROOT, capture_output=True,
+                                  text=True, timeout=120, env=env)
+
+        dry = run("--dry-run")
+        assert dry.returncode == 0, dry.stderr
+        assert f"would remove old runtime {unused} (0 MB): no container mounts it" in dry.stdout
+        assert f"would keep old runtime {mounted}: a container mounts it" in dry.stdout
+        assert "would remove 1 old runtime folder(s)" in dry.stdout
+        assert unused.is_dir()
+
+        done = run()
+        assert done.returncode == 0, done.stderr
+        assert f"removing old runtime {unused}" in done.stdout and "removed 1 old runtime folder(s)" in done.stdout
+        assert not unused.exists()
+        assert current.is_dir() and mounted.is_dir() and being_made.is_dir() and not_a_runtime.is_dir()
+    finally:
+        docker_client.remove(box, force=True)

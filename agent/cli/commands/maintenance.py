@@ -142,4 +142,12 @@ def cmd_gc(args: argparse.Namespace) -> int:
     whose = f" of process {args.owner}" if args.owner is not None else ""
     done = "would remove" if args.dry_run else "removed"
     print(f"codebox: {done} {len(removed)} leftover container(s){whose} ({backend.name})")
+    if args.owner is not None:
+        return EXIT_OK  # a process's containers only: runtimes are not a process's
+    try:
+        old = backend.reap_runtimes(log=lambda line: print(printable(line)), dry_run=args.dry_run)
+    except SandboxError as exc:
+        print(f"codebox: {printable(exc)}", file=sys.stderr)
+        return EXIT_STOPPED
+    print(f"codebox: {done} {len(old)} old runtime folder(s) no container of {backend.name} mounts")
     return EXIT_OK

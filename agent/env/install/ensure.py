@@ -92,6 +92,10 @@ class EnvRequest(BaseModel):
     # The X.Y chosen for the task, which ``base_image`` holds (agent/env/python), said in the log. Not part of the
     # key: the base image's id is, and it differs per Python (`env build` and `run --env auto` share an environment).
     python: str | None = None
+    # The folder of the declarations at the row's environment_setup_commit (read/at_commit.py), and that commit:
+    # the dependencies are read there, the project from ``repo`` (SWE-bench's env image and its instance image).
+    deps_repo: Path | None = None
+    deps_commit: str | None = None
     # The X.Y asked for (a dataset's spec) when ``python`` runs in its place: the packages of a date older than
     # the stand-in's release were not made for it (toolz 0.10 of 2019 cannot be imported on 3.11), so the
     # resolve's date moves up to that release (a key part only when set: other keys stay as they were).
@@ -141,6 +145,11 @@ def _read_inputs(request: EnvRequest) -> _Inputs:
     recipe = request.full_recipe()
     apt.check_names(recipe.apt)
     declared = read_declared(request.repo, recipe.extras, recipe.groups, recipe.requirements, request.runner)
+    if request.deps_repo is not None:
+        from agent.env.read.at_commit import with_dependencies_of
+
+        setup = read_declared(request.deps_repo, recipe.extras, recipe.groups, recipe.requirements, request.runner)
+        declared = with_dependencies_of(declared, setup, request.deps_commit or "?")
     declared.notes += check_sources(declared, request.index, request.allow_public_fallback)
     pip = [parse_requirement(text, RECIPE_PIP) for text in recipe.pip]
     prefer = [parse_requirement(text, PREFERRED) for text in recipe.prefer]
@@ -228,11 +237,13 @@ class _Build:
         self.exclude_newer = asof.exclude_newer(request.as_of)
         self.compiles = inputs.build and inputs.declared.project.extension_modules
         self.chosen = 0  # the candidate built (1-based)
+        self.dated_build = False  # the project's build requirements as of the task's date (after today's failed)
+        self._tools: str | None = None  # the build-tools image's id, once a dependency's sdist needs it
         from agent.env.install.probe import probe  # a build's own imports: a cache hit never needs them
 
         self.target, self.installed = probe(client, request.base_image,
                                             with_debs=bool(inputs.recipe.apt) or self.compiles, cancel=cancel)
-        check_python(inputs.declared.project.requires_python, self.target, request.base_image)
+        self._note(check_python(inputs.declared.project.requires_python, self.target, request.base_image))
         if request.stands_in_for:
             self._date_of_the_stand_in()
 
@@ -270,7 +281,12 @@ class _Build:
             folder = Path(tmp)
             if self.inputs.build:
                 try:
-                    return self._with_project_build(folder, self.compiles)
+                    return self._with_project_build(folder / "today", self.compiles)
+                except ProjectBuildFailed as exc:
+                    if not self._build_as_of_the_date(exc):
+                        raise self._named_submodules(exc) from None
+                try:
+                    return self._with_project_build(folder / "dated", self.compiles)
                 except ProjectBuildFailed as exc:
                     raise self._named_submodules(exc) from None
             layer = static_layer(declared, folder / "project.tar")
@@ -284,6 +300,26 @@ class _Build:
         them: astropy 1.3's astropy_helpers, which its bootstrap would download)."""
         line = self.inputs.tree.missing_submodules(self.request.shown()) if self.inputs.tree is not None else ""
         return ProjectBuildFailed(f"{line}; {exc}", exc.status) if line else exc
+
+    def _note(self, note: str | None) -> None:
+        if note and note not in self.inputs.declared.notes:
+            self.log(note)
+            self.inputs.declared.notes.append(note)
+
+    def _build_as_of_the_date(self, exc: ProjectBuildFailed) -> bool:
+        """Whether the project's build runs again with its build requirements as of the task's date (from here on):
+        when it failed today's (not killed: a signal or the memory is not the backend's doing) and the task has a
+        date. A backend of today may refuse what the one of its day took (setuptools with today's packaging refuses
+        semver's 2022 ``python_requires = >=3.7.*``, which the setuptools of its day read)."""
+        if self.dated_build or self.exclude_newer is None or exc.status >= 128 or self.deadline.remaining() <= 0:
+            return False
+        self.dated_build = True
+        when = (build_date(self.exclude_newer, self.target.python) or "")[:10]
+        self.log(f"the project's build failed with today's build requirements: again with those of {when}")
+        self.inputs.declared.notes.append(
+            f"the project's build failed with today's build requirements ({' '.join(str(exc).split())[:200]}); it "
+            f"ran again with those as of {when}, the task's date (or its Python's release)")
+        return True
 
     def _with_project_build(self, folder: Path, compiles: bool) -> images.Entry:
         from agent.env.install import metadata
@@ -311,7 +347,7 @@ class _Build:
             if inputs.backend.name:
                 # As of today, as pip's build isolation resolves them (and as SWE-bench's `pip install -e .`
                 # did): the setuptools of a 2019 commit imports the distutils Debian's Python ships apart.
-                build_lock = self.resolve(build_requires, "build requirements", dated=False)
+                build_lock = self.resolve(build_requires, "build requirements", dated=self.dated_build)
                 box.install_build_requirements(build_lock)
                 box.prepare()
                 if inputs.recipe.pre_install:
@@ -320,9 +356,9 @@ class _Build:
                 if more:  # the backend's get_requires_for_build_*: a second round on the host
                     asked = [parse_requirement(t, "the build backend (get_requires_for_build_*)") for t in more]
                     box.install_build_requirements(self.resolve(build_requires + asked, "build requirements",
-                                                                dated=False))
+                                                                dated=self.dated_build))
                 meta = box.metadata()
-                check_python(meta.requires_python, self.target, request.base_image)
+                self._note(check_python(meta.requires_python, self.target, request.base_image))
                 extras = [*DEFAULT_EXTRAS, *inputs.recipe.extras]
                 requirements += metadata.requirements(meta, extras, self.target)
                 name = meta.name
@@ -348,7 +384,7 @@ class _Build:
         self.inputs.declared.notes.append(f"build requirements as pre_install left pyproject.toml: "
                                           f"{', '.join(r.text for r in after)}")
         wanted = plan.build_requirements(after, self.inputs.backend, self.inputs.declared, needs_cython)
-        lock = self.resolve(wanted, "build requirements", dated=False)
+        lock = self.resolve(wanted, "build requirements", dated=self.dated_build)
         box.install_build_requirements(lock)
         return lock
 
@@ -385,12 +421,25 @@ class _Build:
     def _lock(self, requirements: list[Requirement], project: str | None) -> Lock:
         from packaging.utils import canonicalize_name
 
+        from agent.env.resolve.resolve import past_the_date
 
         when = f" as of {self.exclude_newer[:10]}" if self.exclude_newer else ""
         self.log(f"resolving {len(requirements)} requirements{when} for Python {self.target.python} "
                  f"({self.target.platform})")
-        notes: list[str] = []
-        lock = self._with_preferred(requirements, notes)
+        from agent.env.resolve import lock_memo
+
+        memo = lock_memo.memo_key(requirements, self.inputs.prefer, self.target, self.request.index,
+                                  self.exclude_newer)
+        kept = lock_memo.recall(memo) if memo else None
+        if kept is not None:
+            lock, notes = kept
+            self.log(f"the same requirements were resolved before as of that date: lock {lock.digest()[:12]} reused")
+        else:
+            notes = []
+            lock = self._with_preferred(requirements, notes)
+            notes += past_the_date(lock, [*requirements, *self.inputs.prefer], self.exclude_newer)
+            if memo:
+                lock_memo.keep(memo, lock, notes)
         if lock.undated:
             day = (self.exclude_newer or "")[:10]
             notes.append(f"{', '.join(lock.undated)}: no version as of {day} on the index (its "
@@ -404,17 +453,22 @@ class _Build:
         return lock
 
     def _with_preferred(self, requirements: list[Requirement], notes: list[str]) -> Lock:
-        """The lock of ``requirements`` and the recipe's preferred versions; a preferred one an error names (a
-        conflict, no wheel) is dropped with a note and the rest resolved again. A preferred pin with no wheel for
-        this Python is first moved within its series (nearest.py)."""
+        """The lock of ``requirements`` and the recipe's preferred versions. A preferred pin that one of
+        ``requirements`` refuses is left out first (resolve/prefer.py: the project's install comes later); one with
+        no wheel for this Python is moved to its nearest release that has one (resolve/nearest.py); one an error
+        names (a conflict, no wheel) is dropped with a note and the rest resolved again."""
+        from agent.env.install.metadata import marker_environment
         from agent.env.resolve import nearest
+        from agent.env.resolve.prefer import replaced_pins
         from agent.env.resolve.sdists import resolve_with_sdists
 
+        prefer, replaced = replaced_pins(self.inputs.prefer, requirements, marker_environment(self.target))
+        notes += replaced
         # A pin with no wheel for this Python (made for another, when a stand-in runs): its series' nearest release
         # that has one (any series' for a stand-in), before uv would take its sdist to build.
-        moved, said = nearest.moved_pins(self.inputs.prefer, self.target, self.request.index, self.cancel,
+        moved, said = nearest.moved_pins(prefer, self.target, self.request.index, self.cancel,
                                          across_series=self.request.stands_in_for is not None)
-        prefer = [moved.get(r.text, r) for r in self.inputs.prefer]
+        prefer = [moved.get(r.text, r) for r in prefer]
         notes += said
         while True:
             try:
@@ -437,10 +491,24 @@ class _Build:
         # setuptools of its day imports the stdlib distutils that Python 3.12 (and Debian's 3.11 without
         # python3-distutils) lacks; setuptools 60+ carries its own.
         build_lock = self.resolve(asked, f"build requirements of {pin.filename}", dated=False)
-        built = build_wheel(self.client, self.request.base_image, self.target, pin, path, build_lock,
+        built = build_wheel(self.client, self._tools_image(), self.target, pin, path, build_lock,
                             self.request.limits, self.deadline, self.cancel, self.log)
         return SdistMeta(requires_dist=checked_requires(built.requires_dist, pin), build_requires=build_requires,
                          wheel=built.pin)
+
+    def _tools_image(self) -> str:
+        """The build-tools image (a C compiler, Python's headers) of the base, made once: where a dependency's sdist
+        is built, as pip builds one on a machine with a compiler (SWE-bench's images have gcc). typed_ast 1.4.1,
+        which sphinx 3.x's test extra names as of 2020, has no wheel for 3.9 and compiles its parser."""
+        from agent.env.install.probe import probe
+        from agent.env.install.tools import ensure_tools
+
+        if self._tools is None:
+            debs = self.installed or probe(self.client, self.request.base_image, with_debs=True, cancel=self.cancel)[1]
+            self._tools = ensure_tools(self.client, self.engine, self.request.base_image, self.base_id, self.target,
+                                       debs, self.request.limits, self.deadline, self.cancel, self.log,
+                                       self.request.shown()).id
+        return self._tools
 
     def _locked_deps(self, requirements: list[Requirement], project: str | None,
                      on_top: Stacked | None = None) -> tuple[images.Entry, str | None]:

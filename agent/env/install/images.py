@@ -134,9 +134,15 @@ def entries() -> list[Entry]:
 def building(kind: Kind, key: str, cancel: Cancel = NEVER) -> Iterator[None]:
     """Held while an image of these inputs is built: a second process (or thread) building the same
     inputs waits, then finds the first one's entry. The wait ends on a cancel."""
-    path = _path(kind, key).with_suffix(".lock")
+    with held(_path(kind, key).with_suffix(".lock"), f"{kind}-{key}", cancel):
+        yield
+
+
+@contextlib.contextmanager
+def held(path: Path, name: str, cancel: Cancel = NEVER) -> Iterator[None]:
+    """The lock file ``path`` held by this thread (``name``: its key among this process's threads)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    with _guard(f"{kind}-{key}", cancel), path.open("a") as handle:
+    with _guard(name, cancel), path.open("a") as handle:
         while True:
             try:
                 fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)

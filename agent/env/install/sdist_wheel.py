@@ -1,12 +1,14 @@
 """A dependency whose sdist declares its metadata dynamically (docopt, py 1.4, old coverage): its wheel built in a
 box, and its metadata read from that wheel, never on the host.
 
-The box holds no repository: only the sdist, the wheels of its build requirements (resolved on the host as of
-the environment's date) and uv. It has no network, no capability, no root step, and the build's limits; the
-sdist's setup.py runs there as the build user. Out of it comes one file, the wheel, streamed by a codebox step
-that first ends whatever the build left running; the host reads it as untrusted (its name, size, METADATA and
-requirements checked). The wheel is kept in the cache under the sdist's sha256, the target Python and platform,
-and the build requirements' lock digest, so the next environment that needs it builds nothing.
+The box holds no repository: only the sdist, the wheels of its build requirements (resolved on the host) and uv.
+It runs the build-tools image (the base image with a C compiler and Python's headers, ``tools.py``), so an sdist
+with C code compiles as pip compiles it where gcc is (typed_ast 1.4.1 has no wheel for 3.9); the compiler never
+reaches an environment image, only the wheel does. The box has no network, no capability, no root step, and the
+build's limits; the sdist's setup.py runs there as the build user. Out of it comes one file, the wheel, streamed
+by a codebox step that first ends whatever the build left running; the host reads it as untrusted (its name, size,
+METADATA and requirements checked). The wheel is kept in the cache under the sdist's sha256, the target Python and
+platform, and the build requirements' lock digest, so the next environment that needs it builds nothing.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ if TYPE_CHECKING:
 BUILD = "/tmp/codebox-build"
 BUILT = "/tmp/codebox-built"
 MAX_WHEEL_BYTES = 512 * 1024**2
-FORMAT = "2"  # 2: a universal wheel named by all its tags (1 kept py2-none-any only)
+FORMAT = "3"  # 3: built with a C compiler (the build-tools image); 2: a universal wheel named by all its tags
 _WHEEL_NAME = re.compile(r"^[A-Za-z0-9_.]+-[A-Za-z0-9_.!+]+(-[0-9][A-Za-z0-9_]*)?-[A-Za-z0-9_.]+-[A-Za-z0-9_.]+"
                          r"-[A-Za-z0-9_.]+\.whl$")
 _DIST_INFO = re.compile(r"^([A-Za-z0-9_.]+)-([A-Za-z0-9_.!+]+)\.dist-info/")
@@ -54,13 +56,26 @@ def build_key(sdist: Pin, target: Target, build_lock: Lock) -> str:
 def build_wheel(client: Builder, base_image: str, target: Target, sdist: Pin, sdist_path: Path, build_lock: Lock,
                 limits: BuildLimits, deadline: Deadline, cancel: Cancel = NEVER, log: Log = lambda _: None
                 ) -> BuiltWheel:
-    """The wheel of ``sdist`` for ``target``: from the cache, else built in a box of ``base_image``."""
-    folder = cache_dir() / "built" / build_key(sdist, target, build_lock)
-    found = sorted(folder.glob("*.whl")) if folder.is_dir() else []
-    if found:
-        log(f"reusing the wheel built from {sdist.filename} ({found[0].name})")
-        check_python_tag(found[0].name, target, sdist)
-        return _read_wheel(found[0], sdist)
+    """The wheel of ``sdist`` for ``target``: from the cache, else built in a box of ``base_image`` (the build-tools
+    image of the environment's base)."""
+    from agent.env.install.images import held
+
+    key = build_key(sdist, target, build_lock)
+    folder = cache_dir() / "built" / key
+    # One build per key at a time: two environments built together (eval prepares the next row's while one runs)
+    # take the same wheel, so their locks, and their dependencies images, are one (a rebuilt wheel's bytes differ).
+    with held(folder.with_suffix(".lock"), f"sdist-{key}", cancel):
+        found = sorted(folder.glob("*.whl")) if folder.is_dir() else []
+        if found:
+            log(f"reusing the wheel built from {sdist.filename} ({found[0].name})")
+            check_python_tag(found[0].name, target, sdist)
+            return _read_wheel(found[0], sdist)
+        return _build(client, base_image, target, sdist, sdist_path, build_lock, limits, deadline, cancel, log,
+                      folder)
+
+
+def _build(client: Builder, base_image: str, target: Target, sdist: Pin, sdist_path: Path, build_lock: Lock,
+           limits: BuildLimits, deadline: Deadline, cancel: Cancel, log: Log, folder: Path) -> BuiltWheel:
     log(f"building {sdist.filename} in a box (network none, no repository): its metadata is dynamic")
     with tempfile.TemporaryDirectory(prefix="codebox-sdist-") as tmp:
         work = Path(tmp)

@@ -28,6 +28,10 @@ class Wanted(BaseModel):
     minor: str | None
     source: Source
     why: str
+    alternatives: list[str] = []
+    """The minors to take, in order, when ``minor`` is not here (no registry asked): for a choice by the task's date,
+    the older ones that were out by then (newest first: the task's packages, resolved as of the date, know them),
+    then the newer ones (oldest first). Empty: the nearest newer one stands in (a spec's or the user's version)."""
 
 
 class PythonChoice(BaseModel):
@@ -46,8 +50,10 @@ class PythonChoice(BaseModel):
 
     def line(self) -> str:
         """``python 3.9 (SWE-bench's spec ...; debian bullseye, codebox-sandbox:py3.9)``; ``spec 3.10, ran 3.11``."""
+        older = self.wanted is not None and versions.key(self.ran) < versions.key(self.wanted)
+        how = "the newest one here that was out by then" if older else "the nearest newer one here"
         ran = f"python {self.ran}" if self.wanted in (None, self.ran) else \
-            f"python {self.ran} ({self._asker()} {self.wanted}, ran {self.ran}: the nearest newer one here)"
+            f"python {self.ran} ({self._asker()} {self.wanted}, ran {self.ran}: {how})"
         return f"{ran}: {self.why}; from {self.link} ({self.image})"
 
     def _asker(self) -> str:
@@ -86,7 +92,8 @@ def _from_project(requires_python: str | None, as_of: str | None, default: str) 
         if versions.key(default) <= versions.key(then) and versions.allows(requires_python, default):
             return Wanted(minor=None, source="default",
                           why=f"the default image's ({then} was current on {day}; {said})")
-        return Wanted(minor=then, source="project", why=f"the Python current on {day} ({said})")
+        return Wanted(minor=then, source="project", alternatives=_alternatives(then, requires_python, day),
+                      why=f"the Python current on {day} ({said})")
     if versions.allows(requires_python, default):
         return Wanted(minor=None, source="default", why=f"the default image's (no date; {said})")
     allowed = [m for m in versions.RELEASED if versions.allows(requires_python, m)]
@@ -96,6 +103,18 @@ def _from_project(requires_python: str | None, as_of: str | None, default: str) 
     if newer:  # the oldest one it allows above the default: the likeliest to be here
         return Wanted(minor=min(newer, key=versions.key), source="project", why=f"the oldest Python {said} allows")
     return Wanted(minor=max(allowed, key=versions.key), source="project", why=f"the newest Python {said} allows")
+
+
+def _alternatives(then: str, requires_python: str | None, day: str) -> list[str]:
+    """What stands in for ``then`` when it is not here: the older minors out on ``day`` (newest first), then the
+    newer ones (oldest first), each allowed and none older than versions.OLDEST_STAND_IN (code of that age may
+    not run on 3.9: below it nothing stands in, and none for a minor below it)."""
+    if versions.key(then) < versions.key(versions.OLDEST_STAND_IN):
+        return []
+    allowed = sorted((m for m in versions.RELEASED if versions.allows(requires_python, m)
+                      and versions.key(m) >= versions.key(versions.OLDEST_STAND_IN) and m != then), key=versions.key)
+    older = [m for m in reversed(allowed) if versions.RELEASED[m] <= day]
+    return [*older, *(m for m in allowed if versions.RELEASED[m] > day)]
 
 
 def _day_of(as_of: str) -> str:

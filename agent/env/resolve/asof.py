@@ -1,7 +1,10 @@
 """Resolving "as of" a date: the versions a project's environment had on its day (uv's ``--exclude-newer``).
 
-The date is the user's ``--as-of DATE|now``, else a task's ``created_at``, else the committer
-date of the commit the task starts from (``run``: HEAD). ``now`` resolves against today's
+The date is the user's ``--as-of DATE|now``, else the later of a task's ``created_at`` and the committer
+date of the commit it starts from, else that commit's date (``run``: HEAD). The later one, because a
+dataset's ``created_at`` is when its issue or pull request was opened, and the base commit may come
+weeks after it (pylint-7114: four weeks), its files pinning releases of the weeks between; resolved as of
+``created_at`` those pins have no version at all. ``now`` resolves against today's
 index; its cache key is today's date, so it is resolved again the next day. Commit dates are
 read with ``git cat-file`` only: nothing of the repository's configuration runs.
 """
@@ -49,8 +52,9 @@ def cache_part(as_of: str) -> str:
 
 
 def commit_date(repo: Path, rev: str = "HEAD") -> str | None:
-    """The committer date of ``rev`` in ``repo`` (UTC, RFC 3339), or None when it is not a git repository."""
-    if not (repo / ".git").exists():
+    """The committer date of ``rev`` in ``repo`` (UTC, RFC 3339; a work tree or a bare mirror), or None when it is not
+    a git repository or has no such commit."""
+    if not (repo / ".git").exists() and not (repo / "objects").is_dir():  # neither a work tree nor a bare repository
         return None
     out = read_git(repo, "cat-file", "commit", f"{rev}^{{commit}}", timeout_s=_GIT_TIMEOUT_S)
     if out is None:
@@ -67,9 +71,12 @@ def commit_date(repo: Path, rev: str = "HEAD") -> str | None:
 
 
 def choose(flag: str | None, repo: Path, created_at: str | None = None, base_commit: str | None = None) -> str:
-    """The as-of date of a task: the flag, its created_at, its base commit's date, HEAD's date, else now."""
+    """The as-of date of a task: the flag; else the later of its created_at and its base commit's date (HEAD's when
+    it names none); else now."""
     if flag:
         return normalize(flag)
+    committed = commit_date(repo, base_commit or "HEAD") if base_commit or not created_at else None
     if created_at:
-        return normalize(created_at, "the task's created_at")
-    return commit_date(repo, base_commit or "HEAD") or NOW
+        created = normalize(created_at, "the task's created_at")
+        return max(created, committed) if committed else created  # both RFC 3339 UTC: ordered as text
+    return committed or NOW

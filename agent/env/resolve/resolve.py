@@ -22,6 +22,7 @@ from pydantic import BaseModel, Field
 from agent.env.cancel import NEVER, Cancel, run_process
 from agent.env.errors import EnvError
 from agent.env.read.reqlines import Requirement
+from agent.env.resolve.prefer import exact_version
 
 RESOLVE_TIMEOUT_S = 300.0
 # The variables by which a user names indexes to uv (which reads them from the environment we pass on).
@@ -82,6 +83,7 @@ class Pin(BaseModel):
     sha256: str
     sdist: bool = False  # no wheel fits: built offline in the install container
     build_requires: list[str] = Field(default_factory=list)  # an sdist's [build-system] requires
+    uploaded: str | None = None  # the file's upload time on the index (RFC 3339 UTC), when the lock says it
 
     @property
     def filename(self) -> str:
@@ -135,20 +137,23 @@ def uv_binary() -> str:
     return str(find_uv_bin())
 
 
-def check_python(requires_python: str | None, target: Target, image: str) -> None:
-    """EnvError (usage) when the image's Python is outside the project's requires-python."""
+def check_python(requires_python: str | None, target: Target, image: str) -> str | None:
+    """EnvError (usage) when the image's Python is outside the project's requires-python; a note when the
+    requires-python is no valid specifier, which is ignored then, as pip ignores it (semver's 2022
+    ``>=3.7.*``, a wildcard today's packaging refuses and the setuptools of its day accepted)."""
     if not requires_python:
-        return
+        return None
     try:
         spec = SpecifierSet(requires_python)
     except InvalidSpecifier:
-        raise EnvError(f"requires-python {requires_python!r} is not a valid version specifier", usage=True) from None
+        return f"requires-python {requires_python!r} is not a valid version specifier: ignored, as pip ignores it"
     if not spec.contains(target.python, prereleases=True):
         raise EnvError(
             f"the project requires Python {requires_python}, but the sandbox image {image} has Python "
             f"{target.python}; pass --image with a Python that fits (any image with python3 works as a base)",
             usage=True,
         )
+    return None
 
 
 def resolve(requirements: list[Requirement], target: Target, index: IndexConfig,
@@ -230,18 +235,9 @@ def _pinned_whatever_the_date(requirements: list[Requirement], undated: tuple[st
     """uv's arguments that take a recipe's exact pin (``attrs==23.1.0``) whatever the as-of date: the recipe named
     that version (SWE-bench's specs pin versions newer than their rows' dates); and the ``undated`` packages (no
     version as of the date: see resolve)."""
-    from packaging.requirements import InvalidRequirement
-    from packaging.requirements import Requirement as Pep508
-
     args: list[str] = []
     for requirement in requirements:
-        if requirement.source not in (RECIPE_PIP, PREFERRED):
-            continue
-        try:
-            parsed = Pep508(requirement.text)
-        except InvalidRequirement:
-            continue
-        if len(parsed.specifier) == 1 and next(iter(parsed.specifier)).operator in ("==", "==="):
+        if requirement.source in (RECIPE_PIP, PREFERRED) and exact_version(requirement.text) is not None:
             args += ["--exclude-newer-package", f"{requirement.name}=false"]
     return args + [arg for name in undated if f"{name}=false" not in args
                    for arg in ("--exclude-newer-package", f"{name}=false")]
@@ -321,5 +317,40 @@ def parse_pylock(text: str) -> Lock:
         if not sha256 or not url:
             raise EnvError(f"the lock gives no URL or sha256 for {package.get('name')}")
         pins.append(Pin(name=package["name"], version=str(package["version"]), url=str(url), sha256=sha256,
-                        sdist=not wheels))
+                        sdist=not wheels, uploaded=_utc(entry.get("upload-time"))))
     return Lock(pins=sorted(pins, key=lambda p: p.name))
+
+
+def _utc(value: object) -> str | None:
+    """A lock's ``upload-time`` (TOML reads a datetime) as RFC 3339 UTC, the as-of dates' form; None if absent."""
+    import datetime as dt
+
+    if not isinstance(value, dt.datetime):
+        return None
+    moment = value if value.tzinfo else value.replace(tzinfo=dt.UTC)
+    return moment.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def past_the_date(lock: Lock, requirements: list[Requirement], exclude_newer: str | None) -> list[str]:
+    """One note per exact recipe pin (a spec's ``pip_packages``, a ``--pip``) taken though its file is newer than the
+    as-of date: the pin names that release, so the date does not hold it back (``_pinned_whatever_the_date``)."""
+    if not exclude_newer:
+        return []
+    from packaging.utils import canonicalize_name
+    from packaging.version import InvalidVersion, Version
+
+    def same(a: str, b: str) -> bool:
+        try:
+            return Version(a) == Version(b)
+        except InvalidVersion:
+            return a == b
+
+    exact = {canonicalize_name(r.name): (r, version) for r in requirements if r.source in (RECIPE_PIP, PREFERRED)
+             and (version := exact_version(r.text)) is not None}
+    notes = []
+    for pin in lock.pins:
+        named = exact.get(canonicalize_name(pin.name))
+        if named and same(pin.version, named[1]) and pin.uploaded and pin.uploaded > exclude_newer:
+            notes.append(f"{named[0].text} ({named[0].source}): uploaded {pin.uploaded[:10]}, after the as-of date "
+                         f"{exclude_newer[:10]}; taken all the same, as an exact pin names its release")
+    return notes

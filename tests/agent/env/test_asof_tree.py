@@ -47,6 +47,16 @@ def test_the_default_is_created_at_then_the_base_commit_then_head(tmp_path: Path
     assert asof.commit_date(repo, "no-such-commit") is None
 
 
+def test_the_later_of_created_at_and_the_base_commit_is_taken(tmp_path: Path) -> None:
+    """pylint-7114's shape: the issue opened (created_at 2022-07-03) four weeks before its base commit (2022-07-31),
+    whose files pin releases of the weeks between; as of created_at those pins have no version."""
+    repo = git_tagged(write(tmp_path / "repo", {"a.py": ""}), "v1")  # committed 2024-03-01T12:00:00Z
+    assert asof.choose(None, repo, created_at="2024-02-02T10:00:00Z", base_commit="v1") == "2024-03-01T12:00:00Z"
+    assert asof.choose(None, repo, created_at="2024-03-09T10:00:00Z", base_commit="v1") == "2024-03-09T10:00:00Z"
+    assert asof.choose(None, repo, created_at="2024-02-02", base_commit="no-such-commit") == "2024-02-03T00:00:00Z"
+    assert asof.choose("2020-01-01", repo, created_at="2024-02-02", base_commit="v1") == "2020-01-02T00:00:00Z"
+
+
 def test_a_commit_date_runs_nothing_the_repository_configures(tmp_path: Path) -> None:
     repo = git_tagged(write(tmp_path / "repo", {"a.py": ""}), "v1")
     marker = tmp_path / "ran"

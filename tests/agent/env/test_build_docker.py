@@ -296,3 +296,30 @@ def test_an_sdist_with_dynamic_metadata_is_built_in_a_box_and_its_wheel_cached(
     created.clear()  # the wheel is cached by the sdist's hash, the Python and the build lock: no box the next time
     again = build(write(tmp_path / "repo2", {"requirements.txt": "tinysd\nalpha\n"}), index, made)
     assert "tinysd==0.1" in again.installed and not [c for c in created if c["labels"]["codebox.task"] == "env-sdist"]
+
+
+def test_a_dynamic_sdist_with_c_code_compiles_in_the_build_tools_image(
+    tmp_path: Path, wheelhouse: Path, setuptools_wheels: Path, made: list[str], created: list[dict[str, Any]]
+) -> None:
+    """typed_ast 1.4.1's shape (sphinx 3.x's test extra as of 2020): a setup.py with a C extension and no wheel for
+    the Python; pip compiles it where gcc is, and so does the sdist's box, on the build-tools image. The compiler
+    stays there: the environment image gets the wheel only."""
+    speed_c = ('#include <Python.h>\n'
+               'static PyObject *answer(PyObject *s, PyObject *a) { return PyLong_FromLong(42); }\n'
+               'static PyMethodDef m[] = {{"answer", answer, METH_NOARGS, ""}, {0}};\n'
+               'static struct PyModuleDef d = {PyModuleDef_HEAD_INIT, "_speed", "", -1, m};\n'
+               'PyMODINIT_FUNC PyInit__speed(void) { return PyModule_Create(&d); }\n')
+    setup_py = ("from setuptools import setup, Extension\nsetup(name='tinysd', version='0.1', packages=['tinysd'], "
+                "ext_modules=[Extension('tinysd._speed', ['tinysd/_speed.c'])])\n")
+    index = _sdist_index(tmp_path, wheelhouse, setuptools_wheels, {
+        "setup.py": setup_py, "tinysd/__init__.py": "", "tinysd/_speed.c": speed_c})
+    repo = write(tmp_path / "repo", {"requirements.txt": "tinysd\n", "app.py": ""})
+    info = build(repo, index, made)
+    assert "tinysd==0.1" in info.installed
+    boxes = [c for c in created if c["labels"]["codebox.task"] == "env-sdist"]
+    assert len(boxes) == 1 and boxes[0]["network_mode"] == "none"
+    assert [e.kind for e in images.entries() if e.id == boxes[0]["image"]] == ["tools"]  # the build-tools image
+    out = run_in(info, repo, ["python3", "-c", "import tinysd._speed as s, shutil; print(s.answer(), "
+                                               "shutil.which('gcc'))"])
+    assert "42 None" in out
+

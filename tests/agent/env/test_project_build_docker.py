@@ -180,6 +180,27 @@ def test_a_recipes_pre_install_runs_offline_in_the_copy_and_what_it_makes_is_ser
     assert "ModuleNotFoundError" in run_in(without, repo, ["python3", "-m", "pytest", "-q", "tests"], ok=False)
 
 
+def test_a_spec_pin_its_own_pre_install_refuses_gives_way_to_the_projects_bound(
+    tmp_path: Path, tiny: Path, backend_wheels: Path, made: list[str]
+) -> None:
+    """sphinx 3.x's spec shape: pip_packages pin Jinja2==3.0.3, pre_install seds setup.py to Jinja2<3.0; SWE-bench
+    installs the project after the pins, so the project's bound wins, and the notes say so in one line."""
+    old = make_wheel(tmp_path / "old", "beta", "1.0", {"beta/__init__.py": "VALUE = 'old beta'\n"}).parent
+    repo = write(tmp_path / "repo", {
+        "setup.py": "from setuptools import setup\n\nsetup(name='pinned', version='1.0', py_modules=['pinned'], "
+                    "install_requires=['beta>=1'])\n",
+        "pinned.py": "import beta\n", "tests/test_pinned.py": "import pinned, beta\n\n"
+                                                             "def test_old():\n    assert beta.VALUE == 'old beta'\n"})
+    recipe = Recipe(prefer=["beta==2.0", "gamma==3.0"], pre_install=["sed -i 's/beta>=1/beta<2/' setup.py"])
+    index = IndexConfig(find_links=[str(tiny), str(old), str(backend_wheels)], no_index=True)
+    info = build(repo, index, made, recipe=recipe)
+    assert "beta==1.0" in info.installed and "gamma==3.0" in info.installed
+    assert [n for n in info.notes if "beta==2.0" in n] == [
+        "spec pin beta==2.0 replaced by the project's beta<2 (the project's build backend (METADATA)): the "
+        "project's install comes after the spec's packages, as in SWE-bench's"]
+    assert "1 passed" in run_in(info, repo, ["python3", "-m", "pytest", "-q", "tests"])
+
+
 def test_the_build_box_limits_as_seen_by_the_projects_own_setup_py(
     tmp_path: Path, index: IndexConfig, made: list[str], boxes: list[dict[str, Any]]
 ) -> None:

@@ -108,6 +108,31 @@ def test_a_recipe_s_exact_pin_is_taken_whatever_the_date() -> None:
     assert _pinned_whatever_the_date(requirements) == ["--exclude-newer-package", "attrs=false"]
 
 
+def test_a_dated_choice_offers_the_older_pythons_out_by_then_before_the_newer_ones() -> None:
+    cachetools = want(None, None, ">=3.6", "2021-10-14T04:34:02Z")  # 3.10 ten days old
+    assert cachetools.minor == "3.10" and cachetools.alternatives[:5] == ["3.9", "3.8", "3.7", "3.6", "3.11"]
+    assert "3.5" not in cachetools.alternatives
+    assert want(None, None, None, "2018-10-11T00:00:00Z").alternatives[:3] == ["3.6", "3.8", "3.9"]  # 3.7 wanted
+    assert want(None, None, None, "2016-03-01T00:00:00Z").alternatives == []  # 3.5: below 3.6 nothing stands in
+    assert want(None, None, None, "2024-05-01T00:00:00Z").alternatives == []  # the default image's
+    assert want(None, ("3.10", "a spec"), None, "2021-10-14T00:00:00Z").alternatives == []  # a spec: nearest newer
+    older = PythonChoice(wanted="3.10", ran="3.9", source="project", why="w", image="i", link="l")
+    assert older.line().startswith("python 3.9 (wanted 3.10, ran 3.9: the newest one here that was out by then)")
+
+
+def test_the_flags_take_the_first_alternative_a_link_here_has(monkeypatch: pytest.MonkeyPatch) -> None:
+    import argparse
+
+    from agent.cli.python_flags import PythonFlags
+
+    flags = PythonFlags(argparse.Namespace(python=None, python_images=[], python_pull="no"), lambda _: None)
+    dated = want(None, None, ">=3.6", "2021-10-14T04:34:02Z")
+    assert flags._here(dated) == "3.9"  # bullseye's, out by then; not bookworm's 3.11 of a year later
+    assert flags._here(want(None, ("3.10", "a spec"), None, None)) == "3.10"  # provide() stands 3.11 in
+    flags.images.pull = True  # a registry may have the exact one
+    assert flags._here(dated) == "3.10"
+
+
 def test_a_stand_in_python_moves_the_packages_date_up_to_its_release(tmp_path: Path) -> None:
     """xarray 0.12 (spec 3.10, ran 3.11) at a 2020-07 base: toolz 0.10 of that date cannot be imported on 3.11
     (``'TlzSpec' object has no attribute '_uninitialized_submodules'``), so its packages are as of 3.11's release."""
