@@ -7,13 +7,39 @@ Per rep, interleaved and in alternating order: the host runs `python -m pytest -
 checkout of each instance (base + gold patch + test patch, made beforehand); codebox runs
 `codebox eval --jobs 1 --predictions gold` over the same instances, as a user would (a
 process, an empty --out). The ratio is codebox's wall time per instance over the host's.
-Also printed: the single-instance ratio (one instance alone: every fixed cost shows) and the
-median of each step of an instance (workspace, env, sandbox, apply, tests; eval.json's timings).
 
-    python bench/eval_speed.py [--reps 5] [--instances 4] [--dataset FILE --repos DIR [--as-of now]]
+Both sides read bytecode as an installed package has it: codebox's is written on the uncounted
+warm-up (this machine sets PYTHONDONTWRITEBYTECODE; the child runs without it), the host venv's
+pytest is installed with --compile-bytecode. Neither caches the tests' own bytecode: the
+sandbox cannot write into /repo and sets PYTHONDONTWRITEBYTECODE, and so does the host's run here.
 
+One instance alone shows every fixed cost: its ratio, the overhead in seconds (codebox's wall
+minus the host's), codebox's own cost (its wall minus its test process's, as the sandbox's server
+timed that process: eval.json's test_process), and where codebox's time goes:
+  cli        a resumed run of the same instance (process start, imports, dataset, Python choice,
+             preflight, summaries; nothing evaluated), timed in the same rep;
+  workspace, env, sandbox, apply, image, tests   the instance's steps (eval.json's timings);
+             container_start: create to first answer, in the background from "sandbox" on;
+             test_process: the test command's own wall time in the sandbox, inside "tests";
+  outside_the_instance   the wall time outside the instance's steps: the CLI, the engine's start,
+             the summaries and the wait for the container's removal at the end of the run.
+Each rep's load average (1 min) is printed beside its numbers. On a loaded machine the raw ratio
+says little: containers here share one cgroup (cgroup v1, /docker: 1024 shares for all of them,
+every engineer's) against every host process, so the sandbox's test process is slowed far more
+than the host's pytest. Codebox's own cost and "(own + host) / host" (the ratio were the test
+process as fast as the host's) move less with the load; only a quiet machine gives the ratio.
+
+    python bench/eval_speed.py [--reps 5] [--instances 4] [--codebox DIR]... [--single-only]
+                               [--dataset FILE --repos DIR [--as-of now]] [--cold-python 3.9 [--cold-only]]
+
+--codebox DIR (repeatable): the checkout whose `python -m agent.cli` runs (default: this one);
+given twice (main and a branch), both run in the same reps, interleaved: a before/after at one load.
 --dataset/--repos add real instances, all in one eval run (their gold patches; on the host, a venv
 from each one's environment lock).
+--cold-python X.Y: a cold environment for a new Python: a project declaring pytest and six, its
+environment (dependencies image + project layer) removed before each rep, `codebox eval --python
+X.Y` against the host's `uv venv -p pythonX.Y` + `uv pip install` of the same lock (uv's download
+cache warm, as codebox's wheel cache is) + its pytest run.
 """
 
 from __future__ import annotations
@@ -37,7 +63,6 @@ sys.path.insert(0, str(ROOT))
 from tests.agent.eval.repos import diff_of, make_repo  # noqa: E402
 
 UV = str(Path(sys.executable).with_name("uv"))
-CODEBOX = [sys.executable, "-m", "agent.cli"]
 SOURCE = "def shout(s):\n    return s.upper()\n\n\ndef words(s):\n    return s.split()\n"
 
 
@@ -129,17 +154,42 @@ def _tests(value: str | list[str]) -> list[str]:
 
 
 EXTRA: list[str] = []  # flags for every `codebox eval` (--as-of)
+LAST_STDERR: list[str] = [""]  # the last `codebox eval`'s stderr (an environment build's progress lines)
 
 
-def run_eval(project: Project, ids: list[str], out: Path) -> float:
-    """Wall time of `codebox eval --jobs 1` over ``ids`` (gold patches), from an empty --out."""
-    shutil.rmtree(out, ignore_errors=True)
+@dataclass
+class Single:
+    """One rep of one instance alone."""
+
+    eval_s: float
+    host_s: float
+    cli_s: float
+    load: float
+    steps: dict[str, float]
+    duration_s: float
+
+
+def codebox_env() -> dict[str, str]:
+    """The child's environment: bytecode written and read as an installed package's (not this machine's
+    PYTHONDONTWRITEBYTECODE)."""
+    env = dict(os.environ)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
+
+
+def run_eval(project: Project, ids: list[str], out: Path, checkout: Path = ROOT, keep: bool = False) -> float:
+    """Wall time of `codebox eval --jobs 1` over ``ids`` (gold patches), from an empty --out (``keep``: the
+    --out as it is, every instance kept from the run before: the command's own cost alone)."""
+    if not keep:
+        shutil.rmtree(out, ignore_errors=True)
     pattern = "^(" + "|".join(ids) + ")$"
+    env = {**codebox_env(), "PYTHONPATH": str(checkout)}
     started = time.monotonic()
-    proc = subprocess.run([*CODEBOX, "eval", "--tasks", str(project.dataset), "--predictions", "gold", "--out",
-                           str(out), "--repos", str(project.repos), "--jobs", "1", "--filter", pattern, *EXTRA],
-                          capture_output=True, text=True, cwd=ROOT)
+    proc = subprocess.run([sys.executable, "-m", "agent.cli", "eval", "--tasks", str(project.dataset),
+                           "--predictions", "gold", "--out", str(out), "--repos", str(project.repos), "--jobs", "1",
+                           "--filter", pattern, *EXTRA], capture_output=True, text=True, cwd=checkout, env=env)
     elapsed = time.monotonic() - started
+    LAST_STDERR[0] = proc.stderr
     results = json.loads((out / "results.json").read_text()) if (out / "results.json").exists() else {}
     if proc.returncode != 0 or len(results.get("resolved", [])) != len(ids):
         raise SystemExit(f"eval of {project.name} did not resolve every gold patch:\n{proc.stdout}\n{proc.stderr}")
@@ -149,7 +199,8 @@ def run_eval(project: Project, ids: list[str], out: Path) -> float:
 def run_host(project: Project, ids: list[str]) -> float:
     started = time.monotonic()
     for iid in ids:
-        env = {**os.environ, "PYTHONPATH": project.roots[iid], "PYTEST_ADDOPTS": "-p no:cacheprovider"}
+        env = {**os.environ, "PYTHONPATH": project.roots[iid], "PYTEST_ADDOPTS": "-p no:cacheprovider",
+               "PYTHONDONTWRITEBYTECODE": "1"}  # as the sandbox's run_test: the tests' bytecode is not kept
         proc = subprocess.run([project.pythons[iid], "-m", "pytest", "-q", *project.files[iid]],
                               cwd=project.checkouts[iid], env=env, capture_output=True, text=True)
         if proc.returncode != 0:
@@ -157,33 +208,52 @@ def run_host(project: Project, ids: list[str]) -> float:
     return time.monotonic() - started
 
 
+def sandbox_pytest() -> str:
+    """The sandbox image's own pytest version."""
+    return subprocess.run(["docker", "run", "--rm", "--network", "none", "codebox-sandbox:latest",
+                           "python3", "-c", "import pytest; print(pytest.__version__)"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+
+
+def host_venv(folder: Path, lock: str, python: str = "3.11") -> Path:
+    """A venv of ``python`` with ``lock`` installed, bytecode compiled (as pip does); the image's pytest for no lock."""
+    venv = folder / f"venv-{python}-{hashlib.sha256(lock.encode()).hexdigest()[:12]}"
+    if not venv.exists():
+        subprocess.run([UV, "venv", "-q", "-p", python, str(venv)], check=True)
+        if lock.strip():
+            (folder / f"{venv.name}.lock").write_text(lock)
+            requirement = ["-r", str(folder / f"{venv.name}.lock")]
+        else:
+            requirement = [f"pytest=={sandbox_pytest()}"]
+        subprocess.run([UV, "pip", "install", "-q", "--compile-bytecode", "-p", str(venv / "bin" / "python"),
+                        *requirement], check=True)
+    return venv / "bin" / "python"
+
+
 def host_venvs(project: Project, folder: Path, out: Path) -> None:
     """Per instance, a venv with the packages its tests ran with in codebox (its env's lock, or the image's
     pytest); one venv per distinct lock."""
     for iid in project.ids:
         lock = (json.loads((out / iid / "eval.json").read_text()).get("env") or {}).get("lock") or ""
-        venv = folder / f"venv-{hashlib.sha256(lock.encode()).hexdigest()[:12]}"
-        if not venv.exists():
-            subprocess.run([UV, "venv", "-q", "-p", "3.11", str(venv)], check=True)
-            if lock.strip():
-                (folder / f"{venv.name}.lock").write_text(lock)
-                requirement = ["-r", str(folder / f"{venv.name}.lock")]
-            else:  # the sandbox image's own pytest
-                version = subprocess.run(["docker", "run", "--rm", "--network", "none", "codebox-sandbox:latest",
-                                          "python3", "-c", "import pytest; print(pytest.__version__)"],
-                                         capture_output=True, text=True, check=True).stdout.strip()
-                requirement = [f"pytest=={version}"]
-            subprocess.run([UV, "pip", "install", "-q", "-p", str(venv / "bin" / "python"), *requirement], check=True)
-        project.pythons[iid] = str(venv / "bin" / "python")
+        project.pythons[iid] = str(host_venv(folder, lock))
 
 
-def measure(project: Project, ids: list[str], out: Path, eval_first: bool) -> tuple[float, float]:
+def measure(project: Project, ids: list[str], out: Path, eval_first: bool, checkout: Path) -> tuple[float, float]:
     """(codebox's wall time, the host's) over ``ids``, in the order asked."""
     if eval_first:
-        seconds = run_eval(project, ids, out)
+        seconds = run_eval(project, ids, out, checkout)
         return seconds, run_host(project, ids)
     host = run_host(project, ids)
-    return run_eval(project, ids, out), host
+    return run_eval(project, ids, out, checkout), host
+
+
+def measure_single(project: Project, out: Path, eval_first: bool, checkout: Path) -> Single:
+    """One instance alone, and then the same command again with it kept (the CLI's own cost)."""
+    load = os.getloadavg()[0]
+    seconds, host = measure(project, project.ids[:1], out, eval_first, checkout)
+    cli = run_eval(project, project.ids[:1], out, checkout, keep=True)
+    kept = json.loads((out / project.ids[0] / "eval.json").read_text())
+    return Single(seconds, host, cli, load, kept["timings"], kept["duration_s"])
 
 
 def step_medians(outs: list[Path], ids: list[str]) -> dict[str, float]:
@@ -196,45 +266,153 @@ def step_medians(outs: list[Path], ids: list[str]) -> dict[str, float]:
     return {name: round(statistics.median(values), 3) for name, values in steps.items()}
 
 
+def print_single(name: str, reps: list[Single]) -> None:
+    med = statistics.median
+    own = [r.eval_s - r.steps.get("test_process", r.eval_s) for r in reps]  # a checkout older than test_process: 0
+    mine = (f"codebox's own (eval - its test process) {med(own):.2f}s, (own + host) / host "
+            f"{med((o + r.host_s) / r.host_s for o, r in zip(own, reps, strict=True)):.2f}"
+            if all("test_process" in r.steps for r in reps) else "no test_process in eval.json (an older codebox)")
+    print(f"  one instance: eval {med(r.eval_s for r in reps):.2f}s host {med(r.host_s for r in reps):.2f}s "
+          f"ratio {med(r.eval_s / r.host_s for r in reps):.2f} | overhead (eval - host) "
+          f"{med(r.eval_s - r.host_s for r in reps):.2f}s | {mine} | "
+          f"load {min(r.load for r in reps):.1f}-{max(r.load for r in reps):.1f}")
+    for o, r in zip(own, reps, strict=True):
+        print(f"    rep: load {r.load:5.1f}  eval {r.eval_s:.2f}s host {r.host_s:.2f}s ratio {r.eval_s / r.host_s:.2f} "
+              f"overhead {r.eval_s - r.host_s:.2f}s | test process in the box {r.steps.get('test_process', 0):.2f}s, "
+              f"codebox's own {o:.2f}s")
+    names = list(dict.fromkeys(k for r in reps for k in r.steps))
+    phases = {"cli": med(r.cli_s for r in reps)}
+    phases |= {k: med(r.steps.get(k, 0.0) for r in reps) for k in names}
+    phases["outside_the_instance"] = med(r.eval_s - r.duration_s for r in reps)
+    print("    phases (median s): " + " ".join(f"{k} {v:.3f}" for k, v in phases.items()))
+
+
+def find_python(version: str) -> str:
+    """This host's own interpreter of ``version``: pythonX.Y on PATH when it runs (a pyenv shim may not), else
+    pyenv's build of it. uv is never let to download one (no GitHub downloads here)."""
+    candidates = [shutil.which(f"python{version}") or "", *sorted(
+        str(p) for p in Path("~/.pyenv/versions").expanduser().glob(f"{version}.*/bin/python{version}"))]
+    for candidate in candidates:
+        if candidate and subprocess.run([candidate, "-c", "pass"], capture_output=True).returncode == 0:
+            return candidate
+    raise SystemExit(f"no Python {version} on this host to compare with")
+
+
+def cold_python(folder: Path, python: str, reps: int, checkout: Path) -> None:
+    """A cold environment for ``python`` (its images removed before each rep) against the host's new venv."""
+    from agent.env.install import images
+
+    repo = folder / "repos" / "bench" / "coldpkg"
+    files = {"pyproject.toml": '[project]\nname = "coldpkg"\nversion = "1.0"\n\n'
+                               '[project.optional-dependencies]\ntest = ["pytest", "six"]\n',
+             "src/coldpkg/__init__.py": SOURCE.replace("textutil", "coldpkg"), "tests/__init__.py": "",
+             "tests/test_m0.py": _module(0, 60).replace("textutil", "coldpkg")}
+    base = make_repo(repo, files)
+    gold = diff_of(repo, {"src/coldpkg/__init__.py": files["src/coldpkg/__init__.py"].replace(
+        "s.upper()", "s.upper() + '!'")})
+    project = _project("coldpkg", folder, repo, base, gold, [["tests/test_m0.py::test_shout_0"]], "src")
+    host_python = find_python(python)
+    EXTRA.extend(["--python", python])
+    try:
+        out = folder / "cold"
+        run_eval(project, project.ids, out, checkout)  # the wheels downloaded once (kept warm, as uv's cache is)
+        engine = images.EngineImages.connect()
+        cold, host, env_s, host_venv_s = [], [], [], []
+        for _ in range(reps):
+            info = json.loads((out / project.ids[0] / "eval.json").read_text())["env"]
+            entry = images.find(engine, info["image_id"])
+            images.remove_env_images(engine, [info["image_id"], *([entry.deps] if entry and entry.deps else [])])
+            load = os.getloadavg()[0]
+            cold.append(run_eval(project, project.ids, out, checkout))
+            kept = json.loads((out / project.ids[0] / "eval.json").read_text())
+            if not kept["env"]["built"]:
+                raise SystemExit("the environment was not built again: not a cold run")
+            env_s.append(kept["timings"]["env"])
+            shutil.rmtree(folder / "coldvenv", ignore_errors=True)
+            started = time.monotonic()
+            subprocess.run([UV, "venv", "-q", "--no-python-downloads", "-p", host_python, str(folder / "coldvenv")],
+                           check=True)
+            (folder / "cold.lock").write_text(kept["env"]["lock"])
+            subprocess.run([UV, "pip", "install", "-q", "--compile-bytecode", "-p",
+                            str(folder / "coldvenv" / "bin" / "python"), "-r", str(folder / "cold.lock")], check=True)
+            host_venv_s.append(time.monotonic() - started)
+            project.pythons[project.ids[0]] = str(folder / "coldvenv" / "bin" / "python")
+            host.append(host_venv_s[-1] + run_host(project, project.ids))
+            print(f"    rep: load {load:5.1f}  cold eval {cold[-1]:.2f}s (env {env_s[-1]:.2f}s) | host venv + install "
+                  f"{host_venv_s[-1]:.2f}s + pytest = {host[-1]:.2f}s")
+        prefix = "codebox: env: "
+        said = [line[len(prefix):] for line in LAST_STDERR[0].splitlines() if line.startswith(prefix)]
+        print("    the last cold build's progress: " + " | ".join(said))
+        engine.close()
+        med = statistics.median
+        version = subprocess.run([folder / "coldvenv" / "bin" / "python", "-V"], capture_output=True, text=True)
+        print(f"  cold environment, Python {python} ({kept['python']['image']}; host: uv venv -p python{python}, "
+              f"{version.stdout.strip()}): "
+              f"eval {med(cold):.2f}s (its env step {med(env_s):.2f}s) vs host {med(host):.2f}s "
+              f"(venv + install {med(host_venv_s):.2f}s): {med(cold) / med(host):.2f}x")
+    finally:
+        EXTRA[-2:] = []
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--instances", type=int, default=4)
+    parser.add_argument("--codebox", type=Path, action="append", default=[],
+                        help="a checkout whose `python -m agent.cli` runs (repeatable; default: this one)")
+    parser.add_argument("--single-only", action="store_true", help="one instance alone only (no batch of instances)")
     parser.add_argument("--dataset", type=Path)
     parser.add_argument("--repos", type=Path)
     parser.add_argument("--as-of", help="codebox eval's --as-of (the date the real instances' tests were listed at)")
+    parser.add_argument("--cold-python", metavar="X.Y", help="also: a cold environment for Python X.Y (see above)")
+    parser.add_argument("--cold-only", action="store_true", help="with --cold-python: that part alone")
     args = parser.parse_args()
     if args.as_of:
         EXTRA.extend(["--as-of", args.as_of])
+    checkouts = [c.resolve() for c in args.codebox] or [ROOT]
     folder = Path(tempfile.mkdtemp(prefix="codebox-eval-bench-"))
     try:
+        if args.cold_python and args.cold_only:
+            cold_python(folder, args.cold_python, args.reps, checkouts[-1])
+            return
         projects = [build_flat(folder, args.instances), build_src(folder, args.instances)]
         if args.dataset and args.repos:
             projects.append(real_project(folder, args.dataset.resolve(), args.repos.resolve()))
-        for project in projects:  # warm-up: environments built, host venvs made, caches filled on both sides
-            run_eval(project, project.ids, folder / "warm")
+        for project in projects:  # warm-up: environments built, host venvs made, bytecode written, caches filled
+            for checkout in checkouts:
+                run_eval(project, project.ids, folder / "warm", checkout)
             host_venvs(project, folder, folder / "warm")
             run_host(project, project.ids)
-        batch: dict[str, list[tuple[float, float]]] = {p.name: [] for p in projects}
-        single: dict[str, list[tuple[float, float]]] = {p.name: [] for p in projects}
-        outs: dict[str, list[Path]] = {p.name: [] for p in projects}
-        for rep in range(args.reps):  # interleaved: every project in each rep, eval and host in alternating order
+        keys = [(p.name, c) for p in projects for c in checkouts]
+        batch: dict[tuple[str, Path], list[tuple[float, float]]] = {k: [] for k in keys}
+        single: dict[tuple[str, Path], list[Single]] = {k: [] for k in keys}
+        outs: dict[tuple[str, Path], list[Path]] = {k: [] for k in keys}
+        loads: list[float] = []
+        for rep in range(args.reps):  # interleaved: every project and checkout in each rep, eval/host order alternating
+            loads.append(os.getloadavg()[0])
             for project in projects:
-                out = folder / f"out-{project.name}-{rep}"
-                batch[project.name].append(measure(project, project.ids, out, eval_first=rep % 2 == 0))
-                single[project.name].append(measure(project, project.ids[:1], folder / "one", eval_first=rep % 2 == 1))
-                outs[project.name].append(out)
-        print(f"{'project':10} {'instances':>9} {'eval/inst':>10} {'host/inst':>10} {'ratio':>6}   "
-              f"single: eval host ratio")
+                for n, checkout in enumerate(checkouts if rep % 2 == 0 else checkouts[::-1]):
+                    key = (project.name, checkout)
+                    if not args.single_only:
+                        out = folder / f"out-{project.name}-{n}-{rep}"
+                        batch[key].append(measure(project, project.ids, out, rep % 2 == 0, checkout))
+                        outs[key].append(out)
+                    single[key].append(measure_single(project, folder / "one", rep % 2 == 1, checkout))
+        print(f"{args.reps} reps, load (1 min) at their starts: {' '.join(f'{x:.1f}' for x in loads)}; "
+              f"{os.cpu_count()} cores")
         for project in projects:
-            n = len(project.ids)
-            many, one = batch[project.name], single[project.name]
-            ratio, one_ratio = statistics.median(e / h for e, h in many), statistics.median(e / h for e, h in one)
-            print(f"{project.name:10} {n:>9} {statistics.median(e for e, _ in many) / n:>9.2f}s "
-                  f"{statistics.median(h for _, h in many) / n:>9.2f}s {ratio:>6.2f}   "
-                  f"{statistics.median(e for e, _ in one):.2f}s {statistics.median(h for _, h in one):.2f}s "
-                  f"{one_ratio:.2f}")
-            print(f"{'':10} steps (median s per instance): {step_medians(outs[project.name], project.ids)}")
+            for checkout in checkouts:
+                key = (project.name, checkout)
+                print(f"{project.name} ({len(project.ids)} instances), codebox from {checkout}:")
+                if batch[key]:
+                    n, many = len(project.ids), batch[key]
+                    ratio = statistics.median(e / h for e, h in many)
+                    print(f"  per instance: eval {statistics.median(e for e, _ in many) / n:.2f}s host "
+                          f"{statistics.median(h for _, h in many) / n:.2f}s ratio {ratio:.2f}")
+                    print(f"    steps (median s per instance): {step_medians(outs[key], project.ids)}")
+                print_single(project.name, single[key])
+        if args.cold_python:
+            cold_python(folder, args.cold_python, args.reps, checkouts[-1])
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 

@@ -1,6 +1,6 @@
 """Where an instance's tests run: its sandbox settings, its environment, its image id, its sandbox (ONE place each).
 
-The settings and the environment are batch's own (agent.task.runner: task_sandbox_config, choose_task_env:
+The settings and the environment are batch's own (agent.task.task_env: task_sandbox_config, choose_task_env:
 the task's ``env``, recipe and as-of date, built or reused from what the repository declares at
 base_commit), so the warm pool's prestarted sandbox fits. The sandbox comes from the task's
 backend: the engine's pool's when it holds this instance's, else a new one; it starts in the
@@ -33,14 +33,14 @@ _closing_lock = threading.Lock()
 
 def sandbox_config(task: TaskSpec, config: SandboxConfig) -> SandboxConfig:
     """The sandbox's settings for this instance before its environment (its image and runtime win)."""
-    from agent.task.runner import task_sandbox_config  # the agent's runner loads only when an instance starts
+    from agent.task.task_env import task_sandbox_config
 
     return task_sandbox_config(task, config)
 
 
 def choose(task: TaskSpec, repo: Path, config: SandboxConfig, cancel: CancelToken) -> EnvInfo | None:
     """The instance's environment, as batch chooses it (EnvError, EnvCancelled); None for ``env: none``."""
-    from agent.task.runner import choose_task_env
+    from agent.task.task_env import choose_task_env
 
     return choose_task_env(task, repo, config, env_progress, cancel)
 
@@ -66,14 +66,22 @@ def _start_quietly(session: Session) -> None:
 
 
 def close_later(session: Session | None, workspace: Workspace | None) -> None:
-    """Remove the sandbox, then the workspace, in the background: the verdict does not wait for them."""
+    """Remove the sandbox and the workspace, in the background: the verdict does not wait for them.
+
+    Both at once: the workspace's files go while the engine removes the container (which mounts it
+    read-only, and whose test run is over or cancelled), so the end of a run waits for the longer of
+    the two, not for both."""
     def close() -> None:
+        files = None
+        if workspace is not None:
+            files = threading.Thread(target=workspace.remove, name="codebox-eval-rm", daemon=True)
+            files.start()
         try:
             if session is not None:
                 session.close()
         finally:
-            if workspace is not None:
-                workspace.remove()
+            if files is not None:
+                files.join()
             with _closing_lock:
                 _closing.discard(threading.current_thread())
 

@@ -163,6 +163,9 @@ class _Run:
         with self.step("tests"):
             assert self.sandbox is not None
             self._tests(self.sandbox, repo, env)
+        if self.sandbox.startup_s is not None:  # its create to its first answer, in the background from the
+            # "sandbox" step on (or earlier, in the engine's pool): "tests" waited for what was left of it
+            evidence.timings["container_start"] = round(self.sandbox.startup_s, 3)
 
     def _runs_with_pytest(self, repo: Path) -> bool:
         """The validation reads pytest's report: the rows another runner grades are not checked (yet)."""
@@ -342,7 +345,16 @@ class _Run:
             request["copy_repo"] = True
             reply = self._run_test(sandbox, request)
         if reply is not None:
+            self._test_process(reply)
             self._read_run(reply.output, reply.outcome, reply.error, reply.data)
+
+    def _test_process(self, reply: ToolResult) -> None:
+        """The test command's own wall time in the sandbox (its process, as the sandbox's server timed it): what
+        a host's run of the same command compares with; the "tests" step is that plus the wait for the container
+        and the round trip."""
+        seconds = reply.data.get("duration_s")
+        if isinstance(seconds, int | float) and not isinstance(seconds, bool):
+            self.evidence.timings["test_process"] = round(float(seconds), 3)
 
     def _pytest_request(self, repo: Path, root: str | None) -> dict[str, object] | None:
         """pytest on the named tests' files (None: none of them is in the tree)."""
@@ -385,6 +397,7 @@ class _Run:
         reply = self._run_test(sandbox, request)
         if reply is None:
             return
+        self._test_process(reply)
         report = reply.data.get("report_file_text")
         machine = report if isinstance(report, str) else reply.output
         evidence.run_outcome = reply.outcome

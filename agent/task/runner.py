@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -13,7 +12,6 @@ from agent.backends.registry import backend_for
 from agent.cancel import CancelToken
 from agent.env.cancel import EnvCancelled
 from agent.errors import CodeboxError, SandboxError
-from agent.languages.registry import choose_env
 from agent.model.base import ModelClient, ModelError
 from agent.model.factory import build_model
 from agent.protocol import STATUS_FOR_REASON, AgentEvent, EnvInfo, Report, StopReason, TaskSpec
@@ -25,6 +23,7 @@ from agent.task.found_tests import ChosenTests, find_tests, given
 from agent.task.host_run import host_run_globs
 from agent.task.loop import CodingAgent, Limits
 from agent.task.policy import ApproveOncePolicy, AskFn, Policy, ReadOnlyPolicy, WorkspaceWritePolicy
+from agent.task.task_env import choose_task_env, env_progress, task_sandbox_config
 from agent.task.workspace import Workspace, WorkspaceError, create_workspace, with_patch
 from agent.tools import ToolContext, ToolRegistry
 
@@ -169,29 +168,6 @@ def run_task(
         # its container itself; so a slow start never holds up a finished or cancelled run.
         sandbox.close()
         early.thread.join(timeout=10)
-
-
-def task_sandbox_config(task: TaskSpec, sandbox_config: SandboxConfig | None) -> SandboxConfig:
-    """The sandbox's settings for this task, before its environment is chosen (a task's image and
-    runtime win)."""
-    config = sandbox_config or SandboxConfig()
-    own = {"image": task.image, "runtime": task.runtime}
-    changes = {key: value for key, value in own.items() if value}
-    return config.replace(**changes) if changes else config
-
-
-def choose_task_env(
-    task: TaskSpec, repo: Path, config: SandboxConfig, log: Callable[[str], None], cancel: CancelToken,
-    repo_name: str | None = None,
-) -> EnvInfo | None:
-    """The task's environment (agent.languages.registry.choose_env: built or found in the sandbox backend's
-    image store)."""
-    return choose_env(task, repo, config, log, cancel, repo_name)
-
-
-def env_progress(line: str) -> None:
-    """The visible progress line of an environment build (stderr: stdout may carry --json events)."""
-    print(f"codebox: env: {line}", file=sys.stderr, flush=True)
 
 
 def _with_sandbox(report: Report, config: SandboxConfig) -> Report:

@@ -105,12 +105,12 @@ def _find_links(folders: list[str]) -> str | None:
 def _with_specs(args: argparse.Namespace, instances: list[Any]) -> list[Any]:
     """Each row's dataset spec (SWE-bench's, by repository and version; or --specs FILE) folded in: its recipe into
     the row's environment, its notes into the row's, its Python kept for the choice (``dataset.spec``)."""
+    if args.specs == "none" or not any(i.task.version for i in instances):
+        return instances  # before the imports: the specs' readers are a tenth of an eval's start
     from agent.cli.commands.common import env_progress
     from agent.env.recipe import EnvSpec
     from agent.eval.specs import load_specs
 
-    if args.specs == "none" or not any(i.task.version for i in instances):
-        return instances
     specs = load_specs(Path(args.specs).expanduser() if args.specs else None, env_progress)
     if specs is None:
         return instances

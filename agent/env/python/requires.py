@@ -42,8 +42,23 @@ def in_folder(repo: Path) -> Reader:
 
 
 def at_commit(repo: Path, commit: str) -> Reader:
-    """Read ``commit``'s files with ``git cat-file`` (a clone with no checkout is enough)."""
+    """Read ``commit``'s files with ``git cat-file`` (a clone with no checkout is enough).
+
+    The commit's top folder is listed once, on the first read: a file it does not hold is None with no
+    git process. The choice asks for up to eight files of which a repository has two or three, for each
+    instance of a dataset before the first one starts (eight git processes became two or three)."""
+    top: set[str] | None = None  # the names in the commit's top folder; empty when git could not list it
+
+    def listed(name: str) -> bool:
+        nonlocal top
+        if top is None:
+            names = read_git(repo, "ls-tree", "--name-only", "-z", commit, timeout_s=_GIT_TIMEOUT_S)
+            top = set(names.decode("utf-8", "surrogateescape").split("\0")) - {""} if names else set()
+        return not top or "/" in name or name in top  # no listing: every name is asked for
+
     def read(name: str) -> str | None:
+        if not listed(name):
+            return None
         data = read_git(repo, "cat-file", "-p", f"{commit}:{name}", timeout_s=_GIT_TIMEOUT_S)
         if data is None or len(data) > _MAX_BYTES:
             return None

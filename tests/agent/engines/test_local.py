@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 import agent.task.runner as runner
+import agent.task.task_env as task_env
 from agent.cancel import CancelToken
 from agent.engines import JobLimits, LocalEngine, TaskJob, TaskOutcome, execute_job
 from agent.protocol import Report, TaskSpec
@@ -92,7 +93,7 @@ def test_an_environment_chosen_by_the_task_is_shown_under_the_users_repo(
         raise EnvError("no index here")
 
     monkeypatch.setattr(runner, "backend_for", lambda config: Backend())
-    monkeypatch.setattr(runner, "choose_env", choose)
+    monkeypatch.setattr(task_env, "choose_env", choose)
     outcome = execute_job(TaskJob(task=TaskSpec(id="t", repo=str(repo), goal="g"), model=model), repo, CancelToken())
     assert outcome.report.stop_reason == "sandbox_error" and "no index here" in (outcome.report.error or "")
     [(workspace, name)] = seen

@@ -133,6 +133,37 @@ def test_the_flags_take_the_first_alternative_a_link_here_has(monkeypatch: pytes
     assert flags._here(dated) == "3.10"
 
 
+def test_a_commit_s_files_are_read_after_one_listing_of_its_top_folder(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The choice asks for eight files per instance (other ecosystems' manifests, then Python's): git lists the
+    commit's top folder once, and only the files it holds are read."""
+    from agent.cli.python_flags import not_python
+    from agent.env.python import requires
+
+    (tmp_path / "setup.py").write_text("setup(python_requires='>=3.8')\n")
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "pyproject.toml").write_text('[project]\nrequires-python = ">=3.12"\n')
+    git = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "one"], check=True)
+    calls: list[tuple[str, ...]] = []
+    real = requires.read_git
+
+    def counted(repo: Path, *args: str, timeout_s: float) -> bytes | None:
+        calls.append(args)
+        return real(repo, *args, timeout_s=timeout_s)
+
+    monkeypatch.setattr(requires, "read_git", counted)
+    read = requires.at_commit(tmp_path, "HEAD")
+    assert not not_python(read) and requires_python(read) == ">=3.8"
+    assert [c[0] for c in calls] == ["ls-tree", "cat-file"] and calls[1][-1] == "HEAD:setup.py"
+    assert read("pkg/pyproject.toml") is not None  # below the top folder: asked for, not looked up
+    calls.clear()
+    gone = requires.at_commit(tmp_path, "0" * 40)  # no listing: every file is asked for, and none is there
+    assert gone("setup.py") is None and [c[0] for c in calls] == ["ls-tree", "cat-file"]
+
+
 def test_a_stand_in_python_moves_the_packages_date_up_to_its_release(tmp_path: Path) -> None:
     """xarray 0.12 (spec 3.10, ran 3.11) at a 2020-07 base: toolz 0.10 of that date cannot be imported on 3.11
     (``'TlzSpec' object has no attribute '_uninitialized_submodules'``), so its packages are as of 3.11's release."""
