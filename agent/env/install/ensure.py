@@ -238,6 +238,7 @@ class _Build:
         self.compiles = inputs.build and inputs.declared.project.extension_modules
         self.chosen = 0  # the candidate built (1-based)
         self.dated_build = False  # the project's build requirements as of the task's date (after today's failed)
+        self.build_pins: list[Requirement] = []  # the spec's pins a failed legacy build named (_build_with_spec_pins)
         self._tools: str | None = None  # the build-tools image's id, once a dependency's sdist needs it
         from agent.env.install.probe import probe  # a build's own imports: a cache hit never needs them
 
@@ -280,15 +281,15 @@ class _Build:
         with tempfile.TemporaryDirectory(prefix="codebox-env-") as tmp:
             folder = Path(tmp)
             if self.inputs.build:
-                try:
-                    return self._with_project_build(folder / "today", self.compiles)
-                except ProjectBuildFailed as exc:
-                    if not self._build_as_of_the_date(exc):
-                        raise self._named_submodules(exc) from None
-                try:
-                    return self._with_project_build(folder / "dated", self.compiles)
-                except ProjectBuildFailed as exc:
-                    raise self._named_submodules(exc) from None
+                # Today's build requirements; failing, those of the task's date; failing again, with the spec's
+                # pins its log names (a setup.py build pip runs without isolation).
+                for attempt in ("today", "dated", "pinned"):
+                    try:
+                        return self._with_project_build(folder / attempt, self.compiles)
+                    except ProjectBuildFailed as exc:
+                        if not (self._build_as_of_the_date(exc) or self._build_with_spec_pins(exc)):
+                            raise self._named_submodules(exc) from None
+                raise AssertionError("each attempt after the first follows a change that is made once")
             layer = static_layer(declared, folder / "project.tar")
             # When the dependencies image is built, one load for both images.
             deps, image_id = self._chosen_deps(self.inputs.pip, declared.project.name, self._stacked(layer))
@@ -321,6 +322,27 @@ class _Build:
             f"ran again with those as of {when}, the task's date (or its Python's release)")
         return True
 
+    def _build_with_spec_pins(self, exc: ProjectBuildFailed) -> bool:
+        """Whether the project's build runs again with the recipe's preferred pins its failure names in its build
+        environment (once): a setup.py with no ``[build-system]`` is built by pip without isolation, in the
+        environment SWE-bench's spec installed first (astropy 1.3's setup.py imports astropy, which needs numpy)."""
+        if self.build_pins or exc.status >= 128 or self.deadline.remaining() <= 0:
+            return False
+        named = plan.pins_a_legacy_build_names(str(exc), self.inputs.prefer, self.request.repo)
+        if not named:
+            return False
+        from agent.env.resolve import nearest
+
+        moved, said = nearest.moved_pins(named, self.target, self.request.index, self.cancel,
+                                         across_series=self.request.stands_in_for is not None)
+        self.build_pins = [moved.get(r.text, r) for r in named]
+        shown = ", ".join(r.text for r in self.build_pins)
+        self.log(f"the project's build failed naming {shown}: again with it in the build environment")
+        self.inputs.declared.notes += [*said, f"the project's build (a setup.py with no [build-system]: pip builds "
+                                       f"it without isolation, after the spec's packages) failed naming {shown}; it "
+                                       "ran again with them in its build environment"]
+        return True
+
     def _with_project_build(self, folder: Path, compiles: bool) -> images.Entry:
         from agent.env.install import metadata
         from agent.env.install.project_build import ProjectBuild
@@ -335,6 +357,7 @@ class _Build:
                                  request.shown()).id
         needs_cython = compiles and plan.pyx_without_c(inputs.tree.files)
         build_requires = plan.build_requirements(inputs.build_requires, inputs.backend, declared, needs_cython)
+        build_requires += [r for r in self.build_pins if r.name not in {b.name for b in build_requires}]
         with ProjectBuild(self.client, image, request.repo, inputs.tree, inputs.backend, inputs.recipe,
                           declared.project.import_root, declared.project.version, folder / "project",
                           request.limits, self.deadline, self.cancel, self.log, self.target.executable,

@@ -9,6 +9,7 @@ anywhere. Also here: the backend ``[build-system]`` names and what its build nee
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from packaging.requirements import InvalidRequirement
@@ -110,6 +111,23 @@ def requires_after_pre_install(text: str | None, before: list[Requirement]) -> l
     where = "pyproject.toml [build-system], as pre_install left it,"
     after = build_requires(parse_toml(text, "pyproject.toml (after pre_install)"), where)
     return after if [r.text for r in after] != [r.text for r in before] else None
+
+
+def pins_a_legacy_build_names(log: str, pins: list[Requirement], repo: Path) -> list[Requirement]:
+    """The exact pins among ``pins`` whose names a failed build's ``log`` holds, when the project is a setup.py
+    with no ``[build-system]`` (pip builds it without isolation, seeing what was installed first); else []."""
+    if table(read_toml(repo, "pyproject.toml") or {}, "build-system"):
+        return []
+    # The error lines only (``ImportError: Numpy version 1.10.0 or later must be installed``): a traceback's paths
+    # name packages too (setuptools/_vendor/packaging).
+    errors = "\n".join(line for line in log.lower().splitlines() if re.search(r"error\b", line))
+    found = []
+    for pin in pins:
+        words = re.split(r"[-_.]", pin.name.lower())
+        pattern = r"(?<![\w./-])" + r"[-_.]".join(map(re.escape, words)) + r"(?![\w/-])"
+        if "==" in pin.text and re.search(pattern, errors):
+            found.append(pin)
+    return found
 
 
 def pyx_without_c(files: list[str]) -> bool:

@@ -57,3 +57,33 @@ def test_a_pre_install_that_breaks_the_file_is_one_line(tmp_path: Path) -> None:
     with pytest.raises(EnvError, match=r"pyproject.toml \(after pre_install\)") as info:
         requires_after_pre_install(ASTROPY_43.replace("]\nbuild-backend", "\nbuild-backend"), before)
     assert "\n" not in str(info.value)
+
+
+# The end of astropy 1.3's failed build log in codebox's box (PEP 517's fallback, no [build-system]), as it came.
+ASTROPY_13_LOG = """the project's own build failed offline (get_requires_for_build_*, exit 1); the end of its log:
+Initializing astropy_helpers submodule with: `git submodule update --init -- astropy_helpers`
+error: could not lock config file .git/config: Read-only file system
+Traceback (most recent call last):
+  File "/tmp/codebox-buildenv/lib/python3.9/site-packages/setuptools/_vendor/packaging/version.py", line 1, in <module>
+  File "/tmp/codebox-buildenv/lib/python3.9/site-packages/setuptools/build_meta.py", line 145, in run_setup
+    exec(compile(code, __file__, 'exec'), locals())
+  File "setup.py", line 17, in <module>
+    import astropy
+  File "/repo/astropy/__init__.py", line 110, in _check_numpy
+    raise ImportError(msg)
+ImportError: Numpy version 1.10.0 or later must be installed to use Astropy
+"""
+SPEC_13 = ["attrs==17.3.0", "cython==0.27.3", "numpy==1.16.0", "packaging==16.8", "pytest==3.3.1", "PyYAML==3.12"]
+
+
+def test_a_legacy_build_s_error_names_the_spec_pins_pip_would_have_given_it(tmp_path: Path) -> None:
+    from agent.env.install.plan import pins_a_legacy_build_names
+    from agent.env.read.reqlines import parse_requirement
+    from agent.env.resolve.resolve import PREFERRED
+
+    pins = [parse_requirement(text, PREFERRED) for text in SPEC_13]
+    (tmp_path / "setup.py").write_text("import ah_bootstrap\n")
+    named = pins_a_legacy_build_names(ASTROPY_13_LOG, pins, tmp_path)
+    assert [r.text for r in named] == ["numpy==1.16.0"]  # not packaging, whose name is only in a path
+    (tmp_path / "pyproject.toml").write_text(ASTROPY_43)  # a [build-system]: pip isolates the build, as codebox
+    assert pins_a_legacy_build_names(ASTROPY_13_LOG, pins, tmp_path) == []
