@@ -81,6 +81,8 @@ def _holder(git: Git, source: Path, git_dir: Path, name: str, relative: str, com
 
 def fill(git: Git, source: Path, git_dir: Path, path: Path, timeout: float) -> list[Submodule]:
     """Check out each submodule of the workspace ``path`` the source holds (see the module docstring)."""
+    if not (path / ".gitmodules").is_file():  # no submodule git would know how to check out: no git call at all
+        return []
     links = gitlinks(git, path)
     if not links:
         return []
