@@ -79,13 +79,16 @@ def _holder(git: Git, source: Path, git_dir: Path, name: str, relative: str, com
     return None
 
 
-def fill(git: Git, source: Path, git_dir: Path, path: Path, timeout: float) -> list[Submodule]:
-    """Check out each submodule of the workspace ``path`` the source holds (see the module docstring)."""
+def fill(git: Git, source: Path, bare: bool, path: Path, timeout: float) -> list[Submodule]:
+    """Check out each submodule of the workspace ``path`` the source (a bare repository, or a work tree) holds
+    (see the module docstring)."""
     if not (path / ".gitmodules").is_file():  # no submodule git would know how to check out: no git call at all
         return []
     links = gitlinks(git, path)
     if not links:
         return []
+    git_dir = source if bare else Path(git("rev-parse", "--absolute-git-dir", cwd=source, timeout=timeout)
+                                       .stdout.decode("utf-8", "surrogateescape").strip())
     names = _names(git, path)
     done = []
     for relative, commit in links:

@@ -227,8 +227,7 @@ def _from_git(source: Path, path: Path, base_commit: str | None, *, bare: bool) 
     else:
         git("read-tree", "--reset", "-u", commit, cwd=path, on_unencodable=_keep_raw)
         dirty = False
-    git_dir = source if bare else Path(_out(git("rev-parse", "--absolute-git-dir", cwd=source, timeout=_SOURCE_ASK_S)))
-    submodules.fill(git, source, git_dir, path, _SOURCE_WALK_S)
+    submodules.fill(git, source, bare, path, _SOURCE_WALK_S)
     base = commit
     if dirty:
         git("commit", "--quiet", "--no-verify", "-m", "codebox base: HEAD plus uncommitted changes", cwd=path,
