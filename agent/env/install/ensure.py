@@ -334,7 +334,7 @@ class _Build:
         from agent.env.resolve import nearest
 
         moved, said = nearest.moved_pins(named, self.target, self.request.index, self.cancel,
-                                         across_series=self.request.stands_in_for is not None)
+                                         made_for=self.request.stands_in_for)
         self.build_pins = [moved.get(r.text, r) for r in named]
         shown = ", ".join(r.text for r in self.build_pins)
         self.log(f"the project's build failed naming {shown}: again with it in the build environment")
@@ -490,7 +490,7 @@ class _Build:
         # A pin with no wheel for this Python (made for another, when a stand-in runs): its series' nearest release
         # that has one (any series' for a stand-in), before uv would take its sdist to build.
         moved, said = nearest.moved_pins(prefer, self.target, self.request.index, self.cancel,
-                                         across_series=self.request.stands_in_for is not None)
+                                         made_for=self.request.stands_in_for)
         prefer = [moved.get(r.text, r) for r in prefer]
         notes += said
         while True:

@@ -56,6 +56,8 @@ def index(tmp_path_factory: pytest.TempPathFactory) -> IndexConfig:
     _sdist(folder, "pyyaml", "5.3")
     _sdist(folder, "pyyaml", "5.3.1")
     _binary(folder, "pyyaml", "5.4", ["3.8", "3.9", "3.10", "3.11"])
+    _binary(folder, "hdf", "1.0", ["3.8", "3.9", "3.10"])
+    _binary(folder, "hdf", "2.0", ["3.10", "3.11"])
     return IndexConfig(find_links=[str(folder)], no_index=True)
 
 
@@ -94,14 +96,17 @@ def test_xarray_012_spec_pins_resolve_on_311_after_the_move(index: IndexConfig) 
     assert sorted(lock.installed()) == ["numpy==1.23.2", "pandas==1.5.3"]
 
 
-def test_for_a_stand_in_a_pin_whose_series_has_no_wheel_takes_the_next_series_that_has(index: IndexConfig) -> None:
-    """astropy 1.3's spec (made for 3.6) pins numpy 1.16.0; on 3.9, its stand-in, that series has no wheel."""
+def test_for_a_stand_in_a_compiled_pin_whose_series_has_no_wheel_takes_the_next_that_has(index: IndexConfig) -> None:
+    """astropy 1.3's spec (made for 3.6) pins numpy 1.16.0, which has 3.6 wheels and none for 3.9 in its series; its
+    pytest-astropy 0.2.1 is an sdist only, for any Python, and stays. Here: hdf 1.0 (wheels to 3.10) and pyyaml 5.3."""
     spec = {r.name: r for r in _spec()}
     assert nearest_release(spec["pyyaml"], PY311, index, across_series=True) == "5.4"
     assert nearest_release(spec["docopt"], PY311, index, across_series=True) is None  # no wheel of any release
-    moved, _ = moved_pins(_spec(), PY311, index, across_series=True)
-    assert {old: new.text for old, new in moved.items()} == {"numpy==1.23.0": "numpy==1.23.2",
-                                                             "pyyaml==5.3": "pyyaml==5.4"}
+    pins = [*_spec(), parse_requirement("hdf==1.0", PREFERRED)]
+    moved, notes = moved_pins(pins, PY311, index, made_for="3.10")
+    assert {old: new.text for old, new in moved.items()} == {"numpy==1.23.0": "numpy==1.23.2", "hdf==1.0": "hdf==2.0"}
+    assert "preferred hdf==1.0, ran hdf==2.0 on Python 3.11: the nearest release with a wheel for it" in notes
+    assert moved_pins(pins, PY311, index)[0].keys() == {"numpy==1.23.0"}  # no stand-in: its series only
 
 
 def test_on_the_spec_s_own_python_nothing_moves(index: IndexConfig) -> None:
