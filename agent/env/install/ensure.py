@@ -26,6 +26,7 @@ one image inspect, with no network and no index (``images.py``). Builds are canc
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import time
 from collections.abc import Callable
@@ -57,6 +58,9 @@ if TYPE_CHECKING:
     from agent.sandboxes.build import Builder
 
 FORMAT_VERSION = "2"
+# Builds again with the spec's pins a failed setup.py build names (each round names others: astropy 3.0.dev's build
+# needs jinja2, then numpy), at most this many.
+MAX_PIN_ROUNDS = 3
 PLUGIN_GROUP = "pytest11"  # the entry points pytest loads: recorded, so eval can tell when a patch changes them
 Log = Callable[[str], None]
 __all__ = ["ROLE_BUILD", "EnvRequest", "ensure_env"]
@@ -239,6 +243,7 @@ class _Build:
         self.chosen = 0  # the candidate built (1-based)
         self.dated_build = False  # the project's build requirements as of the task's date (after today's failed)
         self.build_pins: list[Requirement] = []  # the spec's pins a failed legacy build named (_build_with_spec_pins)
+        self.pin_rounds = 0
         self._tools: str | None = None  # the build-tools image's id, once a dependency's sdist needs it
         from agent.env.install.probe import probe  # a build's own imports: a cache hit never needs them
 
@@ -282,14 +287,13 @@ class _Build:
             folder = Path(tmp)
             if self.inputs.build:
                 # Today's build requirements; failing, those of the task's date; failing again, with the spec's
-                # pins its log names (a setup.py build pip runs without isolation).
-                for attempt in ("today", "dated", "pinned"):
+                # pins its log names (a setup.py build pip runs without isolation), a few rounds at most.
+                for attempt in itertools.count(1):
                     try:
-                        return self._with_project_build(folder / attempt, self.compiles)
+                        return self._with_project_build(folder / f"attempt-{attempt}", self.compiles)
                     except ProjectBuildFailed as exc:
                         if not (self._build_as_of_the_date(exc) or self._build_with_spec_pins(exc)):
                             raise self._named_submodules(exc) from None
-                raise AssertionError("each attempt after the first follows a change that is made once")
             layer = static_layer(declared, folder / "project.tar")
             # When the dependencies image is built, one load for both images.
             deps, image_id = self._chosen_deps(self.inputs.pip, declared.project.name, self._stacked(layer))
@@ -324,19 +328,24 @@ class _Build:
 
     def _build_with_spec_pins(self, exc: ProjectBuildFailed) -> bool:
         """Whether the project's build runs again with the recipe's preferred pins its failure names in its build
-        environment (once): a setup.py with no ``[build-system]`` is built by pip without isolation, in the
-        environment SWE-bench's spec installed first (astropy 1.3's setup.py imports astropy, which needs numpy)."""
-        if self.build_pins or exc.status >= 128 or self.deadline.remaining() <= 0:
+        environment (those named before stay; MAX_PIN_ROUNDS): a setup.py with no ``[build-system]`` is built by
+        pip without isolation, in the environment SWE-bench's spec installed first (astropy 3.0.dev's build needs
+        jinja2 and numpy)."""
+        if self.pin_rounds >= MAX_PIN_ROUNDS or exc.status >= 128 or self.deadline.remaining() <= 0:
             return False
-        named = plan.pins_a_legacy_build_names(str(exc), self.inputs.prefer, self.request.repo)
+        had = {r.name for r in self.build_pins}
+        named = [r for r in plan.pins_a_legacy_build_names(str(exc), self.inputs.prefer, self.request.repo)
+                 if r.name not in had]
         if not named:
             return False
+        self.pin_rounds += 1
         from agent.env.resolve import nearest
 
         moved, said = nearest.moved_pins(named, self.target, self.request.index, self.cancel,
                                          made_for=self.request.stands_in_for)
-        self.build_pins = [moved.get(r.text, r) for r in named]
-        shown = ", ".join(r.text for r in self.build_pins)
+        added = [moved.get(r.text, r) for r in named]
+        self.build_pins += added
+        shown = ", ".join(r.text for r in added)
         self.log(f"the project's build failed naming {shown}: again with it in the build environment")
         self.inputs.declared.notes += [*said, f"the project's build (a setup.py with no [build-system]: pip builds "
                                        f"it without isolation, after the spec's packages) failed naming {shown}; it "

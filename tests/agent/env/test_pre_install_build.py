@@ -87,3 +87,43 @@ def test_a_legacy_build_s_error_names_the_spec_pins_pip_would_have_given_it(tmp_
     assert [r.text for r in named] == ["numpy==1.16.0"]  # not packaging, whose name is only in a path
     (tmp_path / "pyproject.toml").write_text(ASTROPY_43)  # a [build-system]: pip isolates the build, as codebox
     assert pins_a_legacy_build_names(ASTROPY_13_LOG, pins, tmp_path) == []
+
+
+def test_each_failed_legacy_build_adds_the_pins_it_names_for_a_few_rounds(tmp_path: Path) -> None:
+    """astropy 3.0.dev's in-place build needs jinja2 (erfa's generator), then numpy: two rounds, then no more."""
+    from agent.env.errors import ProjectBuildFailed
+    from agent.env.install import ensure
+    from agent.env.install.project import Project
+    from agent.env.read.declared import Declared
+    from agent.env.read.reqlines import parse_requirement
+    from agent.env.resolve.resolve import PREFERRED, IndexConfig, Target
+    from tests.agent.env.wheels import make_wheel
+
+    wheels = tmp_path / "wheels"
+    for name, version in (("jinja2", "2.10"), ("numpy", "1.16.0")):
+        make_wheel(wheels, name, version, {f"{name}/__init__.py": ""})
+    repo = tmp_path / "astropy"
+    repo.mkdir()
+    (repo / "setup.py").write_text("import ah_bootstrap\n")
+    build = ensure._Build.__new__(ensure._Build)  # the retry's decision alone: no engine, no box
+    build.request = ensure.EnvRequest(repo=repo, python="3.9", index=IndexConfig(find_links=[str(wheels)],
+                                                                                  no_index=True))
+    prefer = [parse_requirement(t, PREFERRED) for t in ("jinja2==2.10", "numpy==1.16.0", "pytest==3.3.1")]
+    build.inputs = ensure._Inputs(declared=Declared(project=Project()), recipe=build.request.recipe, pip=[],
+                                  prefer=prefer, backend=ensure.Backend(), build_requires=[], build=True)
+    build.target = Target(python="3.9.2", platform="x86_64-manylinux_2_31")
+    build.deadline = ensure.Deadline(600)
+    build.cancel = ensure.NEVER
+    build.log = lambda _: None
+    build.build_pins, build.pin_rounds = [], 0
+
+    def failed(error: str) -> ProjectBuildFailed:
+        return ProjectBuildFailed(f"the project's own build failed offline; the end of its log:\n{error}\n", 1)
+
+    assert build._build_with_spec_pins(failed("ModuleNotFoundError: No module named 'jinja2'"))
+    assert build._build_with_spec_pins(failed("ImportError: Numpy version 1.10.0 or later must be installed"))
+    assert [r.text for r in build.build_pins] == ["jinja2==2.10", "numpy==1.16.0"]
+    assert not build._build_with_spec_pins(failed("ModuleNotFoundError: No module named 'jinja2'"))  # nothing new
+    assert not build._build_with_spec_pins(failed("error: command 'gcc' failed"))  # names no pin
+    assert not build._build_with_spec_pins(ProjectBuildFailed("killed; pytest", 137))  # a signal
+    assert any("failed naming numpy==1.16.0" in note for note in build.inputs.declared.notes)
