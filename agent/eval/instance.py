@@ -389,6 +389,7 @@ class _Run:
     def _named_tests(self, sandbox: Session, repo: Path, language: RunsNamedTests) -> None:
         """The language's own run; its machine output read per test and graded as a JUnit report would be."""
         evidence = self.evidence
+        evidence.runner = language.name  # the verdict grades by the language's test names
         run = language.named_tests_run(repo, [*self.task.FAIL_TO_PASS, *self.task.PASS_TO_PASS])
         evidence.test_command = run.shown
         request: dict[str, object] = {"argv": run.argv, "timeout_s": self.job.timeout_s, "report_file": run.report_file}

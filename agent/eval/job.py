@@ -76,7 +76,8 @@ class EvalEvidence(BaseModel):
     image_id: str | None = None
     """The image the tests ran in, by id (sha256:...)."""
     runner: str = "pytest"
-    """The test runner the named tests ran with (agent/languages/python/runners: pytest, sympy, django, unittest)."""
+    """The test runner the named tests ran with (agent/languages/python/runners: pytest, sympy, django, unittest; or
+    a language graded by its own test names: rust, go, node)."""
     test_command: list[str] = Field(default_factory=list)
     test_files: list[str] = Field(default_factory=list)
     exit_code: int | None = None

@@ -23,7 +23,7 @@ from agent.eval.dataset import DatasetInfo, EvalType
 from agent.eval.job import ApplyRecord, ErrorKind, EvalEvidence, Flag
 from agent.eval.junit import XPASS, Key, collection_errors, junit_cases, junit_key, status_map
 from agent.languages.python.runners.pytest import PYTEST, repo_parser, rewrite
-from agent.languages.registry import log_runner_named, runner_named
+from agent.languages.registry import language_named, log_runner_named, runner_named
 from agent.languages.runner import LogRunner
 from agent.protocol import EnvInfo, PythonChoice
 
@@ -74,7 +74,8 @@ class InstanceEval(BaseModel):
     test_patch: ApplyRecord | None = None
     reset_files: list[str] = Field(default_factory=list)
     runner: str = "pytest"
-    """The test runner the named tests ran with, whose output the verdict reads: pytest, sympy, django, unittest."""
+    """The test runner the named tests ran with, whose output the verdict reads: pytest, sympy, django, unittest;
+    rust, go, node: graded by the language's own test names."""
     test_command: list[str] = Field(default_factory=list)
     exit_code: int | None = None
     run_outcome: str | None = None
@@ -137,7 +138,9 @@ def _take_evidence(result: InstanceEval, evidence: EvalEvidence) -> None:
 
 
 def _grade(result: InstanceEval, junit_xml: str | None, log: str) -> None:
-    runner = runner_named(result.runner) or PYTEST
+    # Rust's, Go's, Node's rows: graded by the language's own test names, exactly (no pytest id forms)
+    language = language_named(result.runner)
+    runner = language or runner_named(result.runner) or PYTEST
     graded = [n for n in [*result.fail_to_pass, *result.pass_to_pass] if runner.is_test_id(n)]
     _not_graded(result, runner.name, set(graded))
     log_runner = log_runner_named(result.runner)
@@ -146,7 +149,7 @@ def _grade(result: InstanceEval, junit_xml: str | None, log: str) -> None:
     else:
         status, xpassed = _junit_outcomes(result, junit_xml)
         key_of = junit_key
-    named = {n: _resolved(n, status, key_of, prefix_match=log_runner is None) for n in graded}
+    named = {n: _resolved(n, status, key_of, prefix_match=log_runner is None and language is None) for n in graded}
     for outcomes in (result.fail_to_pass, result.pass_to_pass):
         for name in outcomes:
             if name not in named:
@@ -159,14 +162,17 @@ def _grade(result: InstanceEval, junit_xml: str | None, log: str) -> None:
                                   [(n, named[n]) for n in result.pass_to_pass if n in named], status, key_of,
                                   fail_only=result.eval_type == "fail_only")
     result.tests_status = report
-    distrust = grading.untrusted(status, result.exit_code, runner.name)
+    # A language's run is its whole suite: a package or target that fails to build (none of the named tests' own)
+    # fails the run with no test failed, and its tests are graded as missing, not the run distrusted.
+    distrust = grading.untrusted(status, None if language is not None else result.exit_code, runner.name)
     result.resolution = grading.NO if distrust else grading.resolution(report)
     result.trusted = distrust is None
     result.status = "resolved" if result.resolution == grading.FULL else "unresolved"
     if distrust and result.error is None:
         result.error = distrust
     elif result.missing_tests and result.error is None:
-        missing = _missing_message(result.missing_tests, junit_xml, status, pytest=log_runner is None)
+        missing = _missing_message(result.missing_tests, junit_xml, status,
+                                   pytest=log_runner is None and language is None)
         if result.status == "resolved":  # fail_only: an absent test is no failure
             result.verdict_notes.append(missing)
         else:

@@ -97,6 +97,9 @@ class NamedTestsRun(NamedTuple):
 class RunsNamedTests(Protocol):
     """A runner an evaluation can grade by test name (SWE-bench Multilingual's FAIL_TO_PASS / PASS_TO_PASS)."""
 
+    name: str
+    """What eval.json records as the runner: a regrade finds the language by it."""
+
     def is_test_id(self, name: str) -> bool:
         """Whether ``name`` is a test name this runner writes (a row's FAIL_TO_PASS entry)."""
         ...

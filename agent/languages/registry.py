@@ -102,7 +102,11 @@ def _codebox_sandbox_image(image: str, backend: str) -> bool:
     finally:
         engine.close()
     labels = (attrs.get("Config") or {}).get("Labels") or {}
-    return labels.get("codebox.image") in ("sandbox", "base")
+    # An image built FROM one of codebox's (its Node toolchain with npm added) inherits its labels: only a name of
+    # codebox's own says the image is codebox's, else the user's toolchain would be swapped out unseen.
+    names = [str(tag).rsplit(":", 1)[0].rsplit("/", 1)[-1] for tag in attrs.get("RepoTags") or []]
+    return labels.get("codebox.image") in ("sandbox", "base") and any(
+        name in ("codebox-sandbox", "codebox-base") or name.startswith("codebox-toolchain-") for name in names)
 
 
 def failing_tests(output: str, test_cmd: list[str] | None = None) -> list[str]:
@@ -127,6 +131,13 @@ def eval_runner(repo: Path, names: list[str]) -> tuple[Runner, str]:
     """The runner a benchmark row's named tests of ``repo`` run with (as SWE-bench picks it per repository), and
     why, in one line."""
     return python_runners.choose(repo, names)
+
+
+def language_named(name: str) -> RunsNamedTests | None:
+    """The language whose own test names an evaluation graded by, from eval.json's ``runner`` (go, node, rust), or
+    None (a Python runner's name)."""
+    language = next((lang for lang in LANGUAGES if lang.name == name), None)
+    return language if isinstance(language, RunsNamedTests) else None
 
 
 def runner_named(name: str) -> Runner | None:

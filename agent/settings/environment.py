@@ -32,6 +32,8 @@ OTHER_VARIABLES: dict[str, str] = {
     "CODEBOX_NODE_GC": "0: a Ray node does not remove leftover containers when it starts",
     "CODEBOX_DEBIAN_MIRROR": "build_base.sh: the Debian mirror of the offline base image",
     "CODEBOX_SUITE": "build_base.sh: the Debian suite of the offline base image",
+    "CODEBOX_RUST_TOOLCHAIN": "rustup or debian: the Rust toolchain of a crate's environment (default: the host's "
+                              "rustup toolchain when there is one, else Debian's)",
     "CODEBOX_RUNNER_BASE_IMAGE": "compose.yaml: the runner image's base",
     "CODEBOX_RUNNER_IMAGE": "compose.yaml: the runner image's name (default codebox-runner:latest)",
     "CODEBOX_TASKS": "compose.yaml: the batch's task file",
@@ -46,6 +48,7 @@ OTHER_VARIABLES: dict[str, str] = {
     "CODEBOX_TEST_SERVER_PYTHON": "tests: the Python that runs the sandbox server in its tests",
     "CODEBOX_TEST_OPENAI_KEY": "tests: a key variable of the model client tests",
     "CODEBOX_TEST_KEY": "tests: a key variable of the model client tests",
+    "CODEBOX_LANG_ROWS_MIRRORS": "tests: where the eval rows' repositories are mirrored (default /work/.mirror)",
 }
 
 

@@ -6,6 +6,8 @@ in one line, and a package.json's lifecycle scripts never run on the host."""
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -81,3 +83,41 @@ def test_node_run_names_the_failing_test_and_lifecycle_scripts_never_run_on_the_
     assert "node --test --test-reporter=tap (found package.json scripts.test" in done.stderr, done.stderr
     assert "1 failing: adds" in done.stdout
     assert not marker.exists()
+
+
+def test_an_npm_test_that_reaches_node_test_is_read_per_test(tmp_path: Path) -> None:
+    """npm test's script runs node --test through `npm run unit`: its tests are named from node's TAP (chosen
+    through NODE_OPTIONS), in an image with npm (the toolchain image has node only: the host's npm is copied in)."""
+    from agent.containers.toolchain import ensure_toolchain
+    from agent.languages import node
+
+    npm = shutil.which("npm")
+    if npm is None:
+        pytest.skip("no npm on this host to put in an image")
+    package_dir = Path(npm).resolve().parents[1]  # .../node_modules/npm/bin/npm-cli.js
+    context = tmp_path / "image"
+    shutil.copytree(package_dir, context / "npm", symlinks=True)
+    base = ensure_toolchain("node", node.SUITE, node.PACKAGES, lambda _: None, node.NODE_ENV)
+    # built FROM codebox's toolchain image, it inherits its labels: still the user's image, not swapped for codebox's
+    (context / "Dockerfile").write_text(f"FROM {base}\nCOPY npm /usr/lib/node_modules/npm\n"
+                                        "RUN ln -s /usr/lib/node_modules/npm/bin/npm-cli.js /usr/bin/npm\n")
+    tag = f"codebox-test-node-npm:{tmp_path.name.lower()}"
+    subprocess.run(["docker", "build", "-q", "-t", tag, str(context)], capture_output=True, check=True, timeout=600)
+    try:
+        package = {"name": "calc", "version": "1.0.0", "scripts": {"test": "npm run unit", "unit": "node --test"}}
+        test = ("const test = require('node:test');\nconst assert = require('node:assert');\n"
+                "const { add } = require('../calc');\n"
+                "test('adds', () => assert.strictEqual(add(2, 2), 4));\n"
+                "test('zero', () => assert.strictEqual(add(0, 0), 0));\n")
+        repo = tmp_path / "repo"
+        make_repo(repo, {"package.json": json.dumps(package), "calc.js": "exports.add = (a, b) => a - b;\n",
+                         "test/calc.test.js": test})
+        report = tmp_path / "report.json"
+        done = codebox(tmp_path, "run", "--repo", str(repo), "--image", tag, "--report", str(report), "--model",
+                       script(tmp_path / "s.json", [run_test(), {"message": "looked"}]), "--no-diff", "look")
+        assert "env NODE_OPTIONS=--test-reporter=tap npm test (found package.json scripts.test" in done.stderr, \
+            done.stderr
+        last = json.loads(report.read_text())["last_test"]
+        assert last["exit_code"] == 1 and last["failed_tests"] == ["adds"], last
+    finally:
+        subprocess.run(["docker", "image", "rm", "-f", tag], capture_output=True, timeout=120, check=False)

@@ -1,7 +1,8 @@
 """Rust end to end with real containers and no network: `codebox run` finds `cargo test` in a crate, builds its
-environment (Debian trixie's toolchain image, the locked crates vendored on the host) and names the failing test
-from libtest's events; the model's arguments choose tests; `codebox eval` grades a SWE-bench Multilingual-shaped
-row by Rust test names; a hostile repository is refused or contained, and nothing of it runs on the host."""
+environment (the toolchain codebox chooses: the host's rustup one copied in, else Debian trixie's; the locked
+crates vendored on the host) and names the failing test from libtest's events; the model's arguments choose
+tests; `codebox eval` grades a SWE-bench Multilingual-shaped row by Rust test names; a hostile repository is
+refused or contained, and nothing of it runs on the host."""
 
 from __future__ import annotations
 

@@ -50,6 +50,7 @@ from agent.env.read.source_policy import check_sources
 from agent.env.recipe import Recipe
 from agent.env.resolve import apt, asof
 from agent.env.resolve.resolve import PREFERRED, RECIPE_PIP, IndexConfig, Lock, Pin, check_python, resolve
+from agent.python_versions import minor_of
 
 if TYPE_CHECKING:
     from agent.env.install.layer import Stacked
@@ -57,7 +58,7 @@ if TYPE_CHECKING:
     from agent.env.resolve.sdists import SdistMeta
     from agent.sandboxes.build import Builder
 
-FORMAT_VERSION = "2"
+FORMAT_VERSION = "3"  # 3: a dated environment of a Python before 3.12 gets setuptools (venv_seed)
 # Builds again with the spec's pins a failed setup.py build names (each round names others: astropy 3.0.dev's build
 # needs jinja2, then numpy), at most this many.
 MAX_PIN_ROUNDS = 3
@@ -432,8 +433,9 @@ class _Build:
         for number, candidate in enumerate(tried, start=1 + self.request.skip):
             self.log(f"environment candidate {number}: {candidate.name} ({len(candidate.requirements)} requirements)")
             self.deadline = Deadline(min(self.request.candidate_timeout_s, overall.remaining()))
+            seeded = venv_seed([*candidate.requirements, *more], self.target.python, self.exclude_newer)
             try:
-                found = self._locked_deps(candidate.requirements + more, project, on_top)
+                found = self._locked_deps(candidate.requirements + more + seeded, project, on_top)
             except (EnvError, StepFailed) as exc:
                 if len(tried) == 1 or not _drops_candidate(exc, overall):
                     raise
@@ -445,6 +447,9 @@ class _Build:
                 self.deadline = overall
             self.inputs.declared.notes += [*dropped, f"environment: candidate {number} of "
                                            f"{len(self.inputs.declared.candidates)}, {candidate.name}"]
+            if seeded:
+                self._note(f"setuptools added, as every venv of Python {minor_of(self.target.python)} had it then "
+                           "(packages of that time import pkg_resources unasked)")
             self.chosen = number
             return found
         raise EnvError(f"none of {len(tried)} environment candidates could be installed: " + "; ".join(dropped),
@@ -537,9 +542,16 @@ class _Build:
 
         if self._tools is None:
             debs = self.installed or probe(self.client, self.request.base_image, with_debs=True, cancel=self.cancel)[1]
-            self._tools = ensure_tools(self.client, self.engine, self.request.base_image, self.base_id, self.target,
-                                       debs, self.request.limits, self.deadline, self.cancel, self.log,
-                                       self.request.shown()).id
+            try:
+                self._tools = ensure_tools(self.client, self.engine, self.request.base_image, self.base_id,
+                                           self.target, debs, self.request.limits, self.deadline, self.cancel,
+                                           self.log, self.request.shown()).id
+            except (EnvCancelled, DeadlinePassed):
+                raise
+            except EnvError as exc:  # no Debian mirror (an offline index): a pure-Python sdist builds all the same
+                self._note(f"the build-tools image could not be made ({' '.join(str(exc).split())[:200]}): "
+                           "dependencies' sdists are built without a C compiler")
+                self._tools = self.request.base_image
         return self._tools
 
     def _locked_deps(self, requirements: list[Requirement], project: str | None,
@@ -624,6 +636,28 @@ def _names(message: str, name: str) -> bool:
 
     words = re.split(r"[-_.]", name.lower())
     return re.search(r"(?<![\w.-])" + r"[-_.]".join(map(re.escape, words)) + r"(?![\w-])", message.lower()) is not None
+
+
+# Before Python 3.12 (released on this day), `python -m venv` and virtualenv put setuptools into every environment.
+SEEDED_BEFORE = ((3, 12), "2023-10-02")
+
+
+def venv_seed(requirements: list[Requirement], python: str, as_of: str | None) -> list[Requirement]:
+    """setuptools, for an environment of a Python older than 3.12 resolved as of a day before 3.12 was out, when
+    no requirement names it: the environments of that time had it unasked, and their packages import
+    ``pkg_resources`` without declaring it (hypothesis 5.35's entry points). Environments of today (as of now,
+    or a later day) get what they declare, as before."""
+    from packaging.utils import canonicalize_name
+
+    from agent.python_versions import key
+
+    minor = minor_of(python)
+    (last, until) = SEEDED_BEFORE
+    if minor is None or key(minor) >= last or as_of is None or as_of[:10] >= until:
+        return []
+    if any(canonicalize_name(r.name) == "setuptools" for r in requirements):
+        return []
+    return [Requirement(text="setuptools", name="setuptools", source=f"a Python {minor} venv's own")]
 
 
 def build_date(exclude_newer: str | None, python: str) -> str | None:

@@ -2,7 +2,11 @@
 test script is node's own runner or it has none, else with ``npm test``; packages come from a committed
 node_modules only (no registry is reached), the toolchain is Debian trixie's Node 20 (or the user's image).
 Nothing of the repository runs on the host: no install, no lifecycle script; ``npm test``'s pretest and
-posttest run in the box."""
+posttest run in the box.
+
+An ``npm test`` whose script reaches ``node --test`` (``npm run unit && ...``, ``c8 node --test``) runs with
+node's TAP reporter chosen through NODE_OPTIONS, so its tests are read one by one as node --test's are; any
+other runner's (mocha, jest, tape) is judged by the whole run's exit code only (scripts.py)."""
 
 from __future__ import annotations
 
@@ -13,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agent.languages.base import CONTROL, Detection, Log, NamedTestsRun, TestArgsError, check_test_path, refused
-from agent.languages.node import tap
+from agent.languages.node import scripts, tap
 
 if TYPE_CHECKING:
     from agent.env.cancel import Cancel
@@ -21,6 +25,8 @@ if TYPE_CHECKING:
 
 NODE_TEST = ["node", "--test", "--test-reporter=tap"]
 NPM_TEST = ["npm", "test"]
+# node --test inside npm test (and in each test file's process) writes TAP: NODE_OPTIONS reaches every node it runs
+NPM_TAP = ["env", "NODE_OPTIONS=--test-reporter=tap", *NPM_TEST]
 SUITE = "trixie"  # Node 20
 PACKAGES = ["nodejs"]  # Debian's npm (hundreds of node-* packages) does not debootstrap: bring it in --image
 NODE_ENV = {"npm_config_cache": "/tmp/codebox-cache/npm", "npm_config_offline": "true",
@@ -67,10 +73,12 @@ class Node:
         manifest = _manifest(repo)
         if manifest is None:
             return None
-        scripts = manifest.get("scripts") if isinstance(manifest.get("scripts"), dict) else {}
-        script = str((scripts or {}).get("test") or "")
+        raw = manifest.get("scripts")
+        table = {str(k): str(v) for k, v in raw.items()} if isinstance(raw, dict) else {}
+        script = table.get("test") or ""
         own_runner = not script or script.strip().startswith("node --test")
-        command = list(NODE_TEST) if own_runner else list(NPM_TEST)
+        tap_inside = scripts.runs_node_test(table, "test")
+        command = list(NODE_TEST) if own_runner else list(NPM_TAP) if tap_inside else list(NPM_TEST)
         evidence = "package.json" + ("" if not script else ' scripts.test')
         missing = _missing_packages(repo, manifest, dev=not own_runner)
         if missing:
@@ -81,9 +89,14 @@ class Node:
         return Detection(self.name, command, evidence)
 
     def runs(self, test_cmd: list[str]) -> bool:
-        return len(test_cmd) >= 2 and posixpath.basename(test_cmd[0]) == "node" and test_cmd[1] == "--test"
+        return _node_test(test_cmd) or scripts.is_npm_test(test_cmd)
 
     def check_test_args(self, test_cmd: list[str], arguments: list[str], repo: Path | None) -> None:
+        if not _node_test(test_cmd):  # npm test: whatever its script runs takes them; plain paths only
+            from agent.languages.generic import GENERIC
+
+            GENERIC.check_test_args(test_cmd, arguments, repo)
+            return
         for arg in arguments:
             if CONTROL.search(arg):
                 raise refused(arg, "it contains a control character", ALLOWED)
@@ -126,6 +139,10 @@ class Node:
         where = "a committed node_modules" if (repo / "node_modules").is_dir() else "no node_modules"
         return EnvInfo(image=tag, base_image=tag, notes=[f"node: Debian {SUITE}'s Node, {where}"],
                        duration_s=round(time.monotonic() - started, 3))
+
+
+def _node_test(test_cmd: list[str]) -> bool:
+    return len(test_cmd) >= 2 and posixpath.basename(test_cmd[0]) == "node" and test_cmd[1] == "--test"
 
 
 NODE = Node()

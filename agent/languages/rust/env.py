@@ -1,6 +1,7 @@
-"""A Rust repository's environment: a toolchain image (the user's ``--image``, else Debian trixie's rustc and
-cargo, agent/containers/toolchain.py) plus one layer holding the crates its Cargo.lock pins, vendored on
-the host (crates.py) and read offline by cargo in the box, and the variables that point cargo at them.
+"""A Rust repository's environment: a toolchain image (the user's ``--image``, else the host's rustup toolchain
+copied in, else Debian trixie's rustc and cargo: toolchain.py says which and why) plus one layer holding the
+crates its Cargo.lock pins, vendored on the host (crates.py) and read offline by cargo in the box, and the
+variables that point cargo at them.
 
 The image is kept and recorded like Python's environments (agent/env/install/images.py): a second run on the
 same lock and toolchain finds it by one record file and one inspect, with no network.
@@ -21,10 +22,9 @@ from agent.env.info import EnvInfo
 from agent.env.install import images
 from agent.env.install.layer import load_image
 from agent.languages.rust import crates, manifest
+from agent.languages.rust.toolchain import choose
 
 FORMAT = "rust-1"
-SUITE = "trixie"  # rustc 1.85: bookworm's 1.63 cannot read version-4 lock files
-PACKAGES = ["cargo", "rustc", "libc6-dev"]  # libc-dev, a virtual package debootstrap cannot choose
 BUILD_CACHE = "/tmp/codebox-cache"  # kept between test runs by the sandbox (sandbox/tools/run_test.py)
 # cargo in the box: crates from the vendored copy (CARGO_HOME's config.toml), build output outside the
 # read-only /repo, libtest's JSON output on a stable toolchain, never the network.
@@ -43,17 +43,13 @@ def _quiet(_: str) -> None:
     pass
 
 
-def toolchain_image(image: str | None, log: Log) -> str:
-    """The image cargo runs in: the user's own, else codebox's Debian toolchain image (built once)."""
-    if image:
-        return image
-    from agent.containers.toolchain import ensure_toolchain
-    from agent.errors import CodeboxError
-
+def toolchain_image(image: str | None, log: Log, backend: str = "docker", prefer: str | None = None) -> str:
+    """The image cargo runs in (toolchain.py chooses it and says why)."""
+    engine = images.EngineImages.connect(backend)
     try:
-        return ensure_toolchain("rust", SUITE, PACKAGES, log)
-    except CodeboxError as exc:
-        raise EnvError(str(exc)) from exc
+        return choose(image, engine, log, NEVER, prefer).image
+    finally:
+        engine.close()
 
 
 def ensure_rust_env(repo: Path, image: str | None, backend: str, log: Log = _quiet, cancel: Cancel = NEVER,
@@ -70,9 +66,11 @@ def ensure_rust_env(repo: Path, image: str | None, backend: str, log: Log = _qui
 
         log("the repository has no Cargo.lock: resolving one on the host (cargo generate-lockfile, in a copy)")
         pinned = crates.parse_lock(generate(repo), "the resolved Cargo.lock")
-    base = toolchain_image(image, log)
     engine = images.EngineImages.connect(backend)
     try:
+        chosen = choose(image, engine, log, cancel)
+        log(chosen.note)
+        base = chosen.image
         attrs = engine.inspect(base)
         if attrs is None:
             raise EnvError(f"the image {base} is not in {backend}'s image store", usage=True)
@@ -90,7 +88,7 @@ def ensure_rust_env(repo: Path, image: str | None, backend: str, log: Log = _qui
     finally:
         engine.close()
     return EnvInfo(image=entry.tag, image_id=entry.id, base_image=base, built=built,
-                   installed=list(entry.packages), notes=list(entry.notes),
+                   installed=list(entry.packages), notes=[*entry.notes, chosen.note],
                    duration_s=round(time.monotonic() - started, 3))
 
 

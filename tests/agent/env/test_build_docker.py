@@ -323,3 +323,25 @@ def test_a_dynamic_sdist_with_c_code_compiles_in_the_build_tools_image(
                                                "shutil.which('gcc'))"])
     assert "42 None" in out
 
+
+
+def test_without_a_debian_mirror_a_pure_python_dynamic_sdist_still_builds_and_says_so(
+    tmp_path: Path, wheelhouse: Path, setuptools_wheels: Path, made: list[str], created: list[dict[str, Any]],
+    monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An offline index (find-links) and no Debian mirror: the build-tools image cannot be made, and docopt's shape
+    (setup.py only, pure Python) builds in the base image as it did before sdists got a compiler; the notes say so."""
+    monkeypatch.setenv("CODEBOX_CACHE_DIR", str(tmp_path / "cache"))  # no tools image or built wheel recorded
+    for variable in ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY"):
+        monkeypatch.setenv(variable, "http://127.0.0.1:9")  # apt-get's downloads go nowhere
+    setup_py = ("from setuptools import setup\nsetup(name='tinysd', version='0.1', packages=['tinysd'], "
+                "install_requires=['be' + 'ta>=2'])\n")
+    index = _sdist_index(tmp_path, wheelhouse, setuptools_wheels, {
+        "setup.py": setup_py, "tinysd/__init__.py": "import beta\nVALUE = 'no compiler needed'\n"})
+    repo = write(tmp_path / "repo", {"requirements.txt": "tinysd\n", "app.py": ""})
+    info = build(repo, index, made)
+    assert "tinysd==0.1" in info.installed and "beta==2.0" in info.installed
+    assert [n for n in info.notes if n.startswith("the build-tools image could not be made (")]
+    boxes = [c for c in created if c["labels"]["codebox.task"] == "env-sdist"]
+    assert len(boxes) == 1 and boxes[0]["image"] == BASE
+    assert "no compiler needed" in run_in(info, repo, ["python3", "-c", "import tinysd; print(tinysd.VALUE)"])

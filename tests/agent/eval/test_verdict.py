@@ -127,3 +127,25 @@ def test_a_log_runner_is_graded_from_its_log_and_regraded_from_the_kept_one() ->
     assert result.pass_to_pass == {"test_Mul": "failed"} and result.status == "unresolved" and result.trusted
     again = judge(result, ["test_Mod"], ["test_Mul"], None, None, store.swebench_log(log, 1))
     assert again.tests_status == result.tests_status
+
+
+def test_a_language_s_row_is_graded_by_its_own_test_names() -> None:
+    """Go's, Node's, Rust's names are graded exactly (no pytest id forms); a package of the suite that fails to
+    build fails the run with no test failed, and the named tests are graded all the same."""
+    from agent.eval.junit import junit_from_outcomes
+
+    outcomes = {"TestAdd": "passed", "TestAdd/small": "passed", "TestMul": "failed", "suite > adds": "passed",
+                "tests::adds": "passed"}
+    junit = junit_from_outcomes(outcomes)
+    for runner, f2p, p2p in (("go", ["TestAdd", "TestAdd/small"], ["TestMul"]), ("node", ["suite > adds"], []),
+                             ("rust", ["tests::adds"], [])):
+        result = InstanceEval(instance_id="i", status="error")
+        judge(result, f2p, p2p, EvalEvidence(runner=runner, junit_xml=junit, exit_code=1), junit)
+        assert result.runner == runner and not result.verdict_notes, result.verdict_notes
+        assert result.tests_status["FAIL_TO_PASS"]["success"] == f2p and result.trusted
+        assert result.status == ("unresolved" if p2p else "resolved"), (runner, result.error)
+    prefix = InstanceEval(instance_id="i", status="error")  # "TestAd" is no test of the run, not TestAdd's prefix
+    judge(prefix, ["TestAd", "TestAdd/smal"], [], EvalEvidence(runner="go", junit_xml=junit, exit_code=0), junit)
+    assert prefix.status == "unresolved" and prefix.missing_tests == ["TestAd", "TestAdd/smal"]
+    again = judge(prefix, ["TestAdd"], [], None, junit)  # a regrade finds the language by eval.json's runner
+    assert again.status == "resolved"

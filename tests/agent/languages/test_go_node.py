@@ -11,7 +11,7 @@ import pytest
 from agent.env.errors import EnvError
 from agent.languages.base import TestArgsError
 from agent.languages.go import GO, GO_TEST, gomod
-from agent.languages.node import NODE, NODE_TEST, NPM_TEST, tap
+from agent.languages.node import NODE, NODE_TEST, NPM_TAP, NPM_TEST, scripts, tap
 from agent.languages.registry import argv_for, check_test_args, detect, failing_tests, outcomes
 
 DATA = Path(__file__).with_name("data")
@@ -83,6 +83,38 @@ def test_a_package_json_is_node_test_or_npm_test_and_uncommitted_packages_are_na
     (tmp_path / "node_modules" / "mocha" / "package.json").write_text("{}")
     found = detect(tmp_path)
     assert found is not None and found.missing is None
+
+
+def test_an_npm_test_that_reaches_node_test_is_read_per_test_through_node_options(tmp_path: Path) -> None:
+    package = {"scripts": {"test": "npm run lint && npm run unit", "lint": "eslint .",
+                           "unit": "NODE_ENV=test c8 --100 node --test"}}
+    (tmp_path / "package.json").write_text(json.dumps(package))
+    found = detect(tmp_path)
+    assert found is not None and found.command == NPM_TAP == ["env", "NODE_OPTIONS=--test-reporter=tap", "npm", "test"]
+    output = "\n> calc@1.0.0 test\n> node --test\n\n" + (DATA / "node20.tap").read_text() + "npm ERR! Test failed.\n"
+    assert outcomes(output, NPM_TAP) == NODE.outcomes(output) != {}
+    assert failing_tests(output, NPM_TAP) == ["fails # hash", "suite > inner bad", "suite"]
+    assert outcomes("3 passing\n1 failing\n", NPM_TEST) == {}  # mocha's prose: no outcome is made up
+    check_test_args(NPM_TAP, ["test/a.test.js"], tmp_path)
+    with pytest.raises(TestArgsError):
+        check_test_args(NPM_TAP, ["--test-name-pattern=x"], tmp_path)  # npm test's args go to its last command
+
+
+@pytest.mark.parametrize(("table", "reaches"), [
+    ({"test": "node --test test/"}, True), ({"test": "c8 node --experimental-x --test"}, True),
+    ({"test": "npm run a", "a": "npm run b", "b": "node --test"}, True), ({"test": "npm run test"}, False),
+    ({"test": "mocha && node index.js --test"}, False), ({"test": "tape test/*.js | tap-dot"}, False),
+    ({"test": "node test/run.js"}, False), ({"test": "npm run missing"}, False), ({}, False),
+    ({"test": "cross-env X=1 node --test 'a b.js'"}, True), ({"test": "node --test 'unclosed"}, True)])
+def test_which_scripts_reach_node_s_runner(table: dict[str, str], reaches: bool) -> None:
+    assert scripts.runs_node_test(table, "test") is reaches
+
+
+def test_npm_test_commands_are_node_s() -> None:
+    for command in (NPM_TEST, NPM_TAP, ["npm", "t"], ["npm", "run", "test"], ["/usr/bin/npm", "test"]):
+        assert NODE.runs(command), command
+    for command in (["npm", "run", "lint"], ["npm"], ["env", "npm", "install"], ["yarn", "test"]):
+        assert not NODE.runs(command), command
 
 
 def test_node_s_tap_says_each_outcome_by_its_path() -> None:
