@@ -26,7 +26,6 @@ one image inspect, with no network and no index (``images.py``). Builds are canc
 from __future__ import annotations
 
 import hashlib
-import itertools
 import json
 import time
 from collections.abc import Callable
@@ -289,11 +288,16 @@ class _Build:
             if self.inputs.build:
                 # Today's build requirements; failing, those of the task's date; failing again, with the spec's
                 # pins its log names (a setup.py build pip runs without isolation), a few rounds at most.
-                for attempt in itertools.count(1):
+                attempt = "today"
+                while True:
                     try:
-                        return self._with_project_build(folder / f"attempt-{attempt}", self.compiles)
+                        return self._with_project_build(folder / attempt, self.compiles)
                     except ProjectBuildFailed as exc:
-                        if not (self._build_as_of_the_date(exc) or self._build_with_spec_pins(exc)):
+                        if self._build_as_of_the_date(exc):
+                            attempt = "dated"
+                        elif self._build_with_spec_pins(exc):
+                            attempt = f"pinned-{self.pin_rounds}"
+                        else:
                             raise self._named_submodules(exc) from None
             layer = static_layer(declared, folder / "project.tar")
             # When the dependencies image is built, one load for both images.
