@@ -249,6 +249,12 @@ class TaskSpec(BaseModel):
         return self.python_choice.ran if self.python_choice is not None else None
 
     @property
+    def python_stands_in_for(self) -> str | None:
+        """The X.Y asked for when another one runs in its place (spec 3.10, ran 3.11), else None."""
+        choice = self.python_choice
+        return choice.wanted if choice is not None and choice.wanted not in (None, choice.ran) else None
+
+    @property
     def prediction_id(self) -> str:
         """The id a predictions file uses for this task (SWE-bench's instance_id when given)."""
         return self.instance_id or self.id

@@ -51,6 +51,9 @@ class EnvTask(Protocol):
     @property
     def python_minor(self) -> str | None: ...
 
+    @property
+    def python_stands_in_for(self) -> str | None: ...
+
 
 class SandboxLimits(Protocol):
     """What the build takes from a task's sandbox settings (agent.sandboxes.config.SandboxConfig fits)."""
@@ -90,7 +93,8 @@ def choose_for_task(task: EnvTask, repo: Path, sandbox: SandboxLimits, log: Log 
     return choose_env(env, repo, sandbox.image, log, cancel, as_of=as_of, memory=sandbox.memory,
                       pids=sandbox.pids_limit, cpus=sandbox.cpus, allow_public_fallback=task.allow_public_fallback,
                       repo_name=repo_name or task.repo, backend=sandbox.backend, python=task.python_minor,
-                      deps_repo=setup[0] if setup else None, deps_commit=setup[1] if setup else None)
+                      deps_repo=setup[0] if setup else None, deps_commit=setup[1] if setup else None,
+                      stands_in_for=task.python_stands_in_for)
 
 
 def dependency_date(task: EnvTask, flag: str | None, source: Path, setup_commit: str | None) -> str:
@@ -129,11 +133,11 @@ def choose_env(env: str | EnvSpec, repo: Path, base_image: str, log: Log = _quie
                cpus: float = defaults.DEFAULT_CPUS, allow_public_fallback: bool = False,
                repo_name: str | None = None, backend: str = defaults.DEFAULT_BACKEND,
                python: str | None = None, deps_repo: Path | None = None,
-               deps_commit: str | None = None) -> EnvInfo | None:
+               deps_commit: str | None = None, stands_in_for: str | None = None) -> EnvInfo | None:
     """None for ``none``; the built or reused environment for ``auto`` or an EnvSpec; the named image otherwise.
 
     ``as_of``: a normalized date (``asof.normalize``; default: HEAD's date in ``repo``). ``python``: the X.Y chosen
-    for the task (``base_image`` holds it), part of the cache key.
+    for the task (``base_image`` holds it), part of the cache key; ``stands_in_for``: the X.Y it runs in place of.
     ``cancel`` stops a build under way (EnvCancelled). ``allow_public_fallback``, ``repo_name``,
     ``backend``, ``deps_repo``, ``deps_commit``: see EnvRequest.
     """
@@ -154,7 +158,8 @@ def choose_env(env: str | EnvSpec, repo: Path, base_image: str, log: Log = _quie
                          allow_public_fallback=allow_public_fallback, repo_name=repo_name, backend=backend,
                          candidates=spec.candidates or defaults.DEFAULT_ENV_CANDIDATES,
                          candidate_timeout_s=spec.candidate_timeout or defaults.DEFAULT_ENV_CANDIDATE_TIMEOUT_S,
-                         skip=spec.skip_candidates, python=python, deps_repo=deps_repo, deps_commit=deps_commit)
+                         skip=spec.skip_candidates, python=python, deps_repo=deps_repo, deps_commit=deps_commit,
+                         stands_in_for=stands_in_for)
     return ensure_env(request, log, cancel)
 
 

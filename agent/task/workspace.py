@@ -17,6 +17,7 @@ from pathlib import Path
 
 from agent.errors import CodeboxError
 from agent.protocol import PatchSummary, Report
+from agent.task import submodules
 
 # Every git call: no prompts, no optional index refreshes in the source (a `git status` may
 # rewrite the user's .git/index otherwise), no hooks, no external diff or text conversion
@@ -226,6 +227,7 @@ def _from_git(source: Path, path: Path, base_commit: str | None, *, bare: bool) 
     else:
         git("read-tree", "--reset", "-u", commit, cwd=path, on_unencodable=_keep_raw)
         dirty = False
+    submodules.fill(git, source, bare, path, _SOURCE_WALK_S)
     base = commit
     if dirty:
         git("commit", "--quiet", "--no-verify", "-m", "codebox base: HEAD plus uncommitted changes", cwd=path,

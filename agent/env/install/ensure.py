@@ -54,10 +54,14 @@ from agent.python_versions import minor_of
 
 if TYPE_CHECKING:
     from agent.env.install.layer import Stacked
+    from agent.env.install.project_build import ProjectBuild
     from agent.env.resolve.sdists import SdistMeta
     from agent.sandboxes.build import Builder
 
 FORMAT_VERSION = "3"  # 3: a dated environment of a Python before 3.12 gets setuptools (venv_seed)
+# Builds again with the spec's pins a failed setup.py build names (each round names others: astropy 3.0.dev's build
+# needs jinja2, then numpy), at most this many.
+MAX_PIN_ROUNDS = 3
 PLUGIN_GROUP = "pytest11"  # the entry points pytest loads: recorded, so eval can tell when a patch changes them
 Log = Callable[[str], None]
 __all__ = ["ROLE_BUILD", "EnvRequest", "ensure_env"]
@@ -97,6 +101,10 @@ class EnvRequest(BaseModel):
     # the dependencies are read there, the project from ``repo`` (SWE-bench's env image and its instance image).
     deps_repo: Path | None = None
     deps_commit: str | None = None
+    # The X.Y asked for (a dataset's spec) when ``python`` runs in its place: the packages of a date older than
+    # the stand-in's release were not made for it (toolz 0.10 of 2019 cannot be imported on 3.11), so the
+    # resolve's date moves up to that release (a key part only when set: other keys stay as they were).
+    stands_in_for: str | None = None
 
     def shown(self) -> str:
         return self.repo_name or str(self.repo)
@@ -212,6 +220,7 @@ def inputs_key(base_id: str, inputs: _Inputs, request: EnvRequest, engine: str =
         "candidates": [[c.name, [r.text for r in c.requirements]] for c in keyed(window(declared.candidates, request))],
         # What the backend's metadata adds to every candidate (only where the project's own build runs).
         **({"backend_extras": backend_extras(declared, inputs.recipe)} if inputs.build else {}),
+        **({"stands_in_for": request.stands_in_for} if request.stands_in_for else {}),
         **images.engine_part(engine),
     }
     return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()[:32]
@@ -244,12 +253,28 @@ class _Build:
         self.compiles = inputs.build and inputs.declared.project.extension_modules
         self.chosen = 0  # the candidate built (1-based)
         self.dated_build = False  # the project's build requirements as of the task's date (after today's failed)
+        self.build_pins: list[Requirement] = []  # the spec's pins a failed legacy build named (_build_with_spec_pins)
+        self.pin_rounds = 0
         self._tools: str | None = None  # the build-tools image's id, once a dependency's sdist needs it
         from agent.env.install.probe import probe  # a build's own imports: a cache hit never needs them
 
         self.target, self.installed = probe(client, request.base_image,
                                             with_debs=bool(inputs.recipe.apt) or self.compiles, cancel=cancel)
         self._note(check_python(inputs.declared.project.requires_python, self.target, request.base_image))
+        if request.stands_in_for:
+            self._date_of_the_stand_in()
+
+    def _date_of_the_stand_in(self) -> None:
+        """Packages as of the stand-in Python's release when the task's date is older (see EnvRequest)."""
+        moved = build_date(self.exclude_newer, self.target.python)
+        if moved is None or moved == self.exclude_newer:
+            return
+        minor = ".".join(self.target.python.split(".")[:2])
+        note = (f"packages resolved as of {moved[:10]}, Python {minor}'s release: it stands in for "
+                f"{self.request.stands_in_for}, and the task's date {self.request.as_of[:10]} predates it")
+        self.inputs.declared.notes.append(note)
+        self.log(note)
+        self.exclude_newer = moved
 
     def resolve(self, requirements: list[Requirement], what: str, dated: bool = True) -> Lock:
         """As of the task's date, or of its Python's release when the date is older: a backend of an older day may
@@ -272,17 +297,30 @@ class _Build:
         with tempfile.TemporaryDirectory(prefix="codebox-env-") as tmp:
             folder = Path(tmp)
             if self.inputs.build:
-                try:
-                    return self._with_project_build(folder / "today", self.compiles)
-                except ProjectBuildFailed as exc:
-                    if not self._build_as_of_the_date(exc):
-                        raise
-                return self._with_project_build(folder / "dated", self.compiles)
+                # Today's build requirements; failing, those of the task's date; failing again, with the spec's
+                # pins its log names (a setup.py build pip runs without isolation), a few rounds at most.
+                attempt = "today"
+                while True:
+                    try:
+                        return self._with_project_build(folder / attempt, self.compiles)
+                    except ProjectBuildFailed as exc:
+                        if self._build_as_of_the_date(exc):
+                            attempt = "dated"
+                        elif self._build_with_spec_pins(exc):
+                            attempt = f"pinned-{self.pin_rounds}"
+                        else:
+                            raise self._named_submodules(exc) from None
             layer = static_layer(declared, folder / "project.tar")
             # When the dependencies image is built, one load for both images.
             deps, image_id = self._chosen_deps(self.inputs.pip, declared.project.name, self._stacked(layer))
             return self._finish(deps, layer, declared.project.name or "", image_id,
                                 _plugins(declared.project.entry_points))
+
+    def _named_submodules(self, exc: ProjectBuildFailed) -> ProjectBuildFailed:
+        """A failed build of a tree with empty submodules: the first line names them (the build may have needed
+        them: astropy 1.3's astropy_helpers, which its bootstrap would download)."""
+        line = self.inputs.tree.missing_submodules(self.request.shown()) if self.inputs.tree is not None else ""
+        return ProjectBuildFailed(f"{line}; {exc}", exc.status) if line else exc
 
     def _note(self, note: str | None) -> None:
         if note and note not in self.inputs.declared.notes:
@@ -304,6 +342,32 @@ class _Build:
             f"ran again with those as of {when}, the task's date (or its Python's release)")
         return True
 
+    def _build_with_spec_pins(self, exc: ProjectBuildFailed) -> bool:
+        """Whether the project's build runs again with the recipe's preferred pins its failure names in its build
+        environment (those named before stay; MAX_PIN_ROUNDS): a setup.py with no ``[build-system]`` is built by
+        pip without isolation, in the environment SWE-bench's spec installed first (astropy 3.0.dev's build needs
+        jinja2 and numpy)."""
+        if self.pin_rounds >= MAX_PIN_ROUNDS or exc.status >= 128 or self.deadline.remaining() <= 0:
+            return False
+        had = {r.name for r in self.build_pins}
+        named = [r for r in plan.pins_a_legacy_build_names(str(exc), self.inputs.prefer, self.request.repo)
+                 if r.name not in had]
+        if not named:
+            return False
+        self.pin_rounds += 1
+        from agent.env.resolve import nearest
+
+        moved, said = nearest.moved_pins(named, self.target, self.request.index, self.cancel,
+                                         made_for=self.request.stands_in_for)
+        added = [moved.get(r.text, r) for r in named]
+        self.build_pins += added
+        shown = ", ".join(r.text for r in added)
+        self.log(f"the project's build failed naming {shown}: again with it in the build environment")
+        self.inputs.declared.notes += [*said, f"the project's build (a setup.py with no [build-system]: pip builds "
+                                       f"it without isolation, after the spec's packages) failed naming {shown}; it "
+                                       "ran again with them in its build environment"]
+        return True
+
     def _with_project_build(self, folder: Path, compiles: bool) -> images.Entry:
         from agent.env.install import metadata
         from agent.env.install.project_build import ProjectBuild
@@ -318,6 +382,7 @@ class _Build:
                                  request.shown()).id
         needs_cython = compiles and plan.pyx_without_c(inputs.tree.files)
         build_requires = plan.build_requirements(inputs.build_requires, inputs.backend, declared, needs_cython)
+        build_requires += [r for r in self.build_pins if r.name not in {b.name for b in build_requires}]
         with ProjectBuild(self.client, image, request.repo, inputs.tree, inputs.backend, inputs.recipe,
                           declared.project.import_root, declared.project.version, folder / "project",
                           request.limits, self.deadline, self.cancel, self.log, self.target.executable,
@@ -333,6 +398,8 @@ class _Build:
                 build_lock = self.resolve(build_requires, "build requirements", dated=self.dated_build)
                 box.install_build_requirements(build_lock)
                 box.prepare()
+                if inputs.recipe.pre_install:
+                    build_lock = self._after_pre_install(box, inputs.build_requires, build_lock, needs_cython)
                 more = plan.unsatisfied(box.requires(), build_lock)
                 if more:  # the backend's get_requires_for_build_*: a second round on the host
                     asked = [parse_requirement(t, "the build backend (get_requires_for_build_*)") for t in more]
@@ -359,6 +426,22 @@ class _Build:
             if self.request.runner else []
         return self.inputs.declared.candidates or [Candidate(name="the recipe's packages alone", rank=PROJECT_ONLY,
                                                              requirements=runner)]
+
+    def _after_pre_install(self, box: ProjectBuild, declared: list[Requirement], lock: Lock,
+                           needs_cython: bool) -> Lock:
+        """The build requirements as the recipe's pre_install left ``[build-system]`` (pip reads them after it),
+        installed over the first ones when they differ."""
+        after = plan.requires_after_pre_install(box.pyproject(), declared)
+        if after is None:
+            return lock
+        changed = sorted({r.text for r in after} - {r.text for r in declared})
+        self.log(f"pre_install changed [build-system] requires: {', '.join(changed) or 'some removed'}")
+        self.inputs.declared.notes.append(f"build requirements as pre_install left pyproject.toml: "
+                                          f"{', '.join(r.text for r in after)}")
+        wanted = plan.build_requirements(after, self.inputs.backend, self.inputs.declared, needs_cython)
+        lock = self.resolve(wanted, "build requirements", dated=self.dated_build)
+        box.install_build_requirements(lock)
+        return lock
 
     def _chosen_deps(self, more: list[Requirement], project: str | None,
                      on_top: Stacked | None = None) -> tuple[images.Entry, str | None]:
@@ -422,8 +505,9 @@ class _Build:
                 if memo:
                     lock_memo.keep(memo, lock, notes)
         if lock.undated:
-            notes.append(f"{', '.join(lock.undated)}: no version as of {(self.exclude_newer or '')[:10]} on the index "
-                         "(its history deleted, or newer than the date): the first versions after it are used")
+            day = (self.exclude_newer or "")[:10]
+            notes.append(f"{', '.join(lock.undated)}: no version as of {day} on the index (its "
+                         "history deleted, or newer than the date): the first versions after it are used")
         for note in notes:
             self.log(note)
         self.inputs.declared.notes += [n for n in notes if n not in self.inputs.declared.notes]
@@ -434,14 +518,22 @@ class _Build:
 
     def _with_preferred(self, requirements: list[Requirement], notes: list[str]) -> Lock:
         """The lock of ``requirements`` and the recipe's preferred versions. A preferred pin that one of
-        ``requirements`` refuses is left out first (resolve/prefer.py: the project's install comes later); one an
-        error names (a conflict, no wheel) is dropped with a note and the rest resolved again."""
+        ``requirements`` refuses is left out first (resolve/prefer.py: the project's install comes later); one with
+        no wheel for this Python is moved to its nearest release that has one (resolve/nearest.py); one an error
+        names (a conflict, no wheel) is dropped with a note and the rest resolved again."""
         from agent.env.install.metadata import marker_environment
+        from agent.env.resolve import nearest
         from agent.env.resolve.prefer import replaced_pins
         from agent.env.resolve.sdists import resolve_with_sdists
 
         prefer, replaced = replaced_pins(self.inputs.prefer, requirements, marker_environment(self.target))
         notes += replaced
+        # A pin with no wheel for this Python (made for another, when a stand-in runs): its series' nearest release
+        # that has one (any series' for a stand-in), before uv would take its sdist to build.
+        moved, said = nearest.moved_pins(prefer, self.target, self.request.index, self.cancel,
+                                         made_for=self.request.stands_in_for)
+        prefer = [moved.get(r.text, r) for r in prefer]
+        notes += said
         while True:
             try:
                 return resolve_with_sdists(requirements + prefer, self.target, self.request.index, self.cancel,

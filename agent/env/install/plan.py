@@ -9,6 +9,7 @@ anywhere. Also here: the backend ``[build-system]`` names and what its build nee
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from packaging.requirements import InvalidRequirement
@@ -17,9 +18,10 @@ from packaging.utils import canonicalize_name
 from pydantic import BaseModel, Field
 
 from agent.env.errors import EnvError
+from agent.env.read.backend import build_requires
 from agent.env.read.declared import Declared
 from agent.env.read.reqlines import Requirement, parse_requirement
-from agent.env.read.safe_read import read_ini, read_toml, table
+from agent.env.read.safe_read import parse_toml, read_ini, read_toml, table
 from agent.env.recipe import Recipe
 from agent.env.resolve.resolve import Lock
 
@@ -97,6 +99,34 @@ def build_requirements(requires: list[Requirement], backend: Backend, declared: 
     if needs_cython and "cython" not in names:
         declared_cython = next((r for r in declared.requirements if r.name == "cython"), None)
         found.append(declared_cython or parse_requirement("cython", "codebox (the tree has .pyx with no C)"))
+    return found
+
+
+def requires_after_pre_install(text: str | None, before: list[Requirement]) -> list[Requirement] | None:
+    """``[build-system] requires`` of the pyproject.toml a recipe's pre_install left (``text``), when they differ
+    from ``before`` (read on the host); else None. pip reads them when it builds, after SWE-bench's pre_install:
+    astropy 4.1-5.2's spec pins ``setuptools==68.0.0`` there by sed (today's setuptools has no ``dep_util``)."""
+    if text is None:
+        return None
+    where = "pyproject.toml [build-system], as pre_install left it,"
+    after = build_requires(parse_toml(text, "pyproject.toml (after pre_install)"), where)
+    return after if [r.text for r in after] != [r.text for r in before] else None
+
+
+def pins_a_legacy_build_names(log: str, pins: list[Requirement], repo: Path) -> list[Requirement]:
+    """The exact pins among ``pins`` whose names a failed build's ``log`` holds, when the project is a setup.py
+    with no ``[build-system]`` (pip builds it without isolation, seeing what was installed first); else []."""
+    if table(read_toml(repo, "pyproject.toml") or {}, "build-system"):
+        return []
+    # The error lines only (``ImportError: Numpy version 1.10.0 or later must be installed``): a traceback's paths
+    # name packages too (setuptools/_vendor/packaging).
+    errors = "\n".join(line for line in log.lower().splitlines() if re.search(r"error\b", line))
+    found = []
+    for pin in pins:
+        words = re.split(r"[-_.]", pin.name.lower())
+        pattern = r"(?<![\w./-])" + r"[-_.]".join(map(re.escape, words)) + r"(?![\w/-])"
+        if "==" in pin.text and re.search(pattern, errors):
+            found.append(pin)
     return found
 
 

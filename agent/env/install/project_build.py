@@ -210,6 +210,12 @@ fi
                                f"unprivileged user); the end of its log:\n{exc.tail}", usage=True) from None
             raise
 
+    def pyproject(self) -> str | None:
+        """``/repo/pyproject.toml`` as the box holds it now (after pre_install); None when there is none."""
+        if "pyproject.toml" not in self.tree.files:
+            return None
+        return self._read("/repo/pyproject.toml")
+
     def requires(self) -> list[str]:
         """What ``get_requires_for_build_editable`` (or ``_wheel``) adds to ``[build-system]``."""
         answer = self._hook("requires")

@@ -33,6 +33,19 @@ class Tree(BaseModel):
     files: list[str]
     key: str
     git: bool  # a git work tree: its .git folder is given to the build (version from tags)
+    # Submodules left empty (the source held none of them: agent/task/submodules.py), named when a build fails.
+    empty_submodules: list[str] = []
+
+    def missing_submodules(self, repo: str) -> str:
+        """One line naming the empty submodules (a failed build may have needed them); "" when there are none."""
+        empty = self.empty_submodules
+        if not empty:
+            return ""
+        shown = ", ".join(empty[:3]) + (f" and {len(empty) - 3} more" if len(empty) > 3 else "")
+        many = len(empty) > 1
+        return (f"{shown} {'are git submodules' if many else 'is a git submodule'} the clone of {repo} does not "
+                f"hold ({'they are' if many else 'it is'} empty here, and codebox builds offline): run "
+                "`git submodule update --init` in that clone")
 
 
 def _listed_by_git(repo: Path) -> list[str] | None:
@@ -44,6 +57,25 @@ def _listed_by_git(repo: Path) -> list[str] | None:
         return None
     names = out.decode("utf-8", "surrogateescape").split("\0")
     return sorted(dict.fromkeys(n for n in names if n))
+
+
+def _with_submodules(repo: Path, listed: list[str]) -> tuple[list[str], list[str]]:
+    """git lists a submodule as one folder: its files (a workspace checks them out) are listed too, walked as
+    a folder that is not a git work tree; the empty ones are returned apart."""
+    files: list[str] = []
+    empty: list[str] = []
+    for name in listed:
+        folder = repo / name
+        if not folder.is_dir() or folder.is_symlink():
+            files.append(name)
+            continue
+        inside = [f for f in _walked(folder) if f != ".git"]  # a user's submodule: its .git file points away
+        files += [f"{name}/{relative}" for relative in inside] if inside else [name]
+        if not inside:
+            empty.append(name)
+        if len(files) > MAX_FILES:
+            break
+    return sorted(files), empty
 
 
 def _walked(repo: Path) -> list[str]:
@@ -89,7 +121,7 @@ def _entry(repo: Path, name: str) -> bytes:
 def read_tree(repo: Path) -> Tree:
     """The tree of ``repo`` (see the module docstring); EnvError (usage) when it has too many files."""
     listed = _listed_by_git(repo)
-    files = listed if listed is not None else _walked(repo)
+    files, empty = _with_submodules(repo, listed) if listed is not None else (_walked(repo), [])
     if len(files) > MAX_FILES:
         raise EnvError(f"the repository has more than {MAX_FILES} files; too many to build an environment from",
                        usage=True)
@@ -100,4 +132,4 @@ def read_tree(repo: Path) -> Tree:
         for part in pool.map(lambda name: _entry(repo, name), files, chunksize=64):
             digest.update(part)
     kept = [name for name in files if os.path.lexists(repo / name)]
-    return Tree(files=kept, key=digest.hexdigest()[:32], git=listed is not None)
+    return Tree(files=kept, key=digest.hexdigest()[:32], git=listed is not None, empty_submodules=empty)

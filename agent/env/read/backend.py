@@ -43,13 +43,20 @@ class BuildSystem(BaseModel):
         return self.backend.split(":")[0] in COMPILING_BACKENDS
 
 
+def build_requires(pyproject: dict[str, Any] | None, where: str = "pyproject.toml [build-system]"
+                   ) -> list[Requirement]:
+    """``[build-system] requires``, or PEP 517's default; EnvError (usage) naming ``where`` for a bad entry."""
+    system = table(pyproject or {}, "build-system")
+    texts = string_list(system.get("requires"), f"{where} requires")
+    return [parse_requirement(text, f"{where} requires") for text in texts] or [
+        parse_requirement(text, "PEP 517 default build requirements") for text in DEFAULT_REQUIRES]
+
+
 def read_build_system(repo: Path, pyproject: dict[str, Any] | None) -> BuildSystem:
     """The project's build system; EnvError (usage) naming the key for a bad entry."""
     system = table(pyproject or {}, "build-system")
     where = "pyproject.toml [build-system]"
-    texts = string_list(system.get("requires"), f"{where} requires")
-    requires = [parse_requirement(text, f"{where} requires") for text in texts] or [
-        parse_requirement(text, "PEP 517 default build requirements") for text in DEFAULT_REQUIRES]
+    requires = build_requires(pyproject, where)
     value = system.get("build-backend")
     if value is None:
         return BuildSystem(requires=requires)

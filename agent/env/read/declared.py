@@ -43,7 +43,7 @@ from agent.env.errors import EnvError
 from agent.env.install.project import Project, read_project
 from agent.env.read.backend import BuildSystem, read_build_system
 from agent.env.read.candidates import CI, OTHER, TEST_FILE, Candidate, Group, dedupe, make_candidates
-from agent.env.read.digest import source_digest
+from agent.env.read.digest import compiled_sources, source_digest
 from agent.env.read.names import extra_name
 from agent.env.read.poetry import poetry_tables
 from agent.env.read.poetry import requirement as poetry_requirement
@@ -515,8 +515,20 @@ def _statically_filled(data: dict[str, Any]) -> set[str]:
     return filled
 
 
-def _extension_reasons(data: dict[str, Any], setup: SetupCall | None, system: BuildSystem) -> list[str]:
+def _extension_reasons(repo: Path, data: dict[str, Any], setup: SetupCall | None, system: BuildSystem,
+                       notes: list[str]) -> list[str]:
     reasons = list(setup.extensions) if setup is not None else []
+    if setup is not None and setup.computed_extensions and not reasons:
+        # Computed by code the file does not show (astropy's extension_helpers.get_extensions(), its 1.3
+        # setup(**package_info)): the tree's sources are the only static witness. Taking a compiler for a
+        # project that needs none costs a tools image once; not taking one fails its build.
+        sources = compiled_sources(repo)
+        if sources:
+            reasons.append(f"{setup.computed_extensions} and the tree holds {len(sources)} C/Cython sources "
+                           f"({', '.join(sources[:2])}{', ...' if len(sources) > 2 else ''})")
+        else:
+            notes.append(f"{setup.computed_extensions}, and the tree holds no C/Cython source: taken as no compiled "
+                         "extensions")
     ext_modules = table(data, "tool", "setuptools").get("ext-modules")
     if isinstance(ext_modules, list) and ext_modules:
         reasons.append(f"pyproject.toml [tool.setuptools] ext-modules lists {len(ext_modules)}")
@@ -558,7 +570,7 @@ def _read_declared(repo: Path, extras: list[str], groups: list[str], requirement
     cfg = read_ini(repo, "setup.cfg")
     system = read_build_system(repo, pyproject)
     notes: list[str] = []
-    reasons = _extension_reasons(pyproject or {}, setup, system)
+    reasons = _extension_reasons(repo, pyproject or {}, setup, system, notes)
     project = read_project(repo, pyproject, setup, cfg, notes, compiled=bool(reasons))
     c = _Collector(repo, project)
     c.notes.extend(notes)

@@ -25,6 +25,16 @@ BLOCK = 1 << 20
 SKIPPED_FOLDERS = {".git", ".hg", ".svn", ".tox", ".nox", ".venv", "node_modules", "__pycache__"}
 
 
+# What a compiler is given (headers and Cython declarations alone build nothing).
+COMPILED_SUFFIXES = (".c", ".pyx", ".cpp", ".cc", ".cxx")
+
+
+def compiled_sources(repo: Path) -> list[str]:
+    """The repository's C/C++/Cython files a compiler would be given, relative, sorted (walked as the digest
+    walks, with its caps)."""
+    return [relative for relative, _ in _sources(repo, _Budget()) if relative.endswith(COMPILED_SUFFIXES)]
+
+
 def source_digest(repo: Path) -> str:
     """sha256 over each source's path, size and bytes, in path order; EnvError (usage) past a cap."""
     digest = hashlib.sha256()

@@ -43,6 +43,9 @@ class SetupCall:
         self.values: dict[str, Any] = {}
         self.computed: dict[str, str] = {}  # keyword -> why it is not known statically
         self.extensions: list[str] = []  # why the project has compiled extensions (empty: none)
+        # An extension keyword computed by code the file does not show (astropy's ``get_extensions()``):
+        # the tree's C/Cython sources decide then (read/declared.py).
+        self.computed_extensions = ""
         self.notes: list[str] = []
 
     @property
@@ -158,8 +161,7 @@ def _decide_extensions(evaluator: Evaluator, result: SetupCall) -> None:
         if found:
             result.extensions.append(f"{where} {key}= is computed ({why}); the file makes {found[0]}")
         else:
-            result.notes.append(f"{where}: {key}= is computed ({why}) and the file makes no Extension: "
-                                "taken as no compiled extensions")
+            result.computed_extensions = f"{where} {key}= is computed ({why})"
 
 
 def _extension_calls(evaluator: Evaluator) -> list[str]:

@@ -158,7 +158,7 @@ def check_python(requires_python: str | None, target: Target, image: str) -> str
 
 def resolve(requirements: list[Requirement], target: Target, index: IndexConfig,
             sdist_metadata: dict[str, list[str]] | None = None, cancel: Cancel = NEVER,
-            exclude_newer: str | None = None) -> Lock:
+            exclude_newer: str | None = None, options: tuple[str, ...] = ()) -> Lock:
     """Run ``uv pip compile`` for ``target``; EnvError (usage) naming what could not be resolved.
 
     ``exclude_newer`` (an RFC 3339 timestamp): only files uploaded before it, so an old commit
@@ -166,12 +166,13 @@ def resolve(requirements: list[Requirement], target: Target, index: IndexConfig,
 
     ``sdist_metadata``: packages allowed as sdists, each with its Requires-Dist, given to uv so
     that it never builds one to learn them. NeedsSource when a package has no usable wheel.
+    ``options``: more of uv's (``--no-deps``, ``--resolution lowest``: nearest.py's questions).
     A cancel kills uv (its whole process group) and raises EnvCancelled.
     """
     undated: list[str] = []
     for _ in range(MAX_UNDATED + 1):
         try:
-            lock = _compile(requirements, target, index, sdist_metadata, cancel, exclude_newer, undated)
+            lock = _compile(requirements, target, index, sdist_metadata, cancel, exclude_newer, undated, options)
             return lock.model_copy(update={"undated": undated})
         except _NoVersions as exc:
             if not exclude_newer or set(exc.names) <= set(undated) or len(undated) >= MAX_UNDATED:
@@ -194,7 +195,7 @@ class _NoVersions(EnvError):
 
 def _compile(requirements: list[Requirement], target: Target, index: IndexConfig,
              sdist_metadata: dict[str, list[str]] | None, cancel: Cancel, exclude_newer: str | None,
-             undated: list[str]) -> Lock:
+             undated: list[str], options: tuple[str, ...] = ()) -> Lock:
     import tempfile  # here: a cache hit imports this module (IndexConfig), never resolves
 
     with tempfile.TemporaryDirectory(prefix="codebox-resolve-") as tmp:
@@ -207,6 +208,7 @@ def _compile(requirements: list[Requirement], target: Target, index: IndexConfig
             *_sdist_args(sdist_metadata or {}, Path(tmp)),
             *(["--exclude-newer", exclude_newer, *_pinned_whatever_the_date(requirements, undated)]
               if exclude_newer else []),
+            *options,
         ]
         try:  # cwd: an empty folder, so no uv.toml or pyproject of anyone else's is read
             proc = run_process(cmd, cancel, RESOLVE_TIMEOUT_S, cwd=tmp, errors="replace", env=_uv_env(),

@@ -162,3 +162,39 @@ def test_a_commit_s_files_are_read_after_one_listing_of_its_top_folder(
     calls.clear()
     gone = requires.at_commit(tmp_path, "0" * 40)  # no listing: every file is asked for, and none is there
     assert gone("setup.py") is None and [c[0] for c in calls] == ["ls-tree", "cat-file"]
+
+
+def test_a_stand_in_python_moves_the_packages_date_up_to_its_release(tmp_path: Path) -> None:
+    """xarray 0.12 (spec 3.10, ran 3.11) at a 2020-07 base: toolz 0.10 of that date cannot be imported on 3.11
+    (``'TlzSpec' object has no attribute '_uninitialized_submodules'``), so its packages are as of 3.11's release."""
+    from agent.env.install import ensure
+    from agent.env.install.project import Project
+    from agent.env.read.declared import Declared
+    from agent.env.resolve.resolve import Target
+    from agent.protocol import TaskSpec
+
+    chosen = PythonChoice(wanted="3.10", ran="3.11", source="dataset", why="spec")
+    task = TaskSpec(goal="g", repo=str(tmp_path), python_choice=chosen)
+    assert task.python_stands_in_for == "3.10" and task.python_minor == "3.11"
+    assert task.model_copy(update={"python_choice": chosen.model_copy(update={"wanted": "3.11"})}
+                           ).python_stands_in_for is None
+    assert TaskSpec(goal="g", repo=str(tmp_path)).python_stands_in_for is None
+
+    def date_for(stands_in_for: str | None, as_of: str) -> tuple[str | None, list[str]]:
+        build = ensure._Build.__new__(ensure._Build)  # the date step alone: no engine, no probe
+        build.request = ensure.EnvRequest(repo=tmp_path, as_of=as_of, python="3.11", stands_in_for=stands_in_for)
+        build.inputs = ensure._Inputs(declared=Declared(project=Project()), recipe=build.request.recipe, pip=[],
+                                      prefer=[], backend=ensure.Backend(), build_requires=[], build=False)
+        build.target = Target(python="3.11.2", platform="x86_64-manylinux_2_36")
+        build.exclude_newer = as_of
+        build.log = lambda _: None
+        if stands_in_for:
+            build._date_of_the_stand_in()
+        return build.exclude_newer, build.inputs.declared.notes
+
+    moved, notes = date_for("3.10", "2020-07-22T14:54:03Z")
+    assert moved == f"{versions.RELEASED['3.11']}T00:00:00Z"
+    assert notes == [f"packages resolved as of {versions.RELEASED['3.11']}, Python 3.11's release: it stands in for "
+                     "3.10, and the task's date 2020-07-22 predates it"]
+    assert date_for("3.10", "2023-02-01T00:00:00Z") == ("2023-02-01T00:00:00Z", [])  # a later date stays
+    assert date_for(None, "2020-07-22T14:54:03Z") == ("2020-07-22T14:54:03Z", [])  # the spec's own Python: its date

@@ -105,7 +105,37 @@ def test_ext_modules_empty_list_is_no_extension_even_with_a_c_file(tmp_path: Pat
 
 def test_a_computed_ext_modules_without_extension_is_noted(tmp_path: Path) -> None:
     found = setup_of(tmp_path, HEAD + "from helpers import make\nsetup(ext_modules=make())\n")
-    assert any("taken as no compiled extensions" in note for note in found.notes)
+    assert found.computed_extensions.startswith("setup.py ext_modules= is computed") and not found.has_extensions
+    declared = read_declared(tmp_path, runner=None)
+    assert any("holds no C/Cython source: taken as no compiled extensions" in note for note in declared.notes)
+
+
+# astropy 4.3-5.2's setup.py, as shipped (its help texts cut): the extensions come from extension_helpers,
+# which finds each subpackage's setup_package.py; only the tree's C/Cython files say there are some.
+ASTROPY_43 = ("import sys\nif 'test' in sys.argv:\n    print(TEST_HELP)\n    sys.exit(1)\n"
+              "from setuptools import setup  # noqa\nfrom extension_helpers import get_extensions  # noqa\n\n"
+              "setup(ext_modules=get_extensions())\n")
+# astropy 1.3's: everything through **package_info, made by astropy_helpers at run time.
+ASTROPY_13 = ("import ah_bootstrap\nfrom setuptools import setup\n"
+              "from astropy_helpers.setup_helpers import register_commands, get_package_info\n"
+              "package_info = get_package_info()\n"
+              "setup(name='astropy', version='1.3', requires=['numpy'], **package_info)\n")
+
+
+@pytest.mark.parametrize("setup", [ASTROPY_43, ASTROPY_13])
+def test_computed_extensions_with_c_sources_in_the_tree_compile(tmp_path: Path, setup: str) -> None:
+    repo = write(tmp_path, {"setup.py": setup, "astropy/__init__.py": "",
+                            "astropy/wcs/setup_package.py": "def get_extensions():\n    return []\n",
+                            "astropy/wcs/src/docstrings.c": "int x;\n", "cextern/wcslib/C/wcs.h": "int y;\n"})
+    declared = read_declared(repo, runner=None)
+    assert declared.project.extension_modules, declared.notes
+    assert declared.extensions and "1 C/Cython sources (astropy/wcs/src/docstrings.c)" in declared.extensions[0]
+    assert declared.sources_digest
+
+
+def test_computed_extensions_with_only_headers_do_not_compile(tmp_path: Path) -> None:
+    repo = write(tmp_path, {"setup.py": ASTROPY_43, "pkg/__init__.py": "", "pkg/include/api.h": "int y;\n"})
+    assert not read_declared(repo, runner=None).project.extension_modules
 
 
 def test_the_marshmallow_shape_reads_its_extras(tmp_path: Path) -> None:

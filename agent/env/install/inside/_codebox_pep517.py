@@ -88,8 +88,17 @@ def _editable(backend: Any) -> dict[str, str | None]:
     return {"wheel": os.path.join(WHEEL_DIR, str(hook(WHEEL_DIR, {})))}
 
 
+def _as_setup_py_main() -> None:
+    """For setuptools' legacy backend (a setup.py with no ``[build-system]``), ``__main__`` is setup.py, as it is
+    when pip runs it: astropy's setup.py (to 3.x) imports astropy, which asks ``__main__.__file__`` whether it is
+    being set up, and otherwise checks numpy and rebuilds its own extensions."""
+    if os.environ.get("PEP517_BACKEND", "").endswith(":__legacy__") and os.path.isfile("setup.py"):
+        sys.modules["__main__"].__file__ = os.path.abspath("setup.py")
+
+
 def main(argv: list[str]) -> int:
     hook, out = argv[1], argv[2]
+    _as_setup_py_main()
     backend = _backend()
     result = {"requires": _requires, "metadata": _metadata, "editable": _editable}[hook](backend)
     with open(out, "w", encoding="utf-8") as handle:
