@@ -252,6 +252,7 @@ class _Build:
         self.exclude_newer = asof.exclude_newer(request.as_of)
         self.compiles = inputs.build and inputs.declared.project.extension_modules
         self.chosen = 0  # the candidate built (1-based)
+        self.seed_left_out = False  # the venv's setuptools (venv_seed) was not on the index
         self.dated_build = False  # the project's build requirements as of the task's date (after today's failed)
         self.build_pins: list[Requirement] = []  # the spec's pins a failed legacy build named (_build_with_spec_pins)
         self.pin_rounds = 0
@@ -457,6 +458,7 @@ class _Build:
             self.deadline = Deadline(min(self.request.candidate_timeout_s, overall.remaining()))
             task_date, self.exclude_newer = self.exclude_newer, candidate.as_of or self.exclude_newer
             seeded = venv_seed([*candidate.requirements, *more], self.target.python, self.exclude_newer)
+            self.seed_left_out = False
             try:
                 found = self._locked_deps(candidate.requirements + more + seeded, project, on_top)
             except (EnvError, StepFailed) as exc:
@@ -470,7 +472,7 @@ class _Build:
                 self.deadline, self.exclude_newer = overall, task_date
             self.inputs.declared.notes += [*dropped, f"environment: candidate {number} of "
                                            f"{len(self.candidates())}, {candidate.name}"]
-            if seeded:
+            if seeded and not self.seed_left_out:
                 self._note(f"setuptools added, as every venv of Python {minor_of(self.target.python)} had it then "
                            "(packages of that time import pkg_resources unasked)")
             self.chosen = number
@@ -540,10 +542,15 @@ class _Build:
                                            self.exclude_newer, notes, self._build_dynamic)
             except EnvError as exc:
                 named = [r for r in prefer if _names(str(exc), r.name)]
-                if not named:
+                # The venv's own setuptools (venv_seed) is asked for by no one: an index without it loses nothing.
+                unasked = [r for r in requirements if r.source.endswith(SEED_SOURCE) and _names(str(exc), r.name)]
+                if not named and not unasked:
                     raise
                 prefer = [r for r in prefer if r not in named]
-                notes.append(f"preferred {', '.join(r.text for r in named)} left out: {str(exc)[:300]}")
+                requirements = [r for r in requirements if r not in unasked]
+                self.seed_left_out = self.seed_left_out or bool(unasked)
+                notes.append(f"{'preferred ' if named else ''}{', '.join(r.text for r in named + unasked)} left out: "
+                             f"{str(exc)[:300]}")
 
     def _build_dynamic(self, pin: Pin, path: Path, build_requires: list[str]) -> SdistMeta:
         """A dependency whose sdist's metadata is dynamic: its wheel built in a box (install/sdist_wheel.py)."""
@@ -683,6 +690,7 @@ def _names(message: str, name: str) -> bool:
 
 # Before Python 3.12 (released on this day), `python -m venv` and virtualenv put setuptools into every environment.
 SEEDED_BEFORE = ((3, 12), "2023-10-02")
+SEED_SOURCE = " venv's own"
 
 
 def venv_seed(requirements: list[Requirement], python: str, as_of: str | None) -> list[Requirement]:
@@ -700,7 +708,7 @@ def venv_seed(requirements: list[Requirement], python: str, as_of: str | None) -
         return []
     if any(canonicalize_name(r.name) == "setuptools" for r in requirements):
         return []
-    return [Requirement(text="setuptools", name="setuptools", source=f"a Python {minor} venv's own")]
+    return [Requirement(text="setuptools", name="setuptools", source=f"a Python {minor}{SEED_SOURCE}")]
 
 
 def build_date(exclude_newer: str | None, python: str) -> str | None:
