@@ -2,9 +2,15 @@
 `codebox eval` with its defaults, network off in the box: every gold patch resolved, every empty patch unresolved
 after a real test run of the named tests.
 
-The rows name their repositories (owner/name) and no code of them is committed: the test reads each from a mirror
+The rows name their repositories (owner/name) and no code of them is committed: this reads each from a mirror
 the `fetch` tool brought (CODEBOX_LANG_ROWS_MIRRORS, default /work/.mirror, laid out OWNER+NAME/repo) and skips a
-language whose mirrors are not on this machine, saying which."""
+language whose mirrors are not on this machine, saying which.
+
+A measurement over fetched repositories, not a test of the suite: CI cannot fetch them (no GitHub here), and the
+eleven rows take 10-20 minutes. Run it by name, with the mirrors present:
+
+    .venv/bin/pytest bench/lang_rows/check_eval.py
+"""
 
 from __future__ import annotations
 
@@ -19,7 +25,7 @@ import pytest
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(5400)]  # Rust's rows compile with Debian's slow rustc
 
-ROWS = Path(__file__).resolve().parents[2] / "bench" / "lang_rows" / "rows.jsonl"
+ROWS = Path(__file__).resolve().parent / "rows.jsonl"
 MIRRORS = Path(os.environ.get("CODEBOX_LANG_ROWS_MIRRORS", "/work/.mirror"))
 MANIFESTS = {"Cargo.toml": "rust", "go.mod": "go", "package.json": "node"}
 
