@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import tempfile
 import time
 from collections.abc import Callable
@@ -22,7 +23,9 @@ from agent.env.info import EnvInfo
 from agent.env.install import images
 from agent.env.install.layer import load_image
 from agent.languages.rust import crates, manifest
-from agent.languages.rust.toolchain import choose
+from agent.languages.rust.toolchain import CHOICE_VARIABLE, choose
+
+NO_LOCK_TOOLCHAIN = "debian"
 
 FORMAT = "rust-1"
 BUILD_CACHE = "/tmp/codebox-cache"  # kept between test runs by the sandbox (sandbox/tools/run_test.py)
@@ -61,6 +64,10 @@ def ensure_rust_env(repo: Path, image: str | None, backend: str, log: Log = _qui
     if why:
         raise EnvError(why, usage=True)
     pinned = crates.read_lock(repo)
+    # Without a committed lock, cargo test writes one outside the read-only /repo with `-Zunstable-options
+    # --lockfile-path` (agent.languages.rust.NO_LOCK), a flag of Debian's cargo 1.85 that rustup's newer cargo
+    # replaced with a config key: such a crate stands on Debian's toolchain unless the user chose.
+    prefer = NO_LOCK_TOOLCHAIN if pinned is None and not os.environ.get(CHOICE_VARIABLE, "").strip() else None
     if pinned is None:  # resolved today by the host's cargo, in a scratch copy (lockfile.py)
         from agent.languages.rust.lockfile import generate
 
@@ -68,7 +75,11 @@ def ensure_rust_env(repo: Path, image: str | None, backend: str, log: Log = _qui
         pinned = crates.parse_lock(generate(repo), "the resolved Cargo.lock")
     engine = images.EngineImages.connect(backend)
     try:
-        chosen = choose(image, engine, log, cancel)
+        chosen = choose(image, engine, log, cancel, prefer)
+        if prefer and not image:
+            chosen = chosen._replace(note="rust toolchain: Debian's rustc and cargo, because the repository has no "
+                                          "Cargo.lock: cargo writes one outside /repo with --lockfile-path, a flag "
+                                          "of Debian's cargo that rustup's newer cargo replaced")
         log(chosen.note)
         base = chosen.image
         attrs = engine.inspect(base)
