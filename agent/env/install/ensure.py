@@ -498,6 +498,7 @@ class _Build:
             kept = lock_memo.recall(memo) if memo else None
             if kept is not None:
                 lock, notes = kept
+                self.seed_left_out = any(n.startswith("setuptools left out:") for n in notes)
                 self.log(f"the same requirements were resolved before as of that date: lock {lock.digest()[:12]} "
                          "reused")
             else:
