@@ -9,6 +9,7 @@ import json
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -67,17 +68,24 @@ def test_a_go_replace_to_a_host_path_is_refused_in_one_line(tmp_path: Path) -> N
     assert len(said) == 1 and said[0].startswith("codebox: ") and "go.mod: replace" in said[0], done.stderr
 
 
+CALC_TEST = ("const test = require('node:test');\nconst assert = require('node:assert');\n"
+             "const { add } = require('../calc');\n"
+             "test('adds', () => assert.strictEqual(add(2, 2), 4));\n"
+             "test('zero', () => assert.strictEqual(add(0, 0), 0));\n")
+
+
+def calc_repo(repo: Path, package: dict[str, Any]) -> Path:
+    """A Node package whose add subtracts: node:test's 'adds' fails, 'zero' passes."""
+    make_repo(repo, {"package.json": json.dumps(package), "calc.js": "exports.add = (a, b) => a - b;\n",
+                     "test/calc.test.js": CALC_TEST})
+    return repo
+
+
 def test_node_run_names_the_failing_test_and_lifecycle_scripts_never_run_on_the_host(tmp_path: Path) -> None:
     marker = tmp_path / "marker"
     scripts = {name: f"touch {marker}" for name in ("preinstall", "install", "postinstall", "prepare", "pretest")}
     package = {"name": "calc", "version": "1.0.0", "scripts": {**scripts, "test": "node --test"}}
-    test = ("const test = require('node:test');\nconst assert = require('node:assert');\n"
-            "const { add } = require('../calc');\n"
-            "test('adds', () => assert.strictEqual(add(2, 2), 4));\n"
-            "test('zero', () => assert.strictEqual(add(0, 0), 0));\n")
-    repo = tmp_path / "repo"
-    make_repo(repo, {"package.json": json.dumps(package), "calc.js": "exports.add = (a, b) => a - b;\n",
-                     "test/calc.test.js": test})
+    repo = calc_repo(tmp_path / "repo", package)
     done = codebox(tmp_path, "run", "--repo", str(repo), "--model",
                    script(tmp_path / "s.json", [run_test(), {"message": "looked"}]), "--no-diff", "look")
     assert "node --test --test-reporter=tap (found package.json scripts.test" in done.stderr, done.stderr
@@ -105,13 +113,7 @@ def test_an_npm_test_that_reaches_node_test_is_read_per_test(tmp_path: Path) -> 
     subprocess.run(["docker", "build", "-q", "-t", tag, str(context)], capture_output=True, check=True, timeout=600)
     try:
         package = {"name": "calc", "version": "1.0.0", "scripts": {"test": "npm run unit", "unit": "node --test"}}
-        test = ("const test = require('node:test');\nconst assert = require('node:assert');\n"
-                "const { add } = require('../calc');\n"
-                "test('adds', () => assert.strictEqual(add(2, 2), 4));\n"
-                "test('zero', () => assert.strictEqual(add(0, 0), 0));\n")
-        repo = tmp_path / "repo"
-        make_repo(repo, {"package.json": json.dumps(package), "calc.js": "exports.add = (a, b) => a - b;\n",
-                         "test/calc.test.js": test})
+        repo = calc_repo(tmp_path / "repo", package)
         report = tmp_path / "report.json"
         done = codebox(tmp_path, "run", "--repo", str(repo), "--image", tag, "--report", str(report), "--model",
                        script(tmp_path / "s.json", [run_test(), {"message": "looked"}]), "--no-diff", "look")
