@@ -13,6 +13,8 @@ import importlib.metadata as md
 import zipfile
 from pathlib import Path
 
+import pytest
+
 PYTEST_CLOSURE = ("pytest", "pluggy", "iniconfig", "packaging", "pygments")
 
 
@@ -41,3 +43,17 @@ def pytest_wheelhouse(folder: Path) -> Path:
     for name in PYTEST_CLOSURE:
         wheel_of(name, folder)
     return folder
+
+
+def two_betas_offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """codebox's index for this test: a wheelhouse of pytest and beta 2.0 ('beta') and 1.0 ('old beta'), no
+    other index, a cache of its own. Returns the wheelhouse."""
+    from tests.agent.env.wheels import make_wheel
+
+    wheels = pytest_wheelhouse(tmp_path / "wheels")
+    make_wheel(wheels, "beta", "2.0", {"beta/__init__.py": "VALUE = 'beta'\n"})
+    make_wheel(wheels, "beta", "1.0", {"beta/__init__.py": "VALUE = 'old beta'\n"})
+    monkeypatch.setenv("CODEBOX_FIND_LINKS", str(wheels))
+    monkeypatch.setenv("CODEBOX_NO_INDEX", "1")
+    monkeypatch.setenv("CODEBOX_CACHE_DIR", str(tmp_path / "cache"))
+    return wheels

@@ -10,9 +10,8 @@ from typing import Any
 import pytest
 
 from agent.cli.parser import main
-from tests.agent.env.wheels import make_wheel
 from tests.agent.eval.repos import diff_of, make_repo
-from tests.e2e.installed_wheels import pytest_wheelhouse
+from tests.e2e.installed_wheels import two_betas_offline
 
 pytestmark = pytest.mark.docker
 
@@ -26,12 +25,7 @@ def test_a_candidate_that_fails_pass_to_pass_at_base_is_dropped_for_the_next(
     """The first candidate (a pinned test file: beta 1.0) resolves and installs, but its beta is not the one the
     tests know: PASS_TO_PASS fails at base. The next (the project's own dependencies: beta 2.0) passes; the gold
     patch is graded in it."""
-    wheels = pytest_wheelhouse(tmp_path / "wheels")
-    make_wheel(wheels, "beta", "2.0", {"beta/__init__.py": "VALUE = 'beta'\n"})
-    make_wheel(wheels, "beta", "1.0", {"beta/__init__.py": "VALUE = 'old beta'\n"})
-    monkeypatch.setenv("CODEBOX_FIND_LINKS", str(wheels))
-    monkeypatch.setenv("CODEBOX_NO_INDEX", "1")
-    monkeypatch.setenv("CODEBOX_CACHE_DIR", str(tmp_path / "cache"))
+    two_betas_offline(tmp_path, monkeypatch)
     repo = tmp_path / "repos" / "acme__valpkg"
     base = make_repo(repo, {"pyproject.toml": '[project]\nname = "valpkg"\nversion = "1.0"\ndependencies = ["beta"]\n',
                             "requirements-test.txt": "beta==1.0\npytest\n", "src/valpkg/__init__.py": SRC,

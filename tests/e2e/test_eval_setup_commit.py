@@ -11,9 +11,8 @@ from typing import Any
 import pytest
 
 from agent.cli.parser import main
-from tests.agent.env.wheels import make_wheel
 from tests.agent.eval.repos import diff_of, make_repo
-from tests.e2e.installed_wheels import pytest_wheelhouse
+from tests.e2e.installed_wheels import two_betas_offline
 from tests.repos import sh
 
 pytestmark = pytest.mark.docker
@@ -26,12 +25,7 @@ NEW_TEST = "from valpkg import add\n\n\ndef test_add():\n    assert add(1, 2) ==
 
 def test_rows_of_a_version_share_the_setup_commits_environment_and_each_gets_its_best_candidate(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    wheels = pytest_wheelhouse(tmp_path / "wheels")
-    make_wheel(wheels, "beta", "2.0", {"beta/__init__.py": "VALUE = 'beta'\n"})
-    make_wheel(wheels, "beta", "1.0", {"beta/__init__.py": "VALUE = 'old beta'\n"})
-    monkeypatch.setenv("CODEBOX_FIND_LINKS", str(wheels))
-    monkeypatch.setenv("CODEBOX_NO_INDEX", "1")
-    monkeypatch.setenv("CODEBOX_CACHE_DIR", str(tmp_path / "cache"))
+    two_betas_offline(tmp_path, monkeypatch)
     repo = tmp_path / "repos" / "acme__valpkg"
     # The base declares no pin; the version's setup commit (later) pins beta 1.0 in its test requirements.
     base = make_repo(repo, {"pyproject.toml": '[project]\nname = "valpkg"\nversion = "1.0"\ndependencies = ["beta"]\n',
