@@ -30,7 +30,8 @@ than the host's pytest. Codebox's own cost and "(own + host) / host" (the ratio 
 process as fast as the host's) move less with the load; only a quiet machine gives the ratio.
 
     python bench/eval_speed.py [--reps 5] [--instances 4] [--codebox DIR]... [--single-only]
-                               [--dataset FILE --repos DIR [--as-of now]] [--cold-python 3.9 [--cold-only]]
+                               [--dataset FILE --repos DIR [--as-of now]] [--backend podman]
+                               [--cold-python 3.9 [--cold-only]]
 
 --codebox DIR (repeatable): the checkout whose `python -m agent.cli` runs (default: this one);
 given twice (main and a branch), both run in the same reps, interleaved: a before/after at one load.
@@ -215,27 +216,44 @@ def sandbox_pytest() -> str:
                           capture_output=True, text=True, check=True).stdout.strip()
 
 
-def host_venv(folder: Path, lock: str, python: str = "3.11") -> Path:
-    """A venv of ``python`` with ``lock`` installed, bytecode compiled (as pip does); the image's pytest for no lock."""
-    venv = folder / f"venv-{python}-{hashlib.sha256(lock.encode()).hexdigest()[:12]}"
+def host_venv(folder: Path, lock: str, python: str = "3.11", own: Path | None = None) -> Path:
+    """A venv of this host's ``python`` with ``lock`` installed, bytecode compiled (as pip does); the image's
+    pytest for no lock; ``own``: that checkout installed too, editable. The lock's hashes are not checked: an
+    sdist codebox built into a wheel in its box has that wheel's hash, not the one the host's build makes."""
+    key = hashlib.sha256(f"{lock}\0{own or ''}".encode()).hexdigest()[:12]
+    venv = folder / f"venv-{python}-{key}"
     if not venv.exists():
-        subprocess.run([UV, "venv", "-q", "-p", python, str(venv)], check=True)
+        subprocess.run([UV, "venv", "-q", "--no-python-downloads", "-p", find_python(python), str(venv)], check=True)
+        pip = [UV, "pip", "install", "-q", "--compile-bytecode", "-p", str(venv / "bin" / "python")]
         if lock.strip():
             (folder / f"{venv.name}.lock").write_text(lock)
-            requirement = ["-r", str(folder / f"{venv.name}.lock")]
+            subprocess.run([*pip, "--no-verify-hashes", "-r", str(folder / f"{venv.name}.lock")], check=True)
         else:
-            requirement = [f"pytest=={sandbox_pytest()}"]
-        subprocess.run([UV, "pip", "install", "-q", "--compile-bytecode", "-p", str(venv / "bin" / "python"),
-                        *requirement], check=True)
+            subprocess.run([*pip, f"pytest=={sandbox_pytest()}"], check=True)
+        if own is not None:
+            subprocess.run([*pip, "--no-deps", "-e", str(own)], check=True)
     return venv / "bin" / "python"
 
 
 def host_venvs(project: Project, folder: Path, out: Path) -> None:
     """Per instance, a venv with the packages its tests ran with in codebox (its env's lock, or the image's
-    pytest); one venv per distinct lock."""
+    pytest) on the Python minor it ran on; one venv per distinct lock and Python. A real instance's own
+    project is installed into a venv of its own, editable from its host checkout (as codebox's environment
+    has it: a generated version module, entry points)."""
     for iid in project.ids:
-        lock = (json.loads((out / iid / "eval.json").read_text()).get("env") or {}).get("lock") or ""
-        project.pythons[iid] = str(host_venv(folder, lock))
+        verdict = json.loads((out / iid / "eval.json").read_text())
+        env = verdict.get("env") or {}
+        own = project.checkouts[iid] if project.name == "real" else None
+        project.pythons[iid] = str(host_venv(folder, env.get("lock") or "", _minor(verdict), own))
+
+
+def _minor(verdict: dict[str, object]) -> str:
+    """X.Y of the Python the instance ran on (3.11 where eval.json does not say: the image's)."""
+    chosen = verdict.get("python")
+    ran = str(chosen.get("ran") or "") if isinstance(chosen, dict) else ""
+    env = verdict.get("env")
+    ran = ran or (str(env.get("python") or "") if isinstance(env, dict) else "")
+    return ".".join(ran.split(".")[:2]) if ran else "3.11"
 
 
 def measure(project: Project, ids: list[str], out: Path, eval_first: bool, checkout: Path) -> tuple[float, float]:
@@ -364,11 +382,14 @@ def main() -> None:
     parser.add_argument("--dataset", type=Path)
     parser.add_argument("--repos", type=Path)
     parser.add_argument("--as-of", help="codebox eval's --as-of (the date the real instances' tests were listed at)")
+    parser.add_argument("--backend", help="codebox eval's --backend (docker, podman)")
     parser.add_argument("--cold-python", metavar="X.Y", help="also: a cold environment for Python X.Y (see above)")
     parser.add_argument("--cold-only", action="store_true", help="with --cold-python: that part alone")
     args = parser.parse_args()
     if args.as_of:
         EXTRA.extend(["--as-of", args.as_of])
+    if args.backend:
+        EXTRA.extend(["--backend", args.backend])
     checkouts = [c.resolve() for c in args.codebox] or [ROOT]
     folder = Path(tempfile.mkdtemp(prefix="codebox-eval-bench-"))
     try:

@@ -26,6 +26,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 from agent.backends.docker import EngineBackend
 from agent.containers.builds import EngineBuilder
@@ -209,23 +210,37 @@ def _installed(path: object) -> bool:
     return isinstance(path, str) and os.access(path, os.X_OK)
 
 
-def copy_image_from_docker(tag: str) -> None:
+def copy_image_from_docker(tag: str) -> bool:
     """Put Docker's image ``tag`` into Podman's store (Docker's save, Podman's load, each through its
-    backend's image store): the same offline image, byte for byte, its codebox labels included.
-    Raises SandboxError."""
+    backend's image store): the same offline image, byte for byte, its codebox labels included. Nothing is
+    copied when Podman's ``tag`` is that image already (a copy keeps the image's id): every eval on Podman
+    asks, and a copy is ~200 MB. Returns whether it copied. Raises SandboxError."""
     from agent.backends.registry import get_backend
 
     source = get_backend("docker").builder()
     try:
         target = BACKEND.builder()
-        with tempfile.NamedTemporaryFile(prefix="codebox-image-", suffix=".tar") as archive:
-            for chunk in source.save_image(tag):
-                archive.write(chunk)
-            archive.flush()
-            target.load_image(Path(archive.name))
-        target.close()
+        try:
+            if _same_image(source.inspect_image(tag), target.inspect_image(tag)):
+                return False
+            with tempfile.NamedTemporaryFile(prefix="codebox-image-", suffix=".tar") as archive:
+                for chunk in source.save_image(tag):
+                    archive.write(chunk)
+                archive.flush()
+                target.load_image(Path(archive.name))
+        finally:
+            target.close()
     finally:
         source.close()
+    return True
+
+
+def _same_image(docker: dict[str, Any] | None, podman: dict[str, Any] | None) -> bool:
+    """Both stores hold the image, with one id (Docker writes it ``sha256:<hex>``, Podman the bare hex)."""
+    if not docker or not podman:
+        return False
+    ids = [str(attrs.get("Id", "")).removeprefix("sha256:") for attrs in (docker, podman)]
+    return bool(ids[0]) and ids[0] == ids[1]
 
 
 BACKEND = PodmanBackend()

@@ -50,8 +50,9 @@ def cmd_image(args: argparse.Namespace) -> int:
         if getattr(args, "backend", "docker") == "podman":  # the same image, into Podman's store
             from agent.backends.podman import copy_image_from_docker
 
-            log(f"copying {tag} into Podman's image store (Docker's save, Podman's load)")
-            copy_image_from_docker(tag)
+            log(f"{tag} into Podman's image store (Docker's save, Podman's load, unless it is there)")
+            if not copy_image_from_docker(tag):
+                log(f"Podman's store has {tag} already (the same image id as Docker's)")
         where = " (podman)" if getattr(args, "backend", "") == "podman" else ""
         print(f"codebox: sandbox image ready: {tag}{where}")
     except (ImageError, SandboxError) as exc:
