@@ -79,6 +79,8 @@ def test_a_ready_machine_with_a_local_endpoint(tmp_path: Path, sandbox_image: st
     assert found["image"].startswith("✓ image") and "is there and current" in found["image"]
     assert found["runtime"].startswith("✓ runtime") and "runc" in found["runtime"]
     assert {"gvisor", "podman", "disk"} <= set(found)
+    driver = subprocess.run(["docker", "info", "--format", "{{.Driver}}"], capture_output=True, text=True).stdout
+    assert found["storage"].split()[2].rstrip(":") == driver.strip()  # the engine's own driver, named
     assert found["model"].startswith(f"✓ model     {FAKE_MODEL} at {url}")
     assert found["key"] == "✓ key       DOCTOR_KEY is set"
     assert found["endpoint"].startswith("✓ endpoint") and f"answers and lists {FAKE_MODEL}" in found["endpoint"]
@@ -144,3 +146,13 @@ def test_a_scripted_model_needs_no_key_and_a_bad_script_is_said(tmp_path: Path, 
     bad = doctor(tmp_path, "--model", f"scripted:{script}")
     assert bad.returncode == 1 and lines(bad)["model"].startswith("✗ model     the script")
     assert "docs/scripted-model.md" in lines(bad)["model"]
+
+
+@pytest.mark.parametrize("driver", ["fuse-overlayfs", "vfs"])
+def test_a_storage_driver_that_slows_every_sandbox_is_said_with_the_way_out(driver: str) -> None:
+    from agent.cli.commands.doctor import storage_finding
+
+    finding = storage_finding(driver)
+    assert finding.level == "optional" and finding.said.startswith(driver) and "overlay2" in (finding.fix or "")
+    assert storage_finding("overlay2").level == "ok"
+    assert storage_finding("").level == "optional"  # an engine that does not say

@@ -1,6 +1,6 @@
-"""`codebox doctor`: is this machine ready for codebox? One line per part (the engine, the sandbox image, the
-runtimes, Podman, the disk, the model, its key, its endpoint), each with the fix when it is not; exit 1 when a
-part codebox needs is missing. The key is never shown, only whether its variable is set."""
+"""`codebox doctor`: is this machine ready for codebox? One line per part (the engine, its storage driver, the
+sandbox image, the runtimes, Podman, the disk, the model, its key, its endpoint), each with the fix when it is
+not; exit 1 when a part codebox needs is missing. The key is never shown, only whether its variable is set."""
 
 from __future__ import annotations
 
@@ -82,9 +82,34 @@ def engine_findings(args: argparse.Namespace) -> tuple[list[Finding], Path | Non
     version = str(info.get("ServerVersion") or "?")
     engine = Finding(args.backend, "ok", f"{args.backend} {version} answers at {client.endpoint.url}")
     root = info.get("DockerRootDir")
-    findings = [engine, image_finding(args.image or DEFAULT_IMAGE, client, backend.build_command()),
+    findings = [engine, storage_finding(str(info.get("Driver") or "")),
+                image_finding(args.image or DEFAULT_IMAGE, client, backend.build_command()),
                 *runtime_findings(backend, client, args.runtime), *podman]
     return findings, Path(root) if isinstance(root, str) and root else None
+
+
+# A FUSE root file system: the kernel asks the FUSE daemon before every path lookup a process other than root
+# makes through "/" (measured here, fuse-overlayfs: ~40 µs a lookup as the sandbox's user, ~1 µs as root or on
+# the host), and the sandbox never runs repository code as root: a test run that stats a lot (pytest: ~20,000
+# lookups for 80 tests) takes 1.3-1.7x its time on the host. docs/performance.md#the-engines-storage-driver.
+SLOW_STORAGE = {
+    "fuse-overlayfs": "every path lookup by the sandbox's user goes through a FUSE daemon (~40 µs, against ~1 µs "
+                      "on the host): test runs take up to 1.7x the host's",
+    "vfs": "every layer of every image is a full copy: environment images build slowly and take their full size "
+           "each",
+}
+
+
+def storage_finding(driver: str) -> Finding:
+    """The engine's storage driver: one that makes every sandbox slower is said, with the way out."""
+    if not driver:
+        return Finding("storage", "optional", "the engine does not say which storage driver it uses")
+    slow = SLOW_STORAGE.get(driver)
+    if slow is None:
+        return Finding("storage", "ok", f"{driver}")
+    return Finding("storage", "optional", f"{driver}: {slow}",
+                   "the engine's overlay2 driver (kernel overlayfs), or --backend podman where its store uses "
+                   "overlay (`podman info`: graphDriverName)")
 
 
 def image_finding(tag: str, client: EngineClient, build: str) -> Finding:
