@@ -77,8 +77,8 @@ def main() -> int:
                 header = f"{'where':<34}" + "".join(f"{p:>18}" for p in took)
                 print(header)
             print(row(f"{engine}, {label}", took))
-    for user, label in ((None, "host, this user"), ("65534", "host, 65534")):
-        print(row(label, on_host(user, args.n)))
+    for host_user, label in ((None, "host, this user"), ("65534", "host, 65534")):
+        print(row(label, on_host(host_user, args.n)))
     print(f"# load {os.getloadavg()[0]:.2f}")
     return 0
 
