@@ -19,8 +19,10 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import json
 import os
 import shutil
+import stat
 import subprocess
 import tempfile
 import threading
@@ -172,11 +174,7 @@ class PodmanBackend(EngineBackend):
 
     def runtimes(self, client: EngineClient) -> frozenset[str]:
         """The runtimes Podman lists whose program is installed (it lists its defaults either way)."""
-        try:
-            listed = (client.info().get("Runtimes") or {}).items()
-        except EngineError as exc:
-            raise SandboxError(f"podman did not say which runtimes it has: {exc}") from exc
-        return frozenset(name for name, spec in listed if _installed((spec or {}).get("path")))
+        return frozenset(name for name, path in listed_runtimes(client).items() if _installed(path))
 
     def register_hint(self, runtime: str) -> str:
         if runtime.startswith("runsc"):
@@ -204,6 +202,39 @@ class PodmanBuilder(EngineBuilder):
         kept = [p for p in parts if p.partition("=")[0] not in ("uid", "gid")]
         uid, _, gid = user.partition(":")
         return ",".join([*kept, "U"] if owner.get("uid", uid) == uid and owner.get("gid", gid) == gid else kept)
+
+
+def listed_runtimes(client: EngineClient) -> dict[str, str]:
+    """Each runtime Podman lists, with its program's path. Podman's /info takes ~0.3 s (it sizes its store)
+    and its runtimes come from the configuration its service read when it started: the list is kept beside
+    the service's socket and asked again when another service answers there (a new socket file)."""
+    stamp = _socket_stamp(client.endpoint.unix_path)
+    memo = Path(f"{client.endpoint.unix_path}.runtimes.json") if stamp else None
+    if memo is not None:
+        with contextlib.suppress(OSError, ValueError, TypeError):
+            saved = json.loads(memo.read_text(encoding="utf-8"))
+            if saved.get("socket") == stamp and isinstance(saved.get("runtimes"), dict):
+                return {str(name): str(path) for name, path in saved["runtimes"].items()}
+    try:
+        listed = (client.info().get("Runtimes") or {}).items()
+    except EngineError as exc:
+        raise SandboxError(f"podman did not say which runtimes it has: {exc}") from exc
+    runtimes = {str(name): str((spec or {}).get("path") or "") for name, spec in listed}
+    if memo is not None:
+        with contextlib.suppress(OSError):
+            scratch = memo.with_name(f".{memo.name}.{os.getpid()}")
+            scratch.write_text(json.dumps({"socket": stamp, "runtimes": runtimes}), encoding="utf-8")
+            scratch.replace(memo)
+    return runtimes
+
+
+def _socket_stamp(path: str | None) -> list[int] | None:
+    """What tells one service's socket from the next one's at the same path: its inode and change time."""
+    try:
+        found = os.stat(path) if path else None
+    except OSError:
+        return None
+    return [found.st_ino, found.st_ctime_ns] if found is not None and stat.S_ISSOCK(found.st_mode) else None
 
 
 def _installed(path: object) -> bool:

@@ -3,6 +3,8 @@ it tells the user, Podman's refusal of a rootless cgroup v1 host, the per-runtim
 
 from __future__ import annotations
 
+import socket
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,8 +18,8 @@ from agent.sandboxes.config import SandboxConfig
 class FakeClient(EngineClient):
     """Answers /info from a dict; nothing is sent anywhere."""
 
-    def __init__(self, info: dict[str, Any], url: str = "unix:///fake.sock") -> None:
-        super().__init__(Endpoint(url=url, unix_path="/fake.sock"))
+    def __init__(self, info: dict[str, Any], url: str = "unix:///fake.sock", unix_path: str = "/fake.sock") -> None:
+        super().__init__(Endpoint(url=url, unix_path=unix_path))
         self._info = info
         self.asked = 0
 
@@ -63,3 +65,36 @@ def test_podman_runs_each_runtime_in_a_service_of_its_own() -> None:
     service = podman._services["runsc"]
     assert service._runtime_options() == ["--runtime=runsc", "--runtime-flag=network=none"]
     assert podman._services["runc"]._runtime_options() == []
+
+
+def test_podman_s_runtimes_are_asked_once_per_service_and_again_of_a_new_one(tmp_path: Path) -> None:
+    """Podman's /info takes ~0.3 s: the list is kept beside the service's socket, for as long as that socket is
+    the same one (a service that ended and started again binds a new one)."""
+    podman: Any = get_backend("podman")
+    path = tmp_path / "runc.sock"
+
+    def bind() -> socket.socket:
+        path.unlink(missing_ok=True)
+        listening = socket.socket(socket.AF_UNIX)
+        listening.bind(str(path))
+        return listening
+
+    info = {"Runtimes": {"runc": {"path": "/bin/sh"}, "kata": {"path": "/no/such/kata-runtime"}}}
+    first = bind()
+    try:
+        asking = FakeClient(info, url=f"unix://{path}", unix_path=str(path))
+        assert podman.runtimes(asking) == frozenset({"runc"}) and asking.asked == 1
+        again = FakeClient(info, url=f"unix://{path}", unix_path=str(path))
+        assert podman.runtimes(again) == frozenset({"runc"}) and again.asked == 0  # this process or the next
+        (tmp_path / "runc.sock.runtimes.json").write_text("{not json")
+        broken = FakeClient(info, url=f"unix://{path}", unix_path=str(path))
+        assert podman.runtimes(broken) == frozenset({"runc"}) and broken.asked == 1  # asked, and kept anew
+    finally:
+        first.close()
+    second = bind()  # another service at the same path
+    try:
+        moved = {"Runtimes": {"runc": {"path": "/bin/sh"}, "runsc": {"path": "/bin/true"}}}
+        renewed = FakeClient(moved, url=f"unix://{path}", unix_path=str(path))
+        assert podman.runtimes(renewed) == frozenset({"runc", "runsc"}) and renewed.asked == 1
+    finally:
+        second.close()
