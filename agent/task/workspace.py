@@ -12,6 +12,7 @@ import stat
 import subprocess
 import tempfile
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -221,12 +222,16 @@ def _from_git(source: Path, path: Path, base_commit: str | None, *, bare: bool) 
     git("clone", "--quiet", "--shared", "--no-checkout", "--", str(source), str(path), cwd=path.parent,
         timeout=_SOURCE_WALK_S)
     git("update-ref", "--no-deref", "HEAD", commit, cwd=path)  # detached at the commit
-    _drop_later_tags(path)
-    if base_commit is None and not bare:
-        dirty = _take_worktree(source, path, commit)
-    else:
-        git("read-tree", "--reset", "-u", commit, cwd=path, on_unencodable=_keep_raw)
-        dirty = False
+    # The walk that finds the later tags reads refs and history, the checkout writes the tree and the index: they
+    # run at once (the walk is 0.1-0.2 s of a repository with hundreds of tags: pytest's 224).
+    with ThreadPoolExecutor(1, thread_name_prefix="codebox-tags") as walk:
+        dropped = walk.submit(_drop_later_tags, path)
+        if base_commit is None and not bare:
+            dirty = _take_worktree(source, path, commit)
+        else:
+            git("read-tree", "--reset", "-u", commit, cwd=path, on_unencodable=_keep_raw)
+            dirty = False
+        dropped.result()
     submodules.fill(git, source, bare, path, _SOURCE_WALK_S)
     base = commit
     if dirty:
