@@ -31,10 +31,13 @@ process as fast as the host's) move less with the load; only a quiet machine giv
 
     python bench/eval_speed.py [--reps 5] [--instances 4] [--codebox DIR]... [--single-only]
                                [--dataset FILE --repos DIR [--as-of now]] [--backend podman]
+                               [--variant LABEL=FLAGS]...
                                [--cold-python 3.9 [--cold-only]]
 
 --codebox DIR (repeatable): the checkout whose `python -m agent.cli` runs (default: this one);
 given twice (main and a branch), both run in the same reps, interleaved: a before/after at one load.
+--variant LABEL=FLAGS (repeatable): the last checkout again with more `codebox eval` flags, in the same
+reps (podman='--backend podman', runsc='--runtime runsc'): engines and runtimes at one load.
 --dataset/--repos add real instances, all in one eval run (their gold patches; on the host, a venv
 from each one's environment lock).
 --cold-python X.Y: a cold environment for a new Python: a project declaring pytest and six, its
@@ -49,6 +52,7 @@ import argparse
 import hashlib
 import json
 import os
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -158,6 +162,18 @@ EXTRA: list[str] = []  # flags for every `codebox eval` (--as-of)
 LAST_STDERR: list[str] = [""]  # the last `codebox eval`'s stderr (an environment build's progress lines)
 
 
+@dataclass(frozen=True)
+class Runner:
+    """What runs `codebox eval`: a checkout's `python -m agent.cli`, with flags of its own (a variant)."""
+
+    checkout: Path
+    flags: tuple[str, ...] = ()
+    label: str = ""
+
+    def __str__(self) -> str:
+        return self.label or str(self.checkout)
+
+
 @dataclass
 class Single:
     """One rep of one instance alone."""
@@ -178,17 +194,18 @@ def codebox_env() -> dict[str, str]:
     return env
 
 
-def run_eval(project: Project, ids: list[str], out: Path, checkout: Path = ROOT, keep: bool = False) -> float:
+def run_eval(project: Project, ids: list[str], out: Path, runner: Runner = Runner(ROOT), keep: bool = False) -> float:
     """Wall time of `codebox eval --jobs 1` over ``ids`` (gold patches), from an empty --out (``keep``: the
     --out as it is, every instance kept from the run before: the command's own cost alone)."""
     if not keep:
         shutil.rmtree(out, ignore_errors=True)
     pattern = "^(" + "|".join(ids) + ")$"
-    env = {**codebox_env(), "PYTHONPATH": str(checkout)}
+    env = {**codebox_env(), "PYTHONPATH": str(runner.checkout)}
     started = time.monotonic()
     proc = subprocess.run([sys.executable, "-m", "agent.cli", "eval", "--tasks", str(project.dataset),
                            "--predictions", "gold", "--out", str(out), "--repos", str(project.repos), "--jobs", "1",
-                           "--filter", pattern, *EXTRA], capture_output=True, text=True, cwd=checkout, env=env)
+                           "--filter", pattern, *EXTRA, *runner.flags], capture_output=True, text=True,
+                          cwd=runner.checkout, env=env)
     elapsed = time.monotonic() - started
     LAST_STDERR[0] = proc.stderr
     results = json.loads((out / "results.json").read_text()) if (out / "results.json").exists() else {}
@@ -256,20 +273,20 @@ def _minor(verdict: dict[str, object]) -> str:
     return ".".join(ran.split(".")[:2]) if ran else "3.11"
 
 
-def measure(project: Project, ids: list[str], out: Path, eval_first: bool, checkout: Path) -> tuple[float, float]:
+def measure(project: Project, ids: list[str], out: Path, eval_first: bool, runner: Runner) -> tuple[float, float]:
     """(codebox's wall time, the host's) over ``ids``, in the order asked."""
     if eval_first:
-        seconds = run_eval(project, ids, out, checkout)
+        seconds = run_eval(project, ids, out, runner)
         return seconds, run_host(project, ids)
     host = run_host(project, ids)
-    return run_eval(project, ids, out, checkout), host
+    return run_eval(project, ids, out, runner), host
 
 
-def measure_single(project: Project, out: Path, eval_first: bool, checkout: Path) -> Single:
+def measure_single(project: Project, out: Path, eval_first: bool, runner: Runner) -> Single:
     """One instance alone, and then the same command again with it kept (the CLI's own cost)."""
     load = os.getloadavg()[0]
-    seconds, host = measure(project, project.ids[:1], out, eval_first, checkout)
-    cli = run_eval(project, project.ids[:1], out, checkout, keep=True)
+    seconds, host = measure(project, project.ids[:1], out, eval_first, runner)
+    cli = run_eval(project, project.ids[:1], out, runner, keep=True)
     kept = json.loads((out / project.ids[0] / "eval.json").read_text())
     return Single(seconds, host, cli, load, kept["timings"], kept["duration_s"])
 
@@ -316,7 +333,7 @@ def find_python(version: str) -> str:
     raise SystemExit(f"no Python {version} on this host to compare with")
 
 
-def cold_python(folder: Path, python: str, reps: int, checkout: Path) -> None:
+def cold_python(folder: Path, python: str, reps: int, runner: Runner) -> None:
     """A cold environment for ``python`` (its images removed before each rep) against the host's new venv."""
     from agent.env.install import images
 
@@ -333,7 +350,7 @@ def cold_python(folder: Path, python: str, reps: int, checkout: Path) -> None:
     EXTRA.extend(["--python", python])
     try:
         out = folder / "cold"
-        run_eval(project, project.ids, out, checkout)  # the wheels downloaded once (kept warm, as uv's cache is)
+        run_eval(project, project.ids, out, runner)  # the wheels downloaded once (kept warm, as uv's cache is)
         engine = images.EngineImages.connect()
         cold, host, env_s, host_venv_s = [], [], [], []
         for _ in range(reps):
@@ -341,7 +358,7 @@ def cold_python(folder: Path, python: str, reps: int, checkout: Path) -> None:
             entry = images.find(engine, info["image_id"])
             images.remove_env_images(engine, [info["image_id"], *([entry.deps] if entry and entry.deps else [])])
             load = os.getloadavg()[0]
-            cold.append(run_eval(project, project.ids, out, checkout))
+            cold.append(run_eval(project, project.ids, out, runner))
             kept = json.loads((out / project.ids[0] / "eval.json").read_text())
             if not kept["env"]["built"]:
                 raise SystemExit("the environment was not built again: not a cold run")
@@ -382,7 +399,10 @@ def main() -> None:
     parser.add_argument("--dataset", type=Path)
     parser.add_argument("--repos", type=Path)
     parser.add_argument("--as-of", help="codebox eval's --as-of (the date the real instances' tests were listed at)")
-    parser.add_argument("--backend", help="codebox eval's --backend (docker, podman)")
+    parser.add_argument("--backend", help="codebox eval's --backend (docker, podman), for every run")
+    parser.add_argument("--variant", action="append", default=[], metavar="LABEL=FLAGS",
+                        help="also run the last checkout with these eval flags, interleaved with the others "
+                             "(repeatable): podman='--backend podman', runsc='--runtime runsc'")
     parser.add_argument("--cold-python", metavar="X.Y", help="also: a cold environment for Python X.Y (see above)")
     parser.add_argument("--cold-only", action="store_true", help="with --cold-python: that part alone")
     args = parser.parse_args()
@@ -391,40 +411,44 @@ def main() -> None:
     if args.backend:
         EXTRA.extend(["--backend", args.backend])
     checkouts = [c.resolve() for c in args.codebox] or [ROOT]
+    runners = [Runner(c) for c in checkouts]
+    for variant in args.variant:
+        label, _, flags = variant.partition("=")
+        runners.append(Runner(checkouts[-1], tuple(shlex.split(flags)), label))
     folder = Path(tempfile.mkdtemp(prefix="codebox-eval-bench-"))
     try:
         if args.cold_python and args.cold_only:
-            cold_python(folder, args.cold_python, args.reps, checkouts[-1])
+            cold_python(folder, args.cold_python, args.reps, runners[-1])
             return
         projects = [build_flat(folder, args.instances), build_src(folder, args.instances)]
         if args.dataset and args.repos:
             projects.append(real_project(folder, args.dataset.resolve(), args.repos.resolve()))
         for project in projects:  # warm-up: environments built, host venvs made, bytecode written, caches filled
-            for checkout in checkouts:
-                run_eval(project, project.ids, folder / "warm", checkout)
+            for runner in runners:
+                run_eval(project, project.ids, folder / "warm", runner)
             host_venvs(project, folder, folder / "warm")
             run_host(project, project.ids)
-        keys = [(p.name, c) for p in projects for c in checkouts]
-        batch: dict[tuple[str, Path], list[tuple[float, float]]] = {k: [] for k in keys}
-        single: dict[tuple[str, Path], list[Single]] = {k: [] for k in keys}
-        outs: dict[tuple[str, Path], list[Path]] = {k: [] for k in keys}
+        keys = [(p.name, r) for p in projects for r in runners]
+        batch: dict[tuple[str, Runner], list[tuple[float, float]]] = {k: [] for k in keys}
+        single: dict[tuple[str, Runner], list[Single]] = {k: [] for k in keys}
+        outs: dict[tuple[str, Runner], list[Path]] = {k: [] for k in keys}
         loads: list[float] = []
-        for rep in range(args.reps):  # interleaved: every project and checkout in each rep, eval/host order alternating
+        for rep in range(args.reps):  # interleaved: every project and runner in each rep, eval/host order alternating
             loads.append(os.getloadavg()[0])
             for project in projects:
-                for n, checkout in enumerate(checkouts if rep % 2 == 0 else checkouts[::-1]):
-                    key = (project.name, checkout)
+                for n, runner in enumerate(runners if rep % 2 == 0 else runners[::-1]):
+                    key = (project.name, runner)
                     if not args.single_only:
                         out = folder / f"out-{project.name}-{n}-{rep}"
-                        batch[key].append(measure(project, project.ids, out, rep % 2 == 0, checkout))
+                        batch[key].append(measure(project, project.ids, out, rep % 2 == 0, runner))
                         outs[key].append(out)
-                    single[key].append(measure_single(project, folder / "one", rep % 2 == 1, checkout))
+                    single[key].append(measure_single(project, folder / "one", rep % 2 == 1, runner))
         print(f"{args.reps} reps, load (1 min) at their starts: {' '.join(f'{x:.1f}' for x in loads)}; "
               f"{os.cpu_count()} cores")
         for project in projects:
-            for checkout in checkouts:
-                key = (project.name, checkout)
-                print(f"{project.name} ({len(project.ids)} instances), codebox from {checkout}:")
+            for runner in runners:
+                key = (project.name, runner)
+                print(f"{project.name} ({len(project.ids)} instances), codebox from {runner}:")
                 if batch[key]:
                     n, many = len(project.ids), batch[key]
                     ratio = statistics.median(e / h for e, h in many)
@@ -433,7 +457,7 @@ def main() -> None:
                     print(f"    steps (median s per instance): {step_medians(outs[key], project.ids)}")
                 print_single(project.name, single[key])
         if args.cold_python:
-            cold_python(folder, args.cold_python, args.reps, checkouts[-1])
+            cold_python(folder, args.cold_python, args.reps, runners[-1])
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
