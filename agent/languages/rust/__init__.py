@@ -28,7 +28,7 @@ def cargo_test(repo: Path, env: EnvInfo | None = None) -> list[str]:
     """The test command of ``repo`` in ``env``: cargo test with libtest's JSON events. A repository without a
     Cargo.lock: cargo resolves offline from the vendored crates (those the host's lock named) and writes the lock
     into the build cache, not into the read-only /repo, told so as the environment's cargo takes it (lockpath.py:
-    an option of cargo test up to cargo 1.94, the image's variables from then on)."""
+    an option of cargo test up to cargo 1.93, the image's variables from 1.94 on)."""
     if (repo / manifest.LOCK).is_file():
         return list(CARGO_TEST)
     form = lockpath.lock_path(env.toolchain if env is not None else "")

@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from agent.env.cancel import NEVER, Cancel
@@ -21,9 +22,14 @@ if TYPE_CHECKING:
 TIMEOUT_S = 120.0
 FOLDER = "cargo-version-v1"
 _MAX_LINE = 200
+Log = Callable[[str], None]
 
 
-def cargo_version(client: Builder, image: str, image_id: str, cancel: Cancel = NEVER) -> str:
+def _quiet(_: str) -> None:
+    pass
+
+
+def cargo_version(client: Builder, image: str, image_id: str, cancel: Cancel = NEVER, log: Log = _quiet) -> str:
     """``cargo -V``'s first line in ``image`` (whose id is ``image_id``); EnvError in one line when it has no cargo
     that runs."""
     saved = cache_dir() / FOLDER / f"{image_id.replace(':', '-')}.txt"
@@ -31,6 +37,7 @@ def cargo_version(client: Builder, image: str, image_id: str, cancel: Cancel = N
         line = saved.read_text(encoding="utf-8").strip()
         if line:
             return line
+    log(f"asking the cargo of {image} its version (cargo -V), once per image")
     line = _ask(client, image, cancel)
     with contextlib.suppress(OSError):  # whole or not at all
         saved.parent.mkdir(parents=True, exist_ok=True)

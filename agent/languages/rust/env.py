@@ -79,7 +79,7 @@ def ensure_rust_env(repo: Path, image: str | None, backend: str, log: Log = _qui
         if attrs is None:
             raise EnvError(f"the image {base} is not in {backend}'s image store", usage=True)
         base_id = str(attrs.get("Id", ""))
-        toolchain = cargo_version(engine.store, base, base_id, cancel)
+        toolchain = cargo_version(engine.store, base, base_id, cancel, log)
         notes = [chosen.note]
         env = dict(CARGO_ENV)
         if lockless:

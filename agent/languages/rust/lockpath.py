@@ -2,12 +2,13 @@
 cargo writes it into the build cache (LOCK), told so in the form the toolchain's cargo takes, chosen by its
 version (``cargo -V``, asked once per toolchain image: cargo_version.py):
 
-- 1.95 and newer: the config key ``resolver.lockfile-path``, set in the environment image's variables
-  (CARGO_RESOLVER_LOCKFILE_PATH, with CARGO_UNSTABLE_LOCKFILE_PATH while it is unstable: 1.97 made it stable and
-  ignores that variable; RUSTC_BOOTSTRAP=1 lets a stable cargo take it). The test command is cargo test's plain
-  one, and every other cargo command the model runs finds the lock there too.
-- 1.82 to 1.94: ``cargo test -Zunstable-options --lockfile-path LOCK``, the flag 1.95 removed (the config key
-  came during 1.94's nightlies, so a 1.94 nightly gets the flag, a 1.94 release the config key).
+- 1.94's releases and newer: the config key ``resolver.lockfile-path``, set in the environment image's
+  variables (CARGO_RESOLVER_LOCKFILE_PATH, with CARGO_UNSTABLE_LOCKFILE_PATH while it is unstable: 1.97 made it
+  stable and ignores that variable; RUSTC_BOOTSTRAP=1 lets a stable cargo take it). The test command is cargo
+  test's plain one, and every other cargo command the model runs finds the lock there too.
+- 1.82 to 1.93, and 1.94's nightlies: ``cargo test -Zunstable-options --lockfile-path LOCK``, the flag that 1.94
+  deprecated and 1.95 removed (the config key came during 1.94's nightlies: an early one lacks it). Such a cargo
+  ignores the variables above (Debian trixie's 1.85, tried).
 - older: neither; the environment build says so in one line.
 """
 
@@ -50,7 +51,7 @@ def parse(line: str) -> CargoVersion | None:
 
 def lock_path(line: str) -> LockPath | None:
     """The form the cargo that said ``line`` takes (None: it takes none, or the line is no version).
-    ``line`` empty (the toolchain was not asked): the config key, as cargo takes it from 1.95 on."""
+    ``line`` empty (the toolchain was not asked): the config key, as today's cargo takes it."""
     if not line:
         return LockPath((), dict(CONFIG))
     version = parse(line)

@@ -40,9 +40,9 @@ def test_a_crate_and_a_workspace_are_rust_with_cargo_test_and_its_json_events(tm
     (tmp_path / "Cargo.lock").unlink()  # cargo writes the lock it resolves into the build cache, not /repo
     debian = EnvInfo(image="env", base_image="base", toolchain="cargo 1.85.1 (d73d2caf9 2024-12-31)")
     rustup = EnvInfo(image="env", base_image="base", toolchain="cargo 1.95.0 (f2d3ce0bd 2026-03-21)")
-    found = detect(tmp_path, debian)  # an option of cargo test, up to 1.94
+    found = detect(tmp_path, debian)  # an option of cargo test, up to 1.93
     assert found is not None and found.command == ["cargo", "test", *lockpath.FLAG, *CARGO_TEST[2:]]
-    for env in (rustup, None):  # the image's variables, from 1.95 on (and where the toolchain is not known)
+    for env in (rustup, None):  # the image's variables, from 1.94 on (and where the toolchain is not known)
         found = detect(tmp_path, env)
         assert found is not None and found.command == CARGO_TEST
     run = RUST.named_tests_run(tmp_path, ["tests::adds"], debian)

@@ -1,5 +1,6 @@
 """Where cargo writes the lock of a repository without one, by the toolchain's cargo version (lockpath.py): the
-option of cargo test up to 1.94, the config key in the image's variables from then on, neither before 1.82.
+option of cargo test up to 1.93 (and 1.94's nightlies), the config key in the image's variables from 1.94 on,
+neither before 1.82.
 What each cargo takes was tried on the cargos of this machine (1.85 Debian's, 1.95 and 1.97-nightly rustup's);
 the release each form came and went in is the version of cargo's own source where it changed."""
 
@@ -24,7 +25,7 @@ FLAG = lockpath.LockPath(lockpath.FLAG, {})
     ("cargo 1.95.0 (f2d3ce0bd 2026-03-21)", CONFIG),  # rustup's stable here: the flag is gone
     ("cargo 1.97.0-nightly (4d1f98451 2026-05-15)", CONFIG),  # the key is stable; the unstable variable ignored
     ("cargo 2.0.0", CONFIG),
-    ("", CONFIG),  # not asked: the form cargo takes from 1.95 on
+    ("", CONFIG),  # not asked: the form today's cargo takes
 ])
 def test_each_cargo_gets_the_form_it_takes(line: str, form: lockpath.LockPath) -> None:
     assert lockpath.lock_path(line) == form
