@@ -1,9 +1,9 @@
 """A crate that commits no Cargo.lock, end to end with real containers and no network in the box: on rustup's
-toolchain (cargo 1.95 and newer: the lock path in the environment image's variables, the plain test command) and
+toolchain (cargo 1.94 and newer: the lock path in the environment image's variables, the plain test command) and
 on Debian's (cargo 1.85: --lockfile-path on the test command), `codebox run` finds its tests, names the failing one
-and passes after the fix, and `codebox eval` grades a row of it by test name; the lock is written in the box's
-build cache, never into the repository. A user's image whose cargo is older than both forms is refused in one
-line before any model request."""
+and passes after the fix (and again with the environment named by its image, --env), and `codebox eval` grades a
+row of it by test name; the lock is written in the box's build cache, never into the repository. A user's image
+whose cargo is older than both forms is refused in one line before any model request."""
 
 from __future__ import annotations
 
@@ -103,6 +103,14 @@ def test_a_lockless_crate_runs_and_is_graded_on_the_toolchain_with_its_cargo_s_f
     chosen = [note for note in result["env"]["notes"] if note.startswith("rust toolchain:")]
     assert chosen and ("rustup" in chosen[0] if toolchain == "rustup" else "Debian" in chosen[0]), chosen
     assert not (repo / "Cargo.lock").exists()
+
+    # The environment named again by its image (--env IMAGE, from codebox's record): the same command.
+    model = script(tmp_path / "again.json", [run_test(), {"message": "ran"}])
+    done = codebox(cache, toolchain, "run", "--repo", str(repo), "--env", result["env"]["image"], "--model", model,
+                   "--no-diff", "run the tests")
+    assert done.returncode == 0, done.stderr
+    assert f"{' '.join(command)} (found Cargo.toml [package]" in done.stderr, done.stderr
+    assert "1 failing: tests::adds" in done.stdout + done.stderr
 
     gold = diff_of(repo, {"src/lib.rs": LIB.replace("a - b", "a + b")})
     row = {"repo": "acme/nolock", "base_commit": base, "test_patch": "", "problem_statement": "add",

@@ -96,7 +96,7 @@ def ensure_rust_env(repo: Path, image: str | None, backend: str, log: Log = _qui
         with images.building("env", key, cancel):
             entry = images.lookup(engine, "env", key)
             if entry is None:
-                entry = _build(engine, base, base_id, key, pinned, env, log, cancel, repo_name)
+                entry = _build(engine, base, base_id, key, pinned, env, toolchain, log, cancel, repo_name)
                 built = True
             else:
                 built = False
@@ -114,7 +114,7 @@ def _lock_note(toolchain: str, form: lockpath.LockPath) -> str:
 
 
 def _build(engine: images.EngineImages, base: str, base_id: str, key: str, pinned: list[crates.Crate],
-           env: dict[str, str], log: Log, cancel: Cancel, repo_name: str) -> images.Entry:
+           env: dict[str, str], toolchain: str, log: Log, cancel: Cancel, repo_name: str) -> images.Entry:
     log(f"vendoring the {len(pinned)} crates Cargo.lock pins (from crates.io, or codebox's cache)")
     files = crates.download(pinned, cancel)
     with tempfile.TemporaryDirectory(prefix="codebox-crates-") as tmp:
@@ -124,6 +124,7 @@ def _build(engine: images.EngineImages, base: str, base_id: str, key: str, pinne
         image_id = load_image(engine.store, base, [layer], tag, labels, cancel, env=env)
     note = f"rust: {len(pinned)} crates vendored from Cargo.lock, toolchain {base}"
     entry = images.Entry(kind="env", key=key, id=image_id, tag=tag, repo=repo_name, base=base, base_id=base_id,
-                         packages=[f"{c.name}=={c.version}" for c in pinned], notes=[note], engine=engine.name)
+                         packages=[f"{c.name}=={c.version}" for c in pinned], notes=[note], engine=engine.name,
+                         toolchain=toolchain)
     images.write(entry)
     return entry
