@@ -25,7 +25,7 @@ from agent.env.install import images
 from agent.env.install.layer import load_image
 from agent.languages.rust import crates, lockpath, manifest
 from agent.languages.rust.cargo_version import cargo_version
-from agent.languages.rust.toolchain import choose
+from agent.languages.rust.toolchain import CHOICE_VARIABLE, SUITE, choose
 
 FORMAT = "rust-1"
 BUILD_CACHE = "/tmp/codebox-cache"  # kept between test runs by the sandbox (sandbox/tools/run_test.py)
@@ -84,8 +84,9 @@ def ensure_rust_env(repo: Path, image: str | None, backend: str, log: Log = _qui
         env = dict(CARGO_ENV)
         if lockless:
             form = lockpath.lock_path(toolchain)
-            if form is None:
-                raise EnvError(lockpath.refusal(toolchain), usage=True)
+            if form is None:  # codebox's choice was the host's rustup toolchain (Debian's cargo takes the flag)
+                other = "" if image else f"{CHOICE_VARIABLE}=debian chooses Debian {SUITE}'s cargo 1.85"
+                raise EnvError(lockpath.refusal(toolchain, other), usage=True)
             env.update(form.env)
             notes.append(_lock_note(toolchain, form))
             log(notes[-1])

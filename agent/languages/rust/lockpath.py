@@ -65,11 +65,12 @@ def lock_path(line: str) -> LockPath | None:
     return None
 
 
-def refusal(line: str) -> str:
-    """Why the cargo that said ``line`` cannot test a repository without a Cargo.lock (lock_path gave None)."""
+def refusal(line: str, other: str = "") -> str:
+    """Why the cargo that said ``line`` cannot test a repository without a Cargo.lock (lock_path gave None), and
+    what to do (``other``: another toolchain that can, in a few words)."""
     said = line.strip().splitlines()[0][:80] if line.strip() else "nothing"
     if parse(line) is None:
         return f"the repository has no Cargo.lock, and the toolchain's `cargo -V` said {said!r}, not a version"
     return (f"the repository has no Cargo.lock, and the toolchain's {said.split(' (')[0]} cannot write one outside "
             f"the read-only /repo (cargo {FLAG_SINCE[0]}.{FLAG_SINCE[1]} or newer can): commit a Cargo.lock, or "
-            "use a newer toolchain")
+            f"use a newer toolchain{f' ({other})' if other else ''}")

@@ -47,6 +47,9 @@ def test_a_cargo_older_than_the_flag_gets_none_and_a_one_line_reason() -> None:
     why = lockpath.refusal(line)
     assert why == ("the repository has no Cargo.lock, and the toolchain's cargo 1.81.0 cannot write one outside the "
                    "read-only /repo (cargo 1.82 or newer can): commit a Cargo.lock, or use a newer toolchain")
+    # the host's rustup toolchain, codebox's choice: Debian's cargo is the other one
+    assert lockpath.refusal(line, "CODEBOX_RUST_TOOLCHAIN=debian chooses Debian trixie's cargo 1.85") == (
+        f"{why} (CODEBOX_RUST_TOOLCHAIN=debian chooses Debian trixie's cargo 1.85)")
 
 
 @pytest.mark.parametrize("line", ["cargo-nightly 1.95", "rustc 1.95.0 (abc 2026-03-21)", "cargo version unknown",
