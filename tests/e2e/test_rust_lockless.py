@@ -44,7 +44,7 @@ FILES = {"Cargo.toml": '[package]\nname = "nolock"\nversion = "0.1.0"\nedition =
 
 def host_cargo() -> str:
     """``cargo -V`` of the host's rustup toolchain: the one copied into codebox's image."""
-    assert FOUND is not None
+    assert FOUND is not None, f"this test needs the host's rustup toolchain (in CI too): {WHY}"
     done = subprocess.run([str(FOUND.root / "bin" / "cargo"), "-V"], capture_output=True, text=True, check=True)
     return done.stdout.strip()
 
