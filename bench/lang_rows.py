@@ -30,6 +30,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from agent.env.cancel import NEVER
+from agent.env.info import EnvInfo
 from agent.languages.base import BuildsEnvironment, RunsNamedTests
 from agent.languages.go import gotest
 from agent.languages.registry import LANGUAGES, detect
@@ -58,10 +59,11 @@ def split_diff(mirror: Path, commit: str, language: str) -> tuple[str, str]:
     return patch, test_patch
 
 
-def run_suite(tree: Path, image: str, language: RunsNamedTests, timeout: int) -> str:
+def run_suite(tree: Path, env: EnvInfo, language: RunsNamedTests, timeout: int) -> str:
     """The runner's machine output of the whole suite, as `codebox eval` runs it (network none, /repo read-only,
     /tmp a scratch folder)."""
-    run = language.named_tests_run(tree, [])
+    run = language.named_tests_run(tree, [], env)
+    image = env.image
     with tempfile.TemporaryDirectory(prefix="lang-rows-tmp-") as scratch:
         command = ["docker", "run", "--rm", "--network", "none", "--label", "lang_rows=1", "-v", f"{tree}:/repo:ro",
                    "-v", f"{scratch}:/tmp", "-w", "/repo", image, *run.argv]
@@ -119,9 +121,9 @@ def main() -> None:
         env = language.environment(tree, None, "docker", lambda line: print(line, file=sys.stderr), NEVER, args.repo)
         packages = go_packages(tree, test_patch) if language.name == "go" else None
         git(tree, "apply", "-", stdin=test_patch)
-        before = outcomes(language, run_suite(tree, env.image, language, args.timeout), packages)
+        before = outcomes(language, run_suite(tree, env, language, args.timeout), packages)
         git(tree, "apply", "-", stdin=patch)
-        after = outcomes(language, run_suite(tree, env.image, language, args.timeout), packages)
+        after = outcomes(language, run_suite(tree, env, language, args.timeout), packages)
     fail_to_pass = sorted(t for t, o in after.items() if o == PASSED and before.get(t) != PASSED)
     pass_to_pass = sorted(t for t, o in after.items() if o == PASSED and before.get(t) == PASSED)
     if not fail_to_pass:

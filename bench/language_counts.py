@@ -87,7 +87,7 @@ def in_sandbox_whole(repo: Path) -> tuple[str, float, int]:
     env = choose_env(TaskSpec(id="bench-counts", repo=str(repo), goal="count"), repo, config, lambda _: None, NEVER)
     language = named_tests(repo)
     assert env is not None and language is not None
-    run = language.named_tests_run(repo, [])
+    run = language.named_tests_run(repo, [], env)
     with Sandbox(repo, config.replace(image=env.run_image), task_id="bench-counts") as box:
         reply = box.call("run_test", {"argv": run.argv, "report_file": run.report_file, "timeout_s": 3600},
                          timeout_s=3600)

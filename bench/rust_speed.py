@@ -113,6 +113,8 @@ def recompiled(text: str) -> int:
 
 
 def without_lock_path(command: list[str]) -> list[str]:
+    """The command as the host runs it in its writable copy: without the sandbox's --lockfile-path (cargo up
+    to 1.94; a newer one gets the lock path from the image's variables, which the host does not set)."""
     if "--lockfile-path" not in command:
         return list(command)
     at = command.index("--lockfile-path")
@@ -167,8 +169,13 @@ def main() -> int:
     print(f"environment cache hit as a new process, {where}: median {statistics.median(spawned) * 1000:.0f} ms "
           f"(min {min(spawned) * 1000:.0f}, max {max(spawned) * 1000:.0f}, n={len(spawned)})")
     env = ensure_rust_env(repo, None, "docker", lambda _: None, NEVER, repo.name)
-    print(f"# {env.notes[-1] if env.notes else env.image}")
+    for note in env.notes:
+        print(f"# {note}")
+    print(f"# the box's {env.toolchain}")
+    found = detect(repo, env)  # the command as the environment's cargo takes it
+    assert found is not None
     command = found.command
+    print(f"# test command: {' '.join(command)}")
     with tempfile.TemporaryDirectory(prefix="codebox-bench-rust-") as tmp, host_cgroup(args.host_cgroup) as cgroup:
         copy = Path(tmp) / "crate"
         shutil.copytree(repo, copy, symlinks=True, ignore=shutil.ignore_patterns(".git", "target"))

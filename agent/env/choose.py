@@ -190,4 +190,5 @@ def _named(env: str, backend: str) -> EnvInfo:
     finally:
         engine.close()
     return EnvInfo(image=entry.tag, image_id=entry.id, base_image=entry.base, lock=entry.lock,
-                   installed=list(entry.packages), python=entry.python, apt=list(entry.apt), as_of=entry.as_of)
+                   installed=list(entry.packages), python=entry.python, apt=list(entry.apt), as_of=entry.as_of,
+                   toolchain=entry.toolchain)

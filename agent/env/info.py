@@ -22,6 +22,9 @@ class EnvInfo(BaseModel):
     pytest_plugins: list[str] | None = None
     """The project's own pytest11 entry points ("name = module"), as its metadata declares them (None: not known)."""
     notes: list[str] = Field(default_factory=list)
+    toolchain: str = ""
+    """The language toolchain's version as its own tool says it ("cargo 1.95.0 (f2d3ce0bd 2026-03-21)"): what a
+    test command that depends on it follows (empty: not asked, as for Python's environments)."""
     duration_s: float = 0.0
     # Which of the repository's candidate environments this is (1-based; 0: not known), of how many offered.
     candidate: int = 0

@@ -322,7 +322,7 @@ class _Run:
         evidence, task = self.evidence, self.task
         language = named_tests(repo)
         if language is not None:  # another language than Python, graded by its test names (Rust's cargo test)
-            self._named_tests(sandbox, repo, language)
+            self._named_tests(sandbox, repo, language, env)
             return
         named = [*task.FAIL_TO_PASS, *task.PASS_TO_PASS]
         runner, why = eval_runner(repo, named)
@@ -386,11 +386,11 @@ class _Run:
         return {"argv": command_argv(evidence.test_command), "timeout_s": self.job.timeout_s,
                 "report_file": BUNDLE_PATH, "env": command_environment(runner, root, self.job.dataset_image)}
 
-    def _named_tests(self, sandbox: Session, repo: Path, language: RunsNamedTests) -> None:
+    def _named_tests(self, sandbox: Session, repo: Path, language: RunsNamedTests, env: EnvInfo | None) -> None:
         """The language's own run; its machine output read per test and graded as a JUnit report would be."""
         evidence = self.evidence
         evidence.runner = language.name  # the verdict grades by the language's test names
-        run = language.named_tests_run(repo, [*self.task.FAIL_TO_PASS, *self.task.PASS_TO_PASS])
+        run = language.named_tests_run(repo, [*self.task.FAIL_TO_PASS, *self.task.PASS_TO_PASS], env)
         evidence.test_command = run.shown
         request: dict[str, object] = {"argv": run.argv, "timeout_s": self.job.timeout_s, "report_file": run.report_file}
         if self.task.test_in_copy:

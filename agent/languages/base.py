@@ -44,9 +44,10 @@ class Language(Protocol):
 
     name: str
 
-    def detect(self, repo: Path, lock: str | None) -> Detection | None:
-        """The test command of ``repo`` when it shows this language's tests, else None. ``lock``: the
-        environment's lock, when one was built (says whether the test runner is installed)."""
+    def detect(self, repo: Path, env: EnvInfo | None) -> Detection | None:
+        """The test command of ``repo`` when it shows this language's tests, else None. ``env``: the environment
+        the command runs in, when one was chosen (its lock says whether Python's test runner is installed; its
+        toolchain, which form of cargo test's options a Rust repository gets)."""
         ...
 
     def runs(self, test_cmd: list[str]) -> bool:
@@ -104,8 +105,9 @@ class RunsNamedTests(Protocol):
         """Whether ``name`` is a test name this runner writes (a row's FAIL_TO_PASS entry)."""
         ...
 
-    def named_tests_run(self, repo: Path, names: list[str]) -> NamedTestsRun:
-        """The run that reports (at least) the tests ``names`` of ``repo``."""
+    def named_tests_run(self, repo: Path, names: list[str], env: EnvInfo | None) -> NamedTestsRun:
+        """The run that reports (at least) the tests ``names`` of ``repo`` in the environment ``env`` (None: not
+        known)."""
         ...
 
     def outcomes(self, output: str) -> dict[str, str]: ...

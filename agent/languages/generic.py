@@ -6,8 +6,12 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from agent.languages.base import CONTROL, Detection, TestArgsError, check_test_path, refused, unique_names
+
+if TYPE_CHECKING:
+    from agent.env.info import EnvInfo
 
 ALLOWED = "plain test paths inside the repository (no options: the test command is not pytest)"
 _GO = re.compile(r"^\s*--- FAIL: (\S+)", re.M)
@@ -23,7 +27,7 @@ class Generic:
 
     name = "generic"
 
-    def detect(self, repo: Path, lock: str | None) -> Detection | None:
+    def detect(self, repo: Path, env: EnvInfo | None) -> Detection | None:
         return None
 
     def runs(self, test_cmd: list[str]) -> bool:

@@ -33,10 +33,11 @@ if TYPE_CHECKING:
 LANGUAGES: tuple[Language, ...] = (PYTHON, RUST, GO, NODE)
 
 
-def detect(repo: Path, lock: str | None = None) -> Detection | None:
-    """The test command of the first language that claims ``repo`` (with what showed it), or None."""
+def detect(repo: Path, env: EnvInfo | None = None) -> Detection | None:
+    """The test command of the first language that claims ``repo`` (with what showed it), or None. ``env``: the
+    environment it runs in, when one was chosen."""
     for language in LANGUAGES:
-        found = language.detect(repo, lock)
+        found = language.detect(repo, env)
         if found is not None:
             return found
     return None

@@ -1,18 +1,22 @@
 """The test command a task gets when it names none: the one its repository shows (agent.languages), or why none.
 
 `codebox run` and every batch task ask here once the environment is chosen (its lock says whether the test
-runner is installed). What is decided travels in ``ChosenTests``: the command, how it was chosen (said on the
-console and in the run's first event), and, when tests were seen but cannot run, why (run_test says it).
+runner is installed; its toolchain, the form of a command that depends on it). What is decided travels in
+``ChosenTests``: the command, how it was chosen (said on the console and in the run's first event), and, when
+tests were seen but cannot run, why (run_test says it).
 """
 
 from __future__ import annotations
 
 import shlex
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from agent.escape import one_line
 from agent.languages.registry import detect
+
+if TYPE_CHECKING:
+    from agent.env.info import EnvInfo
 
 NONE_FOUND = "none found"
 
@@ -42,9 +46,9 @@ def given(command: list[str]) -> ChosenTests:
     return ChosenTests(list(command), "given" if command else "none given")
 
 
-def find_tests(repo: Path, lock: str | None) -> ChosenTests:
-    """The command ``repo`` shows (``lock``: the environment's, when one was built), or why there is none."""
-    found = detect(repo, lock)
+def find_tests(repo: Path, env: EnvInfo | None) -> ChosenTests:
+    """The command ``repo`` shows (``env``: the environment it runs in, when one was chosen), or why there is none."""
+    found = detect(repo, env)
     if found is None:
         return ChosenTests([], NONE_FOUND)
     evidence = one_line(found.evidence, 120)  # a name from the repository: escaped like all its text

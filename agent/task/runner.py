@@ -155,7 +155,7 @@ def run_task(
     try:
         tests = given(task.test_cmd)
         if look_for_tests is not None and not task.test_cmd:
-            tests = find_tests(repo, env.lock if env is not None else None)
+            tests = find_tests(repo, env)
             look_for_tests(tests)
         limits = limits or Limits()
         ctx = ToolContext(sandbox=early, repo=repo, test_cmd=tests.command, test_source=tests.source,

@@ -66,6 +66,7 @@ class Entry(BaseModel):
     deps: str = ""  # an env image's dependencies image (its id)
     pytest_plugins: list[str] | None = None  # the project's pytest11 entry points (None: a record made before)
     notes: list[str] = Field(default_factory=list)
+    toolchain: str = ""  # a language's env image: its toolchain's version (EnvInfo.toolchain); "": not recorded
     created: float = Field(default_factory=time.time)
     engine: str = DEFAULT_ENGINE  # the backend whose image store holds it
     candidate: int = 0  # an env image: which candidate environment (1-based; 0: not known), of ``candidates``

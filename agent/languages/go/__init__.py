@@ -35,7 +35,7 @@ class Go:
 
     name = "go"
 
-    def detect(self, repo: Path, lock: str | None) -> Detection | None:
+    def detect(self, repo: Path, env: EnvInfo | None) -> Detection | None:
         if not (repo / "go.mod").is_file():
             return None
         missing = gomod.missing_modules(repo)
@@ -66,7 +66,7 @@ class Go:
     def is_test_id(self, name: str) -> bool:
         return bool(_TEST_NAME.match(name))
 
-    def named_tests_run(self, repo: Path, names: list[str]) -> NamedTestsRun:
+    def named_tests_run(self, repo: Path, names: list[str], env: EnvInfo | None) -> NamedTestsRun:
         return NamedTestsRun(["sh", "-c", f"go test -json ./... > {EVAL_EVENTS}"], EVAL_EVENTS, list(GO_TEST))
 
     def environment(self, repo: Path, image: str | None, backend: str, log: Log, cancel: Cancel,

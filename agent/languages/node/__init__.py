@@ -69,7 +69,7 @@ class Node:
 
     name = "node"
 
-    def detect(self, repo: Path, lock: str | None) -> Detection | None:
+    def detect(self, repo: Path, env: EnvInfo | None) -> Detection | None:
         manifest = _manifest(repo)
         if manifest is None:
             return None
@@ -117,7 +117,7 @@ class Node:
         # node's names are the tests' own titles: any text but what starts like a progress mark ("[100%]")
         return bool(name.strip()) and not name.startswith("[")
 
-    def named_tests_run(self, repo: Path, names: list[str]) -> NamedTestsRun:
+    def named_tests_run(self, repo: Path, names: list[str], env: EnvInfo | None) -> NamedTestsRun:
         return NamedTestsRun(["sh", "-c", f"node --test --test-reporter=tap > {EVAL_EVENTS}"], EVAL_EVENTS,
                              list(NODE_TEST))
 

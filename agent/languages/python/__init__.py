@@ -7,12 +7,16 @@ from __future__ import annotations
 
 import itertools
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
 
 from agent.languages.base import CONTROL, Detection, TestArgsError, check_test_path, refused, unique_names
 from agent.languages.python import args, detect, names
 from agent.languages.python.runners import OWN_RUNNERS
 from agent.languages.python.runners.django import RUNTESTS
 from agent.languages.python.runners.sympy import SYMPY
+
+if TYPE_CHECKING:
+    from agent.env.info import EnvInfo
 
 _NO_PYTEST = "the environment does not install pytest: --pip pytest, or --test-cmd"
 _RUNNER_ALLOWED = "test files or dotted test labels inside the repository (no options)"
@@ -23,7 +27,7 @@ class Python:
 
     name = "python"
 
-    def detect(self, repo: Path, lock: str | None) -> Detection | None:
+    def detect(self, repo: Path, env: EnvInfo | None) -> Detection | None:
         for runner in OWN_RUNNERS:
             own = runner.evidence(repo)
             if own is not None:
@@ -32,7 +36,7 @@ class Python:
         if evidence is None:
             return None
         command = detect.pytest_command(repo)
-        if lock and not detect.lock_has_pytest(lock):
+        if env is not None and env.lock and not detect.lock_has_pytest(env.lock):
             return Detection(self.name, command, evidence, missing=_NO_PYTEST)
         return Detection(self.name, command, evidence)
 

@@ -141,3 +141,12 @@ def test_a_row_s_test_names_are_read_by_some_runner(name: str, read: bool) -> No
     from agent.languages.registry import is_test_id
 
     assert is_test_id(name) is read
+
+
+def test_an_evaluation_runs_go_s_and_node_s_whole_suite_whatever_the_environment(tmp_path: Path) -> None:
+    from agent.env.info import EnvInfo
+
+    env = EnvInfo(image="env", base_image="base", toolchain="some 1.0")
+    for language, shown in ((GO, GO_TEST), (NODE, NODE_TEST)):
+        run = language.named_tests_run(tmp_path, ["TestAdd"], env)
+        assert run == language.named_tests_run(tmp_path, ["TestAdd"], None) and run.shown == shown

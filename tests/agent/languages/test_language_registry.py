@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from agent.env.info import EnvInfo
 from agent.languages.base import TestArgsError
 from agent.languages.generic import GENERIC
 from agent.languages.python import PYTHON
@@ -27,7 +28,7 @@ def test_a_pytest_repository_is_python_with_its_command_and_evidence(tmp_path: P
 
 def test_a_lock_without_pytest_says_what_is_missing_and_how_to_mend_it(tmp_path: Path) -> None:
     (tmp_path / "conftest.py").write_text("")
-    found = detect(tmp_path, lock="requests==2.31.0\n")
+    found = detect(tmp_path, EnvInfo(image="env", base_image="base", lock="requests==2.31.0\n"))
     assert found is not None and found.missing is not None and "--pip pytest" in found.missing
 
 

@@ -73,7 +73,12 @@ def test_a_lock_installs_pytest_or_not() -> None:
 
 
 def test_a_task_takes_pytest_only_where_the_environment_has_it(tmp_path: Path) -> None:
+    from agent.env.info import EnvInfo
     from agent.task.found_tests import find_tests, given, tests_line
+
+    def env(lock: str) -> EnvInfo:
+        return EnvInfo(image="env", base_image="base", lock=lock)
+
 
     repo = write(tmp_path / "repo", {"tests/test_\x1b[31mred.py": ""})
     found = find_tests(repo, None)
@@ -81,8 +86,9 @@ def test_a_task_takes_pytest_only_where_the_environment_has_it(tmp_path: Path) -
     line = tests_line(found, "--test-cmd to change")
     assert line is not None and line.startswith("python3 -m pytest -q (found tests/test_") and "\x1b" not in line
     assert line.endswith("; --test-cmd to change)")
-    assert find_tests(repo, "pytest==8.3.4 --hash=sha256:aa\n").command
-    without = find_tests(repo, "attrs==24.2.0 --hash=sha256:aa\n")
+    assert find_tests(repo, env("pytest==8.3.4 --hash=sha256:aa\n")).command
+    assert find_tests(repo, env("")).command  # an image's environment: no lock to read
+    without = find_tests(repo, env("attrs==24.2.0 --hash=sha256:aa\n"))
     assert without.command == [] and without.missing and "does not install pytest: --pip pytest" in without.missing
     message = without.no_tests_message()  # what run_test answers: the reason, not "no test command configured"
     assert message is not None and message.startswith("No test command: tests/test_") and "\x1b" not in message

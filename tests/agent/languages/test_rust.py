@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 
 from agent.env.errors import EnvError
+from agent.env.info import EnvInfo
 from agent.languages.base import TestArgsError
 from agent.languages.registry import argv_for, check_test_args, detect, failing_tests, for_command, outcomes
-from agent.languages.rust import CARGO_TEST, NO_LOCK, RUST, crates, manifest
+from agent.languages.rust import CARGO_TEST, RUST, crates, lockpath, manifest
 
 EVENTS = "\n".join([
     '   Compiling demo v0.1.0 (/repo)',
@@ -37,8 +38,16 @@ def test_a_crate_and_a_workspace_are_rust_with_cargo_test_and_its_json_events(tm
     assert found is not None and found.language == "rust" and found.command == CARGO_TEST
     assert found.evidence == "Cargo.toml [package]"
     (tmp_path / "Cargo.lock").unlink()  # cargo writes the lock it resolves into the build cache, not /repo
-    found = detect(tmp_path)
-    assert found is not None and found.command == ["cargo", "test", *NO_LOCK, *CARGO_TEST[2:]]
+    debian = EnvInfo(image="env", base_image="base", toolchain="cargo 1.85.1 (d73d2caf9 2024-12-31)")
+    rustup = EnvInfo(image="env", base_image="base", toolchain="cargo 1.95.0 (f2d3ce0bd 2026-03-21)")
+    found = detect(tmp_path, debian)  # an option of cargo test, up to 1.93
+    assert found is not None and found.command == ["cargo", "test", *lockpath.FLAG, *CARGO_TEST[2:]]
+    for env in (rustup, None):  # the image's variables, from 1.94 on (and where the toolchain is not known)
+        found = detect(tmp_path, env)
+        assert found is not None and found.command == CARGO_TEST
+    run = RUST.named_tests_run(tmp_path, ["tests::adds"], debian)
+    assert run.shown == ["cargo", "test", *lockpath.FLAG, "--no-fail-fast", *CARGO_TEST[2:]]
+    assert f"--lockfile-path {lockpath.LOCK} --no-fail-fast -- " in run.argv[-1]
     (tmp_path / "Cargo.toml").write_text('[workspace]\nmembers = ["a"]\n')
     found = detect(tmp_path)
     assert found is not None and found.evidence == "Cargo.toml [workspace]"
