@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from agent.env.cancel import NEVER, Cancel
 from agent.env.errors import EnvError
 
 if TYPE_CHECKING:
@@ -20,9 +21,10 @@ Log = Callable[[str], None]
 
 
 def toolchain_image(engine: EngineImages, name: str, suite: str, packages: list[str], log: Log,
-                    env: dict[str, str] | None = None) -> str:
+                    env: dict[str, str] | None = None, cancel: Cancel = NEVER) -> str:
     """The tag of ``name``'s toolchain image, in ``engine``'s store: built in Docker's unless it is there, and
-    copied from there into any other backend's. EnvError in one line saying what to do when it cannot be."""
+    copied from there into Podman's (``cancel`` ends the wait for another task's copy). EnvError in one line
+    saying what to do when it cannot be."""
     from agent.containers.toolchain import ensure_toolchain, toolchain_tag
     from agent.errors import CodeboxError
 
@@ -41,7 +43,7 @@ def toolchain_image(engine: EngineImages, name: str, suite: str, packages: list[
     from agent.env.install.images import held, record_dir
 
     # One copy at a time per image (a batch's tasks on Podman all miss it at once): the others then find it.
-    with held(record_dir() / f"copy-{tag.replace(':', '-')}.lock", f"copy-{tag}"):
+    with held(record_dir() / f"copy-{tag.replace(':', '-')}.lock", f"copy-{tag}", cancel):
         if engine.inspect(tag) is None:
             _copy(tag, name, suite, packages, log, env)
     return tag

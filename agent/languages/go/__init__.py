@@ -85,7 +85,7 @@ class Go:
 
         engine = EngineImages.connect(backend)
         try:
-            tag = toolchain_image(engine, "go", SUITE, PACKAGES, log, GO_ENV)
+            tag = toolchain_image(engine, "go", SUITE, PACKAGES, log, GO_ENV, cancel)
         finally:
             engine.close()
         vendored = "vendored modules" if gomod.vendored(repo) else "no modules required"

@@ -133,7 +133,7 @@ class Node:
 
         engine = EngineImages.connect(backend)
         try:
-            tag = toolchain_image(engine, "node", SUITE, PACKAGES, log, NODE_ENV)
+            tag = toolchain_image(engine, "node", SUITE, PACKAGES, log, NODE_ENV, cancel)
         finally:
             engine.close()
         where = "a committed node_modules" if (repo / "node_modules").is_dir() else "no node_modules"

@@ -53,12 +53,13 @@ def choose(image: str | None, engine: images.EngineImages, log: Log, cancel: Can
         reason = why
     else:
         reason = f"{CHOICE_VARIABLE}=debian"
-    return Chosen(debian_image(engine, log), f"rust toolchain: Debian {SUITE}'s rustc and cargo, because {reason}")
+    return Chosen(debian_image(engine, log, cancel),
+                  f"rust toolchain: Debian {SUITE}'s rustc and cargo, because {reason}")
 
 
-def debian_image(engine: images.EngineImages, log: Log) -> str:
+def debian_image(engine: images.EngineImages, log: Log, cancel: Cancel = NEVER) -> str:
     """Debian trixie's rustc and cargo (built once per machine, in ``engine``'s store)."""
-    return toolchain_image(engine, "rust", SUITE, PACKAGES, log)
+    return toolchain_image(engine, "rust", SUITE, PACKAGES, log, cancel=cancel)
 
 
 def rustup_image(toolchain: rustup.HostToolchain, engine: images.EngineImages, log: Log,
@@ -66,7 +67,7 @@ def rustup_image(toolchain: rustup.HostToolchain, engine: images.EngineImages, l
     """The tag of the image holding ``toolchain`` on Debian's gcc, made now in ``engine``'s store unless it is there
     (its tag names the rustc version and a hash of the toolchain's files and of the linker image, whose copy in
     Podman's store keeps Docker's id: one tag in both)."""
-    linker = toolchain_image(engine, "rust-linker", rustup.LINKER_SUITE, rustup.LINKER_PACKAGES, log)
+    linker = toolchain_image(engine, "rust-linker", rustup.LINKER_SUITE, rustup.LINKER_PACKAGES, log, cancel=cancel)
     attrs = engine.inspect(linker)
     if attrs is None:
         raise EnvError(f"the image {linker} is not in {engine.name}'s image store", usage=True)
