@@ -1,7 +1,7 @@
 """A crate's `cargo test` in the sandbox against the host, build cached on both sides, and a cache hit of its
 environment offline.
 
-    python bench/rust_speed.py CRATE_DIR [--n 5] [--toolchain rustup|debian] [--cpus N]
+    python bench/rust_speed.py CRATE_DIR [--n 5] [--toolchain rustup|debian] [--cpus N] [--backend podman]
 
 1. The crate's environment is built (or found) on the toolchain chosen (default: as codebox chooses, the
    host's rustup toolchain when there is one), then found again N times with every proxy variable pointing
@@ -20,6 +20,9 @@ environment offline.
    other containers a box gets a small share of the CPU where a host process gets a whole one; the CPU
    seconds say whether the box does more work, whatever the share. `--host-cgroup` runs the host's commands
    in a cgroup of their own under `docker` (made and removed here), so both sides compete as equals.
+4. `--backend podman`: the environment is built in Podman's store and the sandbox runs in Podman (kernel
+   overlay storage, where Docker's here is fuse-overlayfs); its containers' cgroup parent is `libpod_parent`
+   (Podman's cgroupfs manager), which `--host-cgroup` then joins instead of `docker`.
 Printed with `uptime` beside.
 """
 
@@ -43,7 +46,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from agent.containers.sandbox import Sandbox  # noqa: E402
+from agent.backends.registry import get_backend  # noqa: E402
 from agent.env.cancel import NEVER  # noqa: E402
 from agent.languages.registry import detect  # noqa: E402
 from agent.languages.rust.env import ensure_rust_env  # noqa: E402
@@ -52,15 +55,15 @@ from agent.sandboxes.config import SandboxConfig  # noqa: E402
 CLOSED = "http://127.0.0.1:9"
 
 
-def cache_hits(repo: Path, n: int) -> list[float]:
-    ensure_rust_env(repo, None, "docker", print, NEVER, repo.name)
+def cache_hits(repo: Path, n: int, backend: str) -> list[float]:
+    ensure_rust_env(repo, None, backend, print, NEVER, repo.name)
     saved = {k: os.environ.get(k) for k in ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY")}
     os.environ.update({k: CLOSED for k in saved})
     try:
         times = []
         for _ in range(n):
             started = time.perf_counter()
-            info = ensure_rust_env(repo, None, "docker", lambda _: None, NEVER, repo.name)
+            info = ensure_rust_env(repo, None, backend, lambda _: None, NEVER, repo.name)
             times.append(time.perf_counter() - started)
             assert not info.built
         return times
@@ -72,16 +75,18 @@ def cache_hits(repo: Path, n: int) -> list[float]:
                 os.environ[key] = value
 
 
-CPU_CGROUP = Path("/sys/fs/cgroup/cpu/docker")
-CPUACCT = Path("/sys/fs/cgroup/cpuacct/docker")
+# Each engine's cgroup parent of its containers (cgroup v1, cgroupfs) and a container's folder in it.
+CGROUP_PARENT = {"docker": "docker", "podman": "libpod_parent"}
+CONTAINER_CGROUP = {"docker": "{id}", "podman": "libpod-{id}"}
 
 
-def box_cpu_s(container_ids: list[str]) -> float:
+def box_cpu_s(container_ids: list[str], backend: str) -> float:
     """CPU seconds the sandbox's containers have used so far (cgroup v1's cpuacct; 0 where there is none)."""
     total = 0
     for cid in container_ids:
+        folder = Path("/sys/fs/cgroup/cpuacct") / CGROUP_PARENT[backend] / CONTAINER_CGROUP[backend].format(id=cid)
         with contextlib.suppress(OSError, ValueError):
-            total += int((CPUACCT / cid / "cpuacct.usage").read_text())
+            total += int((folder / "cpuacct.usage").read_text())
     return total / 1e9
 
 
@@ -91,14 +96,16 @@ def children_cpu_s() -> float:
 
 
 @contextlib.contextmanager
-def host_cgroup(wanted: bool) -> Iterator[Path | None]:
-    """A cpu cgroup under docker's for the host's commands (``wanted`` and cgroup v1), removed after."""
+def host_cgroup(wanted: bool, backend: str) -> Iterator[Path | None]:
+    """A cpu cgroup beside the engine's containers for the host's commands (``wanted`` and cgroup v1), removed
+    after."""
     if not wanted:
         yield None
         return
-    if not CPU_CGROUP.is_dir():
-        raise SystemExit(f"--host-cgroup: {CPU_CGROUP} is not there (cgroup v1 with the cgroupfs driver only)")
-    path = CPU_CGROUP / f"codebox-bench-host-{os.getpid()}"
+    parent = Path("/sys/fs/cgroup/cpu") / CGROUP_PARENT[backend]
+    if not parent.is_dir():
+        raise SystemExit(f"--host-cgroup: {parent} is not there (cgroup v1 with the cgroupfs driver only)")
+    path = parent / f"codebox-bench-host-{os.getpid()}"
     path.mkdir()
     try:
         yield path
@@ -129,17 +136,17 @@ def phases(command: list[str]) -> list[tuple[str, list[str]]]:
 
 HIT = ("import sys; sys.path.insert(0, {root!r}); from pathlib import Path; "
        "from agent.languages.rust.env import ensure_rust_env; "
-       "assert not ensure_rust_env(Path({repo!r}), None, 'docker').built")
+       "assert not ensure_rust_env(Path({repo!r}), None, {backend!r}).built")
 
 
-def process_hits(repo: Path, n: int) -> tuple[list[float], str]:
+def process_hits(repo: Path, n: int, backend: str) -> tuple[list[float], str]:
     """A cache hit as a new Python process (its imports included), under ``unshare -n`` when this user may
     make a network namespace (no route anywhere; the daemon's unix socket stays), else with closed proxies."""
     unshare = shutil.which("unshare")
     offline = bool(unshare) and subprocess.run([str(unshare), "-n", "true"], capture_output=True).returncode == 0
     prefix = [str(unshare), "-n"] if offline else []
     env = {**os.environ, **({} if offline else {k: CLOSED for k in ("http_proxy", "https_proxy")})}
-    code = HIT.format(root=str(ROOT), repo=str(repo))
+    code = HIT.format(root=str(ROOT), repo=str(repo), backend=backend)
     times = []
     for _ in range(n):
         started = time.perf_counter()
@@ -154,7 +161,10 @@ def main() -> int:
     parser.add_argument("--n", type=int, default=5)
     parser.add_argument("--toolchain", choices=["rustup", "debian"], default=None)
     parser.add_argument("--cpus", type=float, default=None, help="the sandbox's CPUs (default: codebox's)")
-    parser.add_argument("--host-cgroup", action="store_true", help="the host's commands in a cgroup under docker's")
+    parser.add_argument("--host-cgroup", action="store_true",
+                        help="the host's commands in a cgroup beside the engine's containers")
+    parser.add_argument("--backend", choices=["docker", "podman"], default="docker",
+                        help="where the environment is built and the sandbox runs (default: docker)")
     args = parser.parse_args()
     if args.toolchain:
         os.environ["CODEBOX_RUST_TOOLCHAIN"] = args.toolchain
@@ -162,13 +172,13 @@ def main() -> int:
     found = detect(repo)
     assert found is not None and found.language == "rust", "not a crate"
     print(f"# {subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()}")
-    hits = cache_hits(repo, max(args.n, 10))
+    hits = cache_hits(repo, max(args.n, 10), args.backend)
     print(f"environment cache hit, offline: median {statistics.median(hits) * 1000:.0f} ms "
           f"(min {min(hits) * 1000:.0f}, max {max(hits) * 1000:.0f}, n={len(hits)})")
-    spawned, where = process_hits(repo, max(args.n, 10))
+    spawned, where = process_hits(repo, max(args.n, 10), args.backend)
     print(f"environment cache hit as a new process, {where}: median {statistics.median(spawned) * 1000:.0f} ms "
           f"(min {min(spawned) * 1000:.0f}, max {max(spawned) * 1000:.0f}, n={len(spawned)})")
-    env = ensure_rust_env(repo, None, "docker", lambda _: None, NEVER, repo.name)
+    env = ensure_rust_env(repo, None, args.backend, lambda _: None, NEVER, repo.name)
     for note in env.notes:
         print(f"# {note}")
     print(f"# the box's {env.toolchain}")
@@ -176,22 +186,24 @@ def main() -> int:
     assert found is not None
     command = found.command
     print(f"# test command: {' '.join(command)}")
-    with tempfile.TemporaryDirectory(prefix="codebox-bench-rust-") as tmp, host_cgroup(args.host_cgroup) as cgroup:
+    with (tempfile.TemporaryDirectory(prefix="codebox-bench-rust-") as tmp,
+          host_cgroup(args.host_cgroup, args.backend) as cgroup):
         copy = Path(tmp) / "crate"
         shutil.copytree(repo, copy, symlinks=True, ignore=shutil.ignore_patterns(".git", "target"))
         host_env = {**os.environ, "RUSTC_BOOTSTRAP": "1", "CARGO_TARGET_DIR": str(Path(tmp) / "target")}
-        config = SandboxConfig(image=env.run_image)
+        config = SandboxConfig(backend=args.backend, image=env.run_image)
         if args.cpus:
             config = dataclasses.replace(config, cpus=args.cpus)
-        print(f"# sandbox: {config.cpus:g} CPUs, {config.memory} memory; host: {os.cpu_count()} CPUs"
-              f"{', in ' + str(cgroup) if cgroup else ''}")
-        with Sandbox(repo, config, task_id="bench-rust-speed") as sandbox:
+        print(f"# sandbox: {args.backend}, {config.cpus:g} CPUs, {config.memory} memory; host: {os.cpu_count()} "
+              f"CPUs{', in ' + str(cgroup) if cgroup else ''}")
+        sandbox = get_backend(args.backend).session(repo, config, task_id="bench-rust-speed")
+        with contextlib.closing(sandbox):
             def box(argv: list[str]) -> tuple[float, float, int]:
-                cpu, started = box_cpu_s(sandbox.container_ids), time.perf_counter()
+                cpu, started = box_cpu_s(sandbox.container_ids, args.backend), time.perf_counter()
                 reply = sandbox.call("run_test", {"argv": argv, "timeout_s": 3600}, timeout_s=3600)
                 took = time.perf_counter() - started
                 assert reply.outcome in ("ok", "failed"), reply.output[-2000:]
-                return took, box_cpu_s(sandbox.container_ids) - cpu, recompiled(reply.output)
+                return took, box_cpu_s(sandbox.container_ids, args.backend) - cpu, recompiled(reply.output)
 
             def join() -> None:  # in the child, before exec: into the host's cgroup
                 assert cgroup is not None

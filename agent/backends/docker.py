@@ -100,6 +100,11 @@ class EngineBackend:
 
         return remove_old_runtimes(self.connect(), log=log, dry_run=dry_run)
 
+    def reap_toolchains(self, log: Callable[[str], None], *, dry_run: bool = False) -> list[str]:
+        from agent.containers.toolchain_gc import remove_superseded
+
+        return remove_superseded(self.connect(), log=log, dry_run=dry_run)
+
     def builder(self) -> Builder:
         from agent.containers.builds import EngineBuilder
 

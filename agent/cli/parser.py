@@ -447,12 +447,13 @@ def build_parser(settings: CodeboxSettings | None = None, chosen: str | None = N
     doctor.set_defaults(func="agent.cli.commands.doctor:cmd_doctor")
 
     gc = sub.add_parser("gc", help="remove leftover codebox containers of dead runs (their owner process is gone, "
-                        "or their lifetime has passed), and the runtime folders of other codebox versions that no "
-                        "container mounts")
+                        "or their lifetime has passed), the runtime folders of other codebox versions that no "
+                        "container mounts, and the superseded toolchain images (an older image of a language's "
+                        "toolchain) that no image or container uses")
     gc.add_argument("--backend", choices=list(BACKEND_NAMES), default=c.backend, help="the engine to clean")
     gc.add_argument("--dry-run", action="store_true",
-                    help="remove nothing: say which containers and runtime folders would be removed and which "
-                         "are kept, and why")
+                    help="remove nothing: say which containers, runtime folders and toolchain images (with their "
+                         "sizes) would be removed and which are kept, and why")
     gc.add_argument("--owner", type=int, metavar="PID",
                     help="only the containers of this process (its pid on this machine, as `docker ps` shows in "
                          "the codebox.owner label)")

@@ -1,7 +1,8 @@
 """A language's toolchain image: Debian's own packages of a suite (trixie's rustc 1.85 and cargo, Go 1.24,
 Node 20) debootstrapped on the host with python3 (the tool server's) and ``docker import``-ed by
 ``build_base.sh``, as the sandbox's base is. Nothing is downloaded in a container and nothing of a repository
-runs here. Like the sandbox image (agent/containers/image.py) it is built in Docker's store.
+runs here. Like the sandbox image (agent/containers/image.py) it is built in Docker's store; a task on another
+backend gets a copy in that backend's store (agent/languages/toolchain_store.py).
 
 The script is run as a copy with its package list swapped and, for a suite the host's apt sources do not
 name, the host's Debian mirror (one mirror serves every suite): build_base.sh itself stays as it is, so the
@@ -19,6 +20,10 @@ from pathlib import Path
 from agent.containers.image import BUILD_BASE_SCRIPT, ImageError, _stop_group, build_lock, image_labels
 
 Log = Callable[[str], None]
+REPOSITORY_PREFIX = "codebox-toolchain-"  # every toolchain image's repository: codebox-toolchain-<name>
+# Where an image's toolchain came from when it is not a Debian suite (the rustup toolchain a copy holds): the images
+# of one source are one toolchain's versions, so `codebox gc` keeps the newest of them (toolchain_gc.py).
+SOURCE_LABEL = "codebox.toolchain.source"
 _PACKAGES = 'PACKAGES="python3,git,ripgrep,python3-pytest"\n'
 _MIRROR = 'MIRROR="$(find_mirror)" \\\n'
 _ENV = "    --change 'ENV LANG=C.UTF-8' \\\n"
@@ -36,12 +41,18 @@ def _script(packages: list[str], env: dict[str, str]) -> str:
     return text.replace(_PACKAGES, packages_line).replace(_MIRROR, _ANY_MIRROR).replace(_ENV, _ENV + env_lines)
 
 
+def toolchain_tag(name: str, suite: str, packages: list[str], env: dict[str, str] | None = None) -> str:
+    """The tag ``ensure_toolchain`` gives ``name``'s image: it names a hash of the script, the suite, the packages
+    and ``env`` (no engine is asked: another backend's store is looked up by it before Docker is)."""
+    key = hashlib.sha256(f"{suite}\n{_script(packages, env or {})}".encode()).hexdigest()[:12]
+    return f"{REPOSITORY_PREFIX}{name}:{suite}-{key}"
+
+
 def ensure_toolchain(name: str, suite: str, packages: list[str], log: Log, env: dict[str, str] | None = None) -> str:
-    """The tag of ``name``'s toolchain image (``env``: variables its config sets), built now (minutes, once per
-    machine) unless it is there; the tag names a hash of the script, the suite, the packages and ``env``."""
+    """The tag of ``name``'s toolchain image (``env``: variables its config sets), built now in Docker's store
+    (minutes, once per machine) unless it is there (``toolchain_tag``)."""
     script = _script(packages, env or {})
-    key = hashlib.sha256(f"{suite}\n{script}".encode()).hexdigest()[:12]
-    tag = f"codebox-toolchain-{name}:{suite}-{key}"
+    tag = toolchain_tag(name, suite, packages, env)
     if image_labels(tag) is not None:
         return tag
     with build_lock(log):

@@ -140,6 +140,14 @@ class Backend(Protocol):
         Raises SandboxError when the engine does not answer."""
         ...
 
+    def reap_toolchains(self, log: Callable[[str], None], *, dry_run: bool = False) -> list[str]:
+        """Remove the superseded toolchain images (an older image of a toolchain that has a newer one) that no
+        image or container of this engine uses (`codebox gc`); their tags. ``dry_run``: remove none, say which
+        would go, with their sizes, and which stay, and why.
+
+        Raises SandboxError when the engine does not answer."""
+        ...
+
     def builder(self) -> Builder:
         """This backend's build boxes and image store: environments are built, kept and found there, so
         its sandboxes run them (agent.sandboxes.build). The caller closes it.

@@ -48,6 +48,8 @@ OTHER_VARIABLES: dict[str, str] = {
     "CODEBOX_TEST_SERVER_PYTHON": "tests: the Python that runs the sandbox server in its tests",
     "CODEBOX_TEST_OPENAI_KEY": "tests: a key variable of the model client tests",
     "CODEBOX_TEST_KEY": "tests: a key variable of the model client tests",
+    "CODEBOX_GC_TOOLCHAIN_PREFIX": "tests: the repository prefix of the toolchain images `codebox gc` may remove "
+                                   "(default codebox-toolchain-)",
     "CODEBOX_LANG_ROWS_MIRRORS": "tests: where the eval rows' repositories are mirrored (default /work/.mirror)",
 }
 

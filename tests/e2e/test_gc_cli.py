@@ -1,5 +1,7 @@
 """`codebox gc` as a user runs it, on real containers: --dry-run says what would go and what stays (and why) and
-removes nothing; --owner PID touches only that process's containers; a live owner's containers stay."""
+removes nothing; --owner PID touches only that process's containers; a live owner's containers stay; an older
+toolchain image nothing uses goes, with its size said first. Each run sees only toolchain images of a prefix of
+its own (CODEBOX_GC_TOOLCHAIN_PREFIX): the machine's own toolchains are never touched by a test."""
 
 from __future__ import annotations
 
@@ -19,11 +21,13 @@ from agent.containers.leftovers import LABEL_EXPIRES, LABEL_HOST, LABEL_OWNER, L
 
 pytestmark = pytest.mark.docker
 ROOT = Path(__file__).resolve().parents[2]
+TOOLCHAINS = f"codebox-test-gc{os.getpid()}-"  # the only toolchain images these tests' gc sees
 
 
-def gc(*args: str) -> subprocess.CompletedProcess[str]:
+def gc(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "agent.cli", "gc", *args], cwd=ROOT, capture_output=True,
-                          text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
+                          text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT),
+                                                       "CODEBOX_GC_TOOLCHAIN_PREFIX": TOOLCHAINS, **env})
 
 
 def _dead_pid() -> int:
@@ -113,11 +117,9 @@ def test_gc_removes_old_runtimes_no_container_mounts(tmp_path: Path, docker_clie
         {"Image": sandbox_image, "Cmd": ["true"], "Labels": {LABEL_TASK: "gc-runtime"},
          "HostConfig": {"NetworkMode": "none", "Binds": [f"{mounted}:/.codebox:ro"]}},
         name=f"codebox-test-gc-runtime-{os.getpid()}-{time.monotonic_ns()}")
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "CODEBOX_RUNTIME_DIR": str(parent)}
     try:
         def run(*args: str) -> subprocess.CompletedProcess[str]:
-            return subprocess.run([sys.executable, "-m", "agent.cli", "gc", *args], cwd=ROOT, capture_output=True,
-                                  text=True, timeout=120, env=env)
+            return gc(*args, CODEBOX_RUNTIME_DIR=str(parent))
 
         dry = run("--dry-run")
         assert dry.returncode == 0, dry.stderr
@@ -133,3 +135,32 @@ def test_gc_removes_old_runtimes_no_container_mounts(tmp_path: Path, docker_clie
         assert current.is_dir() and mounted.is_dir() and being_made.is_dir() and not_a_runtime.is_dir()
     finally:
         docker_client.remove(box, force=True)
+
+
+def test_gc_removes_an_older_toolchain_image_nothing_uses(tmp_path: Path, docker_client: Any) -> None:
+    from tests import engine
+
+    old, new = f"{TOOLCHAINS}go:trixie-aaaa", f"{TOOLCHAINS}go:trixie-bbbb"
+    try:
+        for tag in (old, new):
+            (tmp_path / tag).mkdir()
+            (tmp_path / tag / "f").write_text(tag)
+            (tmp_path / tag / "Dockerfile").write_text("FROM scratch\nCOPY f /f\n")
+            engine.build(docker_client, tmp_path / tag, tag)
+            time.sleep(1.1)  # the listing says when an image was made to the second
+        dry = gc("--dry-run")
+        assert dry.returncode == 0, dry.stderr
+        assert f"would remove superseded toolchain image {old} (0 MB): {new} is newer and no image or container " \
+               "uses it" in dry.stdout
+        said = "codebox: would remove 1 superseded toolchain image(s) no image or container of docker uses"
+        assert said in dry.stdout
+        assert engine.image_id(docker_client, old) is not None
+
+        done = gc()
+        assert done.returncode == 0, done.stderr
+        assert f"removed superseded toolchain image {old} (0 MB)" in done.stdout
+        assert "codebox: removed 1 superseded toolchain image(s)" in done.stdout
+        assert engine.image_id(docker_client, old) is None and engine.image_id(docker_client, new) is not None
+    finally:
+        for tag in (old, new):
+            engine.remove_image(docker_client, tag)

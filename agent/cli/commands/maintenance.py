@@ -151,4 +151,11 @@ def cmd_gc(args: argparse.Namespace) -> int:
         print(f"codebox: {printable(exc)}", file=sys.stderr)
         return EXIT_STOPPED
     print(f"codebox: {done} {len(old)} old runtime folder(s) no container of {backend.name} mounts")
+    try:
+        superseded = backend.reap_toolchains(log=lambda line: print(printable(line)), dry_run=args.dry_run)
+    except SandboxError as exc:
+        print(f"codebox: {printable(exc)}", file=sys.stderr)
+        return EXIT_STOPPED
+    print(f"codebox: {done} {len(superseded)} superseded toolchain image(s) no image or container of "
+          f"{backend.name} uses")
     return EXIT_OK

@@ -80,13 +80,14 @@ class Go:
         started = time.monotonic()
         if image:
             return EnvInfo(image=image, base_image=image, notes=["go: the toolchain of the image given"])
-        from agent.containers.toolchain import ensure_toolchain
-        from agent.errors import CodeboxError
+        from agent.env.install.images import EngineImages
+        from agent.languages.toolchain_store import toolchain_image
 
+        engine = EngineImages.connect(backend)
         try:
-            tag = ensure_toolchain("go", SUITE, PACKAGES, log, GO_ENV)
-        except CodeboxError as exc:
-            raise EnvError(str(exc)) from exc
+            tag = toolchain_image(engine, "go", SUITE, PACKAGES, log, GO_ENV, cancel)
+        finally:
+            engine.close()
         vendored = "vendored modules" if gomod.vendored(repo) else "no modules required"
         return EnvInfo(image=tag, base_image=tag, notes=[f"go: Debian {SUITE}'s Go, {vendored}"],
                        duration_s=round(time.monotonic() - started, 3))

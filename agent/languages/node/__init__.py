@@ -123,19 +123,19 @@ class Node:
 
     def environment(self, repo: Path, image: str | None, backend: str, log: Log, cancel: Cancel,
                     repo_name: str) -> EnvInfo:
-        from agent.env.errors import EnvError
         from agent.env.info import EnvInfo
 
         started = time.monotonic()
         if image:
             return EnvInfo(image=image, base_image=image, notes=["node: the toolchain of the image given"])
-        from agent.containers.toolchain import ensure_toolchain
-        from agent.errors import CodeboxError
+        from agent.env.install.images import EngineImages
+        from agent.languages.toolchain_store import toolchain_image
 
+        engine = EngineImages.connect(backend)
         try:
-            tag = ensure_toolchain("node", SUITE, PACKAGES, log, NODE_ENV)
-        except CodeboxError as exc:
-            raise EnvError(str(exc)) from exc
+            tag = toolchain_image(engine, "node", SUITE, PACKAGES, log, NODE_ENV, cancel)
+        finally:
+            engine.close()
         where = "a committed node_modules" if (repo / "node_modules").is_dir() else "no node_modules"
         return EnvInfo(image=tag, base_image=tag, notes=[f"node: Debian {SUITE}'s Node, {where}"],
                        duration_s=round(time.monotonic() - started, 3))

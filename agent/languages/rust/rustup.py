@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from agent.containers.toolchain import SOURCE_LABEL
 from agent.env.cancel import NEVER, Cancel, check
 from agent.env.errors import EnvError
 
@@ -31,7 +32,7 @@ PREFIX = "usr/local"  # in the image: /usr/local/bin is on every Debian PATH; ru
 LINKER_SUITE = "trixie"
 LINKER_PACKAGES = ["gcc", "libc6-dev"]  # cc, crt files and libc for rustc's linking (libc-dev is virtual)
 REPOSITORY = "codebox-toolchain-rust"
-LABEL_SOURCE = "codebox.toolchain.source"
+LABEL_SOURCE = SOURCE_LABEL  # "rustup <toolchain>": `codebox gc` keeps the newest copy of each
 LABEL_VERSION = "codebox.toolchain.rustc"
 LABEL_COMMIT = "codebox.toolchain.commit"
 LABEL_FILES = "codebox.toolchain.files-sha256"

@@ -19,6 +19,7 @@ from agent.env.cancel import NEVER, Cancel
 from agent.env.errors import EnvError
 from agent.env.install import images
 from agent.languages.rust import rustup
+from agent.languages.toolchain_store import toolchain_image
 
 SUITE = "trixie"  # rustc 1.85: bookworm's 1.63 cannot read version-4 lock files
 PACKAGES = ["cargo", "rustc", "libc6-dev"]  # libc-dev, a virtual package debootstrap cannot choose
@@ -52,29 +53,21 @@ def choose(image: str | None, engine: images.EngineImages, log: Log, cancel: Can
         reason = why
     else:
         reason = f"{CHOICE_VARIABLE}=debian"
-    return Chosen(debian_image(log), f"rust toolchain: Debian {SUITE}'s rustc and cargo, because {reason}")
+    return Chosen(debian_image(engine, log, cancel),
+                  f"rust toolchain: Debian {SUITE}'s rustc and cargo, because {reason}")
 
 
-def debian_image(log: Log) -> str:
-    """Debian trixie's rustc and cargo (built once per machine)."""
-    return _toolchain_image("rust", SUITE, PACKAGES, log)
-
-
-def _toolchain_image(name: str, suite: str, packages: list[str], log: Log) -> str:
-    from agent.containers.toolchain import ensure_toolchain
-    from agent.errors import CodeboxError
-
-    try:
-        return ensure_toolchain(name, suite, packages, log)
-    except CodeboxError as exc:
-        raise EnvError(str(exc)) from exc
+def debian_image(engine: images.EngineImages, log: Log, cancel: Cancel = NEVER) -> str:
+    """Debian trixie's rustc and cargo (built once per machine, in ``engine``'s store)."""
+    return toolchain_image(engine, "rust", SUITE, PACKAGES, log, cancel=cancel)
 
 
 def rustup_image(toolchain: rustup.HostToolchain, engine: images.EngineImages, log: Log,
                  cancel: Cancel = NEVER) -> str:
-    """The tag of the image holding ``toolchain`` on Debian's gcc, made now unless it is there (its tag names
-    the rustc version and a hash of the toolchain's files and of the linker image)."""
-    linker = _toolchain_image("rust-linker", rustup.LINKER_SUITE, rustup.LINKER_PACKAGES, log)
+    """The tag of the image holding ``toolchain`` on Debian's gcc, made now in ``engine``'s store unless it is there
+    (its tag names the rustc version and a hash of the toolchain's files and of the linker image, whose copy in
+    Podman's store keeps Docker's id: one tag in both)."""
+    linker = toolchain_image(engine, "rust-linker", rustup.LINKER_SUITE, rustup.LINKER_PACKAGES, log, cancel=cancel)
     attrs = engine.inspect(linker)
     if attrs is None:
         raise EnvError(f"the image {linker} is not in {engine.name}'s image store", usage=True)
