@@ -137,13 +137,19 @@ def test_a_lockless_crate_runs_and_is_graded_on_the_toolchain_with_its_cargo_s_f
 def test_a_user_image_whose_cargo_is_too_old_is_refused_in_one_line(tmp_path: Path) -> None:
     """The image's cargo says 1.81 (a script standing for it, on Debian's toolchain image): neither form exists
     there, so the run stops before the model is asked, saying why and what to do."""
+    from agent.env.install import images
     from agent.languages.rust.toolchain import debian_image
 
+    engine = images.EngineImages.connect("docker")
+    try:
+        base = debian_image(engine, lambda _: None)
+    finally:
+        engine.close()
     context = tmp_path / "image"
     context.mkdir()
     (context / "cargo").write_text("#!/bin/sh\necho 'cargo 1.81.0 (000000000 2024-09-05)'\n")
     (context / "cargo").chmod(0o755)
-    (context / "Dockerfile").write_text(f"FROM {debian_image(lambda _: None)}\nCOPY cargo /usr/local/bin/cargo\n")
+    (context / "Dockerfile").write_text(f"FROM {base}\nCOPY cargo /usr/local/bin/cargo\n")
     tag = f"codebox-test-old-cargo:{tmp_path.name.lower()}"
     subprocess.run(["docker", "build", "-q", "-t", tag, str(context)], capture_output=True, check=True, timeout=600)
     try:
