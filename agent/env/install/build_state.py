@@ -36,15 +36,17 @@ class BuildState:
         self.key = key
         self.log = log
         self.cancel = cancel
-        self.deadline = Deadline(request.limits.timeout_s)
-        self.exclude_newer = asof.exclude_newer(request.as_of)
-        self.compiles = inputs.build and inputs.declared.project.extension_modules
+        self.deadline = Deadline(request.limits.timeout_s)  # a candidate's own while it is tried
+        self.exclude_newer = asof.exclude_newer(request.as_of)  # a candidate's own date while it is tried
+        # The candidates' (candidate_lock.py, candidate_loop.py).
         self.chosen = 0  # the candidate built (1-based)
         self.seed_left_out = False  # the venv's setuptools (venv_seed) was not on the index
+        self._tools: str | None = None  # the build-tools image's id, once a dependency's sdist needs it
+        # The project's own build (own_build.py).
+        self.compiles = inputs.build and inputs.declared.project.extension_modules
         self.dated_build = False  # the project's build requirements as of the task's date (after today's failed)
         self.build_pins: list[Requirement] = []  # the spec's pins a failed legacy build named (_build_with_spec_pins)
         self.pin_rounds = 0
-        self._tools: str | None = None  # the build-tools image's id, once a dependency's sdist needs it
         from agent.env.install.probe import probe  # a build's own imports: a cache hit never needs them
 
         self.target, self.installed = probe(client, request.base_image,

@@ -37,6 +37,7 @@ class TriesCandidates(LocksCandidate):
             if self.request.runner else []
         return self.inputs.declared.candidates or [Candidate(name="the recipe's packages alone", rank=PROJECT_ONLY,
                                                              requirements=runner)]
+
     def _chosen_deps(self, more: list[Requirement], project: str | None,
                      on_top: Stacked | None = None) -> tuple[images.Entry, str | None]:
         """The dependencies image of the first candidate (read/candidates.py) that resolves and installs, each
@@ -72,6 +73,7 @@ class TriesCandidates(LocksCandidate):
             return found
         raise EnvError(f"none of {len(tried)} environment candidates could be installed: " + "; ".join(dropped),
                        usage=True)
+
     def _locked_deps(self, requirements: list[Requirement], project: str | None,
                      on_top: Stacked | None = None) -> tuple[images.Entry, str | None]:
         """The lock of ``requirements`` and its dependencies image (see ``ensure_deps``). When no recorded

@@ -53,6 +53,7 @@ class RecordsImage(TriesCandidates):
 
 
 def pytest_plugins(entry_points: dict[str, dict[str, str]]) -> list[str]:
+    """The pytest plugins among a project's entry points, ``name = target`` each (the record keeps them)."""
     return sorted(f"{name} = {target}" for name, target in entry_points.get(PLUGIN_GROUP, {}).items())
 
 

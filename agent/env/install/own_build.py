@@ -31,8 +31,9 @@ class BuildsProject(RecordsImage):
     """A build's way to the environment image when the project's own build runs (``_project_build_with_retries``)."""
 
     def _project_build_with_retries(self, folder: Path) -> images.Entry:
-        # Today's build requirements; failing, those of the task's date; failing again, with the spec's
-        # pins its log names (a setup.py build pip runs without isolation), a few rounds at most.
+        """Today's build requirements; failing, those of the task's date; failing again, with the spec's pins its
+        log names (a setup.py build pip runs without isolation), a few rounds at most. Each attempt has its own
+        folder under ``folder``, named for it (today, dated, pinned-N)."""
         attempt = "today"
         while True:
             try:
