@@ -33,7 +33,6 @@ from agent.env.errors import EnvError
 from agent.env.info import EnvInfo
 from agent.env.install import images
 from agent.env.install.box import ROLE_BUILD
-from agent.env.install.env_build import build_env
 from agent.env.install.inputs import inputs_key, read_inputs
 from agent.env.install.request import EnvRequest, Log
 from agent.env.read.declared import NO_DEPENDENCIES
@@ -80,6 +79,8 @@ def _ensure(request: EnvRequest, log: Log, cancel: Cancel) -> EnvInfo:
                 # Counted again: a Python-era candidate after the others is no part of the key (keyed()).
                 return _info(entry.model_copy(update={"candidates": len(inputs.declared.candidates)}), request,
                              built=False, start=start)
+            from agent.env.install.env_build import build_env  # a build's own modules: a hit never loads them
+
             entry = build_env(request, inputs, engine, base_id, key, log, cancel)
     finally:
         engine.close()
