@@ -6,7 +6,7 @@ pinned test requirements file, a minimum-versions pin file, a dev file with docs
 with its dev pins; requests' ``requirements.txt`` pins a 2012 package with no wheel). So each source
 is a *group*, and each group plus what every environment gets (the project's own dependencies and
 what the user asked for) is one *candidate*. The build tries them in order and keeps the first that
-resolves and installs (``install/ensure.py``); eval may ask for the next when the chosen one fails
+resolves and installs (``install/candidate_loop.py``); eval may ask for the next when the chosen one fails
 the row's PASS_TO_PASS.
 
 Ranks (lower is closer to the project's CI):

@@ -7,7 +7,7 @@ project's requirements refuse. sphinx 3.x's spec pins ``Jinja2==3.0.3`` and seds
 an exact preferred pin that a requirement of the later step refuses (the project's metadata after pre_install,
 its test extra, its candidate's files, the user's own packages) is left out before the resolve, and one note
 names the requirement that replaced it. A pin that only a dependency's requirement refuses is left to the
-resolve, which drops it after (``install/ensure.py``).
+resolve, which drops it after (``install/candidate_lock.py``).
 """
 
 from __future__ import annotations

@@ -53,7 +53,7 @@ class SdistMeta(BaseModel):
     wheel: Pin | None = None  # the wheel built from a dynamic sdist (install/sdist_wheel.py): it replaces the sdist
 
 
-# The wheel of a dynamic sdist, built in a box (ensure.py gives it): the sdist's pin, its file, its build requires.
+# The wheel of a dynamic sdist, built in a box (install/candidate_lock.py gives it): its pin, file, build requires.
 BuildDynamic = Callable[[Pin, Path, list[str]], SdistMeta]
 
 

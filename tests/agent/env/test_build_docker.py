@@ -110,7 +110,7 @@ def test_a_task_older_than_its_python_may_fall_back_to_the_python_s_day_without_
 ) -> None:
     repo = write(tmp_path / "repo", projects.FLAT)
     when = "2012-09-20T15:48:00Z"  # requests 0.14's row on SWE-bench's Python (the local wheels carry no date)
-    # A venv of that day had setuptools (ensure.venv_seed): a stand-in beside the wheelhouse.
+    # A venv of that day had setuptools (python_era.venv_seed): a stand-in beside the wheelhouse.
     make_wheel(tmp_path / "seed", "setuptools", "1.0", {"setuptools/__init__.py": ""})
     index = IndexConfig(find_links=[*local_index.find_links, str(tmp_path / "seed")], no_index=True)
     plain = build(repo, index, made, as_of=when)

@@ -68,7 +68,7 @@ def test_a_task_older_than_its_python_gets_its_own_dependencies_again_as_of_the_
 
 
 def test_the_python_era_fallback_is_in_the_key_only_when_it_is_the_first_tried(tmp_path: Path) -> None:
-    from agent.env.install.ensure import keyed
+    from agent.env.install.inputs import keyed
     from agent.env.read.candidates import with_python_era
 
     declared = read_declared(write(tmp_path, REQUESTS_014))
@@ -89,7 +89,7 @@ PYTEST_45 = {"setup.py": "from setuptools import setup\nINSTALL_REQUIRES = ['py>
 
 def test_the_backend_adds_the_default_extras_to_every_candidate_only_when_no_static_reading_saw_them(
         tmp_path: Path) -> None:
-    from agent.env.install.ensure import backend_extras
+    from agent.env.install.inputs import backend_extras
     from agent.env.recipe import Recipe
 
     declared = read_declared(write(tmp_path, PYTEST_45))

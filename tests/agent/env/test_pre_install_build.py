@@ -91,9 +91,14 @@ def test_a_legacy_build_s_error_names_the_spec_pins_pip_would_have_given_it(tmp_
 
 def test_each_failed_legacy_build_adds_the_pins_it_names_for_a_few_rounds(tmp_path: Path) -> None:
     """astropy 3.0.dev's in-place build needs jinja2 (erfa's generator), then numpy: two rounds, then no more."""
+    from agent.env.cancel import NEVER
     from agent.env.errors import ProjectBuildFailed
-    from agent.env.install import ensure
+    from agent.env.install.box import Deadline
+    from agent.env.install.env_build import EnvBuild
+    from agent.env.install.inputs import EnvInputs
+    from agent.env.install.plan import Backend
     from agent.env.install.project import Project
+    from agent.env.install.request import EnvRequest
     from agent.env.read.declared import Declared
     from agent.env.read.reqlines import parse_requirement
     from agent.env.resolve.resolve import PREFERRED, IndexConfig, Target
@@ -105,15 +110,14 @@ def test_each_failed_legacy_build_adds_the_pins_it_names_for_a_few_rounds(tmp_pa
     repo = tmp_path / "astropy"
     repo.mkdir()
     (repo / "setup.py").write_text("import ah_bootstrap\n")
-    build = ensure._Build.__new__(ensure._Build)  # the retry's decision alone: no engine, no box
-    build.request = ensure.EnvRequest(repo=repo, python="3.9", index=IndexConfig(find_links=[str(wheels)],
-                                                                                  no_index=True))
+    build = EnvBuild.__new__(EnvBuild)  # the retry's decision alone: no engine, no box
+    build.request = EnvRequest(repo=repo, python="3.9", index=IndexConfig(find_links=[str(wheels)], no_index=True))
     prefer = [parse_requirement(t, PREFERRED) for t in ("jinja2==2.10", "numpy==1.16.0", "pytest==3.3.1")]
-    build.inputs = ensure._Inputs(declared=Declared(project=Project()), recipe=build.request.recipe, pip=[],
-                                  prefer=prefer, backend=ensure.Backend(), build_requires=[], build=True)
+    build.inputs = EnvInputs(declared=Declared(project=Project()), recipe=build.request.recipe, pip=[],
+                             prefer=prefer, backend=Backend(), build_requires=[], build=True)
     build.target = Target(python="3.9.2", platform="x86_64-manylinux_2_31")
-    build.deadline = ensure.Deadline(600)
-    build.cancel = ensure.NEVER
+    build.deadline = Deadline(600)
+    build.cancel = NEVER
     build.log = lambda _: None
     build.build_pins, build.pin_rounds = [], 0
 

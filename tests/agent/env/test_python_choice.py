@@ -90,7 +90,7 @@ def test_requires_python_is_read_from_each_file_and_from_a_commit(tmp_path: Path
 
 
 def test_build_requirements_are_never_older_than_the_python_they_run_on() -> None:
-    from agent.env.install.ensure import build_date
+    from agent.env.install.python_era import build_date
 
     assert build_date("2019-08-03T00:00:00Z", "3.9.2") == "2020-10-05T00:00:00Z"  # setuptools 41 breaks on 3.9
     assert build_date("2021-06-01T00:00:00Z", "3.9.2") == "2021-06-01T00:00:00Z"
@@ -167,8 +167,11 @@ def test_a_commit_s_files_are_read_after_one_listing_of_its_top_folder(
 def test_a_stand_in_python_moves_the_packages_date_up_to_its_release(tmp_path: Path) -> None:
     """xarray 0.12 (spec 3.10, ran 3.11) at a 2020-07 base: toolz 0.10 of that date cannot be imported on 3.11
     (``'TlzSpec' object has no attribute '_uninitialized_submodules'``), so its packages are as of 3.11's release."""
-    from agent.env.install import ensure
+    from agent.env.install.env_build import EnvBuild
+    from agent.env.install.inputs import EnvInputs
+    from agent.env.install.plan import Backend
     from agent.env.install.project import Project
+    from agent.env.install.request import EnvRequest
     from agent.env.read.declared import Declared
     from agent.env.resolve.resolve import Target
     from agent.protocol import TaskSpec
@@ -181,10 +184,10 @@ def test_a_stand_in_python_moves_the_packages_date_up_to_its_release(tmp_path: P
     assert TaskSpec(goal="g", repo=str(tmp_path)).python_stands_in_for is None
 
     def date_for(stands_in_for: str | None, as_of: str) -> tuple[str | None, list[str]]:
-        build = ensure._Build.__new__(ensure._Build)  # the date step alone: no engine, no probe
-        build.request = ensure.EnvRequest(repo=tmp_path, as_of=as_of, python="3.11", stands_in_for=stands_in_for)
-        build.inputs = ensure._Inputs(declared=Declared(project=Project()), recipe=build.request.recipe, pip=[],
-                                      prefer=[], backend=ensure.Backend(), build_requires=[], build=False)
+        build = EnvBuild.__new__(EnvBuild)  # the date step alone: no engine, no probe
+        build.request = EnvRequest(repo=tmp_path, as_of=as_of, python="3.11", stands_in_for=stands_in_for)
+        build.inputs = EnvInputs(declared=Declared(project=Project()), recipe=build.request.recipe, pip=[],
+                                 prefer=[], backend=Backend(), build_requires=[], build=False)
         build.target = Target(python="3.11.2", platform="x86_64-manylinux_2_36")
         build.exclude_newer = as_of
         build.log = lambda _: None

@@ -141,7 +141,7 @@ def test_sdists_that_do_not_settle_drop_the_candidate_instead_of_ending_the_buil
     """requests 2.3's requirements.txt of 2012 (pytest-cov 1.6 -> cov-core -> ...: sdists all the way down) as a
     chain of sdist-only packages longer than the rounds allow: the error is the candidate's, so the next is tried."""
     from agent.env.install.box import Deadline
-    from agent.env.install.ensure import _drops_candidate
+    from agent.env.install.candidate_loop import _drops_candidate
     from agent.env.resolve.sdists import MAX_ROUNDS
 
     sdists = tmp_path / "sdists"

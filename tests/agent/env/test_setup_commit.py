@@ -9,8 +9,10 @@ from pathlib import Path
 import pytest
 
 from agent.env.choose import dependency_date, setup_declarations
-from agent.env.install.ensure import EnvRequest, _read_inputs, inputs_key
+from agent.env.install.inputs import inputs_key, read_inputs
+from agent.env.install.request import EnvRequest
 from agent.env.read.at_commit import declarations_at, full_commit, wanted
+from agent.env.recipe import Recipe
 from agent.env.resolve.fetch import cache_dir
 from agent.env.resolve.resolve import IndexConfig
 from agent.protocol import TaskSpec
@@ -59,7 +61,7 @@ def request(tmp_path: Path, base: str, setup: str | None, name: str) -> EnvReque
 
 
 def texts(req: EnvRequest) -> list[list[str]]:
-    return [[r.text for r in c.requirements] for c in _read_inputs(req).declared.candidates]
+    return [[r.text for r in c.requirements] for c in read_inputs(req).declared.candidates]
 
 
 def test_the_dependencies_are_read_at_the_setup_commit_and_the_project_at_the_base(
@@ -67,7 +69,7 @@ def test_the_dependencies_are_read_at_the_setup_commit_and_the_project_at_the_ba
     at_base = texts(request(tmp_path, history["base1"], None, "plain"))
     assert at_base[0] == ["alpha", "beta==2.0", "pytest"]
     req = request(tmp_path, history["base1"], history["setup"], "row1")
-    declared = _read_inputs(req).declared
+    declared = read_inputs(req).declared
     assert [r.text for r in declared.candidates[0].requirements] == ["alpha", "beta==1.0", "delta", "pytest"]
     assert "beta==2.0" not in {r.text for r in declared.requirements}
     assert f"requirements-test.txt@{history['setup'][:10]}" in declared.files
@@ -81,16 +83,16 @@ def test_rows_of_one_version_share_one_key_and_another_setup_commit_does_not(
         tmp_path: Path, history: dict[str, str]) -> None:
     row1 = request(tmp_path, history["base1"], history["setup"], "row1")
     row2 = request(tmp_path, history["base2"], history["setup"], "row2")
-    key1 = inputs_key("sha256:base", _read_inputs(row1), row1)
-    assert key1 == inputs_key("sha256:base", _read_inputs(row2), row2)
+    key1 = inputs_key("sha256:base", read_inputs(row1), row1)
+    assert key1 == inputs_key("sha256:base", read_inputs(row2), row2)
     # Read at their own base commits (as before), the two rows differ (row 2's gamma).
     plain1 = request(tmp_path, history["base1"], None, "plain1")
     plain2 = request(tmp_path, history["base2"], None, "plain2")
-    assert inputs_key("sha256:base", _read_inputs(plain1), plain1) != \
-        inputs_key("sha256:base", _read_inputs(plain2), plain2)
+    assert inputs_key("sha256:base", read_inputs(plain1), plain1) != \
+        inputs_key("sha256:base", read_inputs(plain2), plain2)
     other = request(tmp_path, history["base1"], history["base2"], "other")  # another version's setup commit
-    assert inputs_key("sha256:base", _read_inputs(other), other) != key1
-    assert inputs_key("sha256:other-python", _read_inputs(row1), row1) != key1
+    assert inputs_key("sha256:base", read_inputs(other), other) != key1
+    assert inputs_key("sha256:other-python", read_inputs(row1), row1) != key1
 
 
 def test_a_requirement_only_the_base_declares_is_added(tmp_path: Path, history: dict[str, str]) -> None:
@@ -241,29 +243,31 @@ def test_two_environments_built_together_take_one_wheel_of_a_dynamic_sdist(tmp_p
 def test_a_project_build_that_fails_with_todays_build_requirements_runs_again_with_those_of_its_day(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from agent.env.errors import ProjectBuildFailed
-    from agent.env.install import ensure
     from agent.env.install.box import Deadline
+    from agent.env.install.env_build import EnvBuild
+    from agent.env.install.inputs import EnvInputs
+    from agent.env.install.plan import Backend
     from agent.env.read.declared import read_declared
     from agent.env.resolve.resolve import Target
 
-    build = object.__new__(ensure._Build)
+    build = object.__new__(EnvBuild)
     build.dated_build, build.exclude_newer, build.deadline = False, "2022-10-08T19:56:12Z", Deadline(60)
     build.target = Target(python="3.9.2", platform="x86_64-manylinux_2_31")
-    build.inputs = ensure._Inputs(declared=read_declared(write(tmp_path / "p", {"setup.py": "from setuptools import "
+    build.inputs = EnvInputs(declared=read_declared(write(tmp_path / "p", {"setup.py": "from setuptools import "
                                                                                 "setup\nsetup(name='p')\n"})),
-                                  recipe=ensure.Recipe(), pip=[], prefer=[], backend=ensure.Backend(),
-                                  build_requires=[], build=True)
+                             recipe=Recipe(), pip=[], prefer=[], backend=Backend(), build_requires=[],
+                             build=True)
     build.compiles, build.log = False, lambda _: None
     seen: list[tuple[str, bool]] = []
 
-    def project_build(self: ensure._Build, folder: Path, compiles: bool) -> str:
+    def project_build(self: EnvBuild, folder: Path, compiles: bool) -> str:
         seen.append((folder.name, self.dated_build))
         if not self.dated_build:
             raise ProjectBuildFailed("the project's own build failed offline (get_requires_for_build_*, exit 1): "
                                      "InvalidSpecifier: '>=3.7.*'", 1)
         return "entry"
 
-    monkeypatch.setattr(ensure._Build, "_with_project_build", project_build)
+    monkeypatch.setattr(EnvBuild, "_with_project_build", project_build)
     assert build.run() == "entry"  # type: ignore[comparison-overlap]
     assert seen == [("today", False), ("dated", True)]
     assert any(n.startswith("the project's build failed with today's build requirements") and
@@ -281,28 +285,30 @@ def test_two_rows_asking_for_one_dated_lock_together_resolve_it_once(tmp_path: P
     import time
 
     from agent.cancel import CancelToken
-    from agent.env.install import ensure
+    from agent.env.install.env_build import EnvBuild
+    from agent.env.install.inputs import EnvInputs
+    from agent.env.install.plan import Backend
     from agent.env.read.declared import read_declared
     from agent.env.read.reqlines import parse_requirement
     from agent.env.resolve.resolve import Lock, Pin, Target
 
     calls: list[int] = []
 
-    def resolve(self: ensure._Build, requirements: list[object], notes: list[str]) -> Lock:
+    def resolve(self: EnvBuild, requirements: list[object], notes: list[str]) -> Lock:
         calls.append(1)
         time.sleep(0.5)
         return Lock(pins=[Pin(name="beta", version="1.0", url="https://x/beta-1.0-py3-none-any.whl", sha256="0" * 64)])
 
-    monkeypatch.setattr(ensure._Build, "_with_preferred", resolve)
+    monkeypatch.setattr(EnvBuild, "_with_preferred", resolve)
 
-    def build() -> ensure._Build:
-        made = object.__new__(ensure._Build)
+    def build() -> EnvBuild:
+        made = object.__new__(EnvBuild)
         made.request = EnvRequest(repo=tmp_path, index=IndexConfig(no_index=True), as_of="2020-07-08T09:30:00Z")
         made.exclude_newer, made.cancel, made.log = "2020-07-08T09:30:00Z", CancelToken(), lambda _: None
         made.target = Target(python="3.9.2", platform="x86_64-manylinux_2_31")
-        made.inputs = ensure._Inputs(declared=read_declared(write(tmp_path / "p", {"requirements.txt": "beta\n"})),
-                                     recipe=ensure.Recipe(), pip=[], prefer=[], backend=ensure.Backend(),
-                                     build_requires=[], build=False)
+        made.inputs = EnvInputs(declared=read_declared(write(tmp_path / "p", {"requirements.txt": "beta\n"})),
+                                recipe=Recipe(), pip=[], prefer=[], backend=Backend(), build_requires=[],
+                                build=False)
         return made
 
     got: list[str] = []

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.env.install.ensure import venv_seed
+from agent.env.install.python_era import venv_seed
 from agent.env.read.reqlines import Requirement
 from agent.env.resolve.resolve import IndexConfig
 from tests.agent.env.projects import write
