@@ -20,6 +20,7 @@ from agent.env.resolve import asof
 from agent.env.resolve.resolve import Lock, check_python, resolve
 
 if TYPE_CHECKING:
+    from agent.env.resolve.sdists import BuildDynamic
     from agent.sandboxes.build import Builder
 
 
@@ -67,10 +68,13 @@ class BuildState:
         self.log(note)
         self.exclude_newer = moved
 
-    def resolve(self, requirements: list[Requirement], what: str, dated: bool = True) -> Lock:
+    def resolve(self, requirements: list[Requirement], what: str, dated: bool = True,
+                build_dynamic: BuildDynamic | None = None) -> Lock:
         """As of the task's date, or of its Python's release when the date is older: a backend of an older day may
         not run on a newer Python (setuptools 41 on 3.9). ``dated=False``: as of today, as pip's build isolation
-        resolves a build's requirements."""
+        resolves a build's requirements. ``build_dynamic``: a requirement with no wheel for the sandbox may come
+        from its sdist, built in a box (a project build's jinja2 2.10 needs a MarkupSafe that had no 3.9 wheel
+        as of 2020), as the dependencies' lock does."""
         exclude_newer = build_date(self.exclude_newer, self.target.python) if dated else None
         if dated and exclude_newer != self.exclude_newer and exclude_newer is not None:
             note = (f"build requirements resolved as of {exclude_newer[:10]}, Python {self.target.python}'s release "
@@ -79,6 +83,11 @@ class BuildState:
                 self.inputs.declared.notes.append(note)
         when = f" as of {exclude_newer[:10]}" if exclude_newer else ""
         self.log(f"resolving {len(requirements)} {what}{when} for Python {self.target.python}")
+        if build_dynamic is not None:
+            from agent.env.resolve.sdists import resolve_with_sdists
+
+            return resolve_with_sdists(requirements, self.target, self.request.index, self.cancel, exclude_newer,
+                                       self.inputs.declared.notes, build_dynamic)
         return resolve(requirements, self.target, self.request.index, cancel=self.cancel, exclude_newer=exclude_newer)
 
     def _note(self, note: str | None) -> None:

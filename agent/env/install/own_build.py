@@ -120,7 +120,8 @@ class BuildsProject(RecordsImage):
             if inputs.backend.name:
                 # As of today, as pip's build isolation resolves them (and as SWE-bench's `pip install -e .`
                 # did): the setuptools of a 2019 commit imports the distutils Debian's Python ships apart.
-                build_lock = self.resolve(build_requires, "build requirements", dated=self.dated_build)
+                build_lock = self.resolve(build_requires, "build requirements", dated=self.dated_build,
+                                          build_dynamic=self._build_dynamic)
                 box.install_build_requirements(build_lock)
                 box.prepare()
                 if inputs.recipe.pre_install:
@@ -129,7 +130,8 @@ class BuildsProject(RecordsImage):
                 if more:  # the backend's get_requires_for_build_*: a second round on the host
                     asked = [parse_requirement(t, "the build backend (get_requires_for_build_*)") for t in more]
                     box.install_build_requirements(self.resolve(build_requires + asked, "build requirements",
-                                                                dated=self.dated_build))
+                                                                dated=self.dated_build,
+                                                                build_dynamic=self._build_dynamic))
                 meta = box.metadata()
                 self._note(check_python(meta.requires_python, self.target, request.base_image))
                 requirements += metadata.requirements(meta, backend_extras(declared, inputs.recipe), self.target)
@@ -156,6 +158,6 @@ class BuildsProject(RecordsImage):
         self.inputs.declared.notes.append(f"build requirements as pre_install left pyproject.toml: "
                                           f"{', '.join(r.text for r in after)}")
         wanted = plan.build_requirements(after, self.inputs.backend, self.inputs.declared, needs_cython)
-        lock = self.resolve(wanted, "build requirements", dated=self.dated_build)
+        lock = self.resolve(wanted, "build requirements", dated=self.dated_build, build_dynamic=self._build_dynamic)
         box.install_build_requirements(lock)
         return lock
