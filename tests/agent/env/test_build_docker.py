@@ -15,6 +15,7 @@ from agent.containers.sandbox import Sandbox
 from agent.env.errors import EnvError
 from agent.env.install import images
 from agent.env.install.ensure import EnvRequest, ensure_env
+from agent.env.recipe import Recipe
 from agent.env.resolve.resolve import IndexConfig
 from agent.protocol import EnvInfo
 from agent.sandboxes.config import SandboxConfig
@@ -363,3 +364,31 @@ def test_without_a_debian_mirror_a_pure_python_dynamic_sdist_still_builds_and_sa
     boxes = [c for c in created if c["labels"]["codebox.task"] == "env-sdist"]
     assert len(boxes) == 1 and boxes[0]["image"] == BASE
     assert "no compiler needed" in run_in(info, repo, ["python3", "-c", "import tinysd; print(tinysd.VALUE)"])
+
+
+def test_a_legacy_build_s_named_pin_whose_dependency_is_a_dynamic_sdist_is_built_with_it(
+    tmp_path: Path, wheelhouse: Path, setuptools_wheels: Path, made: list[str], created: list[dict[str, Any]]
+) -> None:
+    """astropy 1.3's shape on a stand-in Python: its setup.py imports jinja2 when it runs (pip built it without
+    isolation, after the spec's jinja2==2.10), and jinja2 2.10 needs a MarkupSafe that had no wheel for 3.9 in 2020,
+    only its sdist. The build runs again with the pin its failure names; that pin's sdist-only dependency is built
+    in a box, as the dependencies' are, instead of ending the build with "no usable wheel"."""
+    setup_py = ("from setuptools import setup\nsetup(name='tinysd', version='0.1', packages=['tinysd'], "
+                "install_requires=['be' + 'ta>=2'])\n")  # dynamic: only running it tells its requirements
+    index = _sdist_index(tmp_path, wheelhouse, setuptools_wheels, {
+        "setup.py": setup_py, "tinysd/__init__.py": "import beta\nVALUE = 'built in a box'\n"})
+    templating = make_wheel(tmp_path / "templating", "templating", "2.10",
+                            {"templating/__init__.py": "import tinysd\nREQUIRES = ['gamma']\n"}, ("tinysd",)).parent
+    index = IndexConfig(find_links=[*index.find_links, str(templating)], no_index=True)
+    repo = write(tmp_path / "repo", {
+        "setup.py": "import templating  # the build's own import, as astropy's setup.py imports jinja2\n"
+                    "from setuptools import setup\n"
+                    "setup(name='legacy', version='1.0', py_modules=['legacy'],\n"
+                    "      install_requires=templating.REQUIRES)\n",
+        "legacy.py": "VALUE = 'legacy'\n"})
+    info = build(repo, index, made, recipe=Recipe(prefer=["templating==2.10"]))
+    assert "templating==2.10" in info.installed and "tinysd==0.1" in info.installed
+    assert "gamma==3.0" in info.installed  # what the build, with templating imported, said the project requires
+    assert [n for n in info.notes if "failed naming templating==2.10" in n], info.notes  # built again, with the pin
+    assert len([c for c in created if c["labels"]["codebox.task"] == "env-sdist"]) == 1  # tinysd's wheel, once
+    assert "legacy" in run_in(info, repo, ["python3", "-c", "import legacy; print(legacy.VALUE)"])
