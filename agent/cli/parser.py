@@ -424,7 +424,8 @@ def build_parser(settings: CodeboxSettings | None = None, chosen: str | None = N
     python.add_argument("version", nargs="?", metavar="X.Y", help="the Python version (default: every one)")
     python.add_argument("--image", metavar="NAME", help="register NAME as the sandbox image of X.Y (taken as it is)")
     python.add_argument("--forget", action="store_true", help="forget the image registered for X.Y")
-    python.add_argument("--build", action="store_true", help="build X.Y's Debian suite image now (offline)")
+    python.add_argument("--build", action="store_true",
+                        help="build X.Y's image now, offline: its Debian suite's, else the host's own build copied in")
     python.set_defaults(func="agent.cli.commands.maintenance:cmd_image_python")
 
     _add_env_parser(sub, c)

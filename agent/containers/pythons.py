@@ -5,12 +5,16 @@
 2. a Debian suite that ships it, built offline as codebox's own base is (``build_base.sh``: debootstrap,
    minbase, ``docker import``), with ``Dockerfile.sandbox`` on it (network none): bullseye 3.9,
    bookworm 3.11 (codebox's default image), trixie 3.13; built once, reused by tag;
-3. only when the user opts in (``--python-pull yes``, as `codebox image build --pull`), ``python:X.Y-slim``
+3. the host's own CPython build of that minor (pyenv's, uv's or /usr/local's: host_pythons.py) copied into an
+   image on the host's Debian suite, offline (host_python_image.py); after a suite that ships the minor (Debian's
+   build is the known-good one), before a registry (no packet leaves the machine for what it has already), and
+   off with ``CODEBOX_HOST_PYTHONS=0``;
+4. only when the user opts in (``--python-pull yes``, as `codebox image build --pull`), ``python:X.Y-slim``
    from a registry, as it is.
 
 When no source has the exact minor, the nearest newer one that some source has stands in (3.6-3.8 -> 3.9,
-3.10 -> 3.11) and the choice says so. Like ``image.py``, this talks to Docker directly: these are the sandbox
-images themselves (docs/backends.md), not an environment.
+3.10 -> 3.11 on a machine with no such host build) and the choice says so. Like ``image.py``, this talks to
+Docker directly: these are the sandbox images themselves (docs/backends.md), not an environment.
 """
 
 from __future__ import annotations
@@ -19,7 +23,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from agent import python_versions as versions
-from agent.containers import image
+from agent.containers import host_pythons, image
+from agent.containers.host_pythons import HostPython
 from agent.debian import host_mirror
 from agent.defaults import DEFAULT_IMAGE
 
@@ -65,11 +70,23 @@ class PythonImages:
     registered: dict[str, str] = field(default_factory=dict)
     pull: bool = False
     log: Log = _quiet
+    host: bool = field(default_factory=host_pythons.enabled)
+    """Whether the host's own CPython builds are a link (CODEBOX_HOST_PYTHONS=0: not)."""
+    suites: dict[str, str] = field(default_factory=lambda: dict(SUITES))
     _done: dict[str, Provided] = field(default_factory=dict)
+    _found: dict[str, HostPython] | None = None
 
     def available(self) -> set[str]:
         """The minors some link may provide without a registry (the registry's are asked by name)."""
-        return set(self.registered) | set(SUITES)
+        return set(self.registered) | set(self.suites) | set(self.host_pythons())
+
+    def host_pythons(self) -> dict[str, HostPython]:
+        """The host's CPython builds by minor (none when that link is off), looked for once."""
+        if not self.host:
+            return {}
+        if self._found is None:
+            self._found = host_pythons.find_host_pythons()
+        return self._found
 
     def provide(self, wanted: str) -> Provided:
         """The sandbox image for ``wanted`` (X.Y), else for the nearest newer minor; PythonUnavailable naming
@@ -89,7 +106,7 @@ class PythonImages:
         return found
 
     def _exact(self, minor: str, tried: list[str]) -> Provided | None:
-        for link in (self._registered, self._suite, self._registry):
+        for link in (self._registered, self._suite, self._host, self._registry):
             found = link(minor, tried)
             if found is not None:
                 return found
@@ -106,7 +123,7 @@ class PythonImages:
         return Provided(image=name, minor=minor, link=f"the image registered for {minor}")
 
     def _suite(self, minor: str, tried: list[str]) -> Provided | None:
-        suite = SUITES.get(minor)
+        suite = self.suites.get(minor)
         if suite is None:
             tried.append(f"Debian suite with {minor} (none ships it; bullseye 3.9, bookworm 3.11, trixie 3.13)")
             return None
@@ -116,6 +133,23 @@ class PythonImages:
             tried.append(f"Debian {suite} ({exc})")
             return None
         return Provided(image=tag, minor=minor, link=f"Debian {suite}, built offline")
+
+    def _host(self, minor: str, tried: list[str]) -> Provided | None:
+        if not self.host:
+            tried.append(f"host Python {minor} (off: {host_pythons.SWITCH}=0)")
+            return None
+        found = self.host_pythons().get(minor)
+        if found is None:
+            tried.append(f"host Python {minor} (none under pyenv, uv or /usr/local)")
+            return None
+        from agent.containers.host_python_image import ensure_host_sandbox
+
+        try:
+            tag = ensure_host_sandbox(found, self.log)
+        except image.ImageError as exc:
+            tried.append(f"{found.describe()} ({exc})")
+            return None
+        return Provided(image=tag, minor=minor, link=f"{found.describe()}, copied in")
 
     def _registry(self, minor: str, tried: list[str]) -> Provided | None:
         name = REGISTRY_IMAGE.format(minor=minor)

@@ -64,8 +64,9 @@ def cmd_image(args: argparse.Namespace) -> int:
 def cmd_image_python(args: argparse.Namespace) -> int:
     """`codebox image python [X.Y] [--image NAME | --forget | --build]`: where each Python comes from."""
     from agent.cli.python_flags import register, registered_images
+    from agent.containers.host_python_image import ensure_host_sandbox
     from agent.containers.image import ImageError, image_exists
-    from agent.containers.pythons import SUITES, ensure_suite_sandbox, sandbox_tag
+    from agent.containers.pythons import SUITES, PythonImages, ensure_suite_sandbox, sandbox_tag
     from agent.python_versions import key, minor_of
 
     minor = minor_of(args.version) if args.version else None
@@ -78,11 +79,15 @@ def cmd_image_python(args: argparse.Namespace) -> int:
         said = f"forgot the image of Python {minor}" if args.forget else f"Python {minor}: {args.image}"
         print(f"codebox: {printable(said)} (in {path})")
         return EXIT_OK
+    hosts = PythonImages().host_pythons()  # folders listed, nothing run
     if minor is not None and args.build:
-        if minor not in SUITES:
-            return usage_error(f"no Debian suite here ships Python {minor} (bullseye 3.9, bookworm 3.11, trixie 3.13)")
+        if minor not in SUITES and minor not in hosts:
+            return usage_error(f"no Debian suite here ships Python {minor} (bullseye 3.9, bookworm 3.11, trixie 3.13)"
+                               f" and this machine has no build of it under pyenv, uv or /usr/local")
+        say = lambda line: print(printable(line))  # noqa: E731
         try:
-            print(f"codebox: Python {minor}: {ensure_suite_sandbox(minor, lambda line: print(printable(line)))}")
+            tag = ensure_suite_sandbox(minor, say) if minor in SUITES else ensure_host_sandbox(hosts[minor], say)
+            print(f"codebox: Python {minor}: {tag}")
         except ImageError as exc:
             print(f"codebox: {printable(exc)}", file=sys.stderr)
             return EXIT_STOPPED
@@ -91,13 +96,15 @@ def cmd_image_python(args: argparse.Namespace) -> int:
         registered = registered_images(list(args.settings.python_images))
     except CodeboxError as exc:
         return usage_error(str(exc))
-    for version in sorted(set(SUITES) | set(registered), key=key):
+    for version in sorted(set(SUITES) | set(registered) | set(hosts), key=key):
         if minor is not None and version != minor:
             continue
         links = [f"registered {registered[version]}"] if version in registered else []
         if version in SUITES:
             tag = sandbox_tag(version)
             links.append(f"Debian {SUITES[version]} ({tag}, {'built' if image_exists(tag) else 'built on first use'})")
+        if version in hosts:
+            links.append(f"{hosts[version].describe()} ({hosts[version].prefix}, copied in on first use)")
         print(printable(f"{version}: {' > '.join(links)}"))
     return EXIT_OK
 

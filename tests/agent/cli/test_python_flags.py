@@ -40,7 +40,8 @@ def test_mistakes_are_one_line(capsys: pytest.CaptureFixture[str]) -> None:
     err = capsys.readouterr().err.splitlines()
     assert err == ["codebox: image python 'three': expected a Python version such as 3.9",
                    "codebox: image python: --image, --forget and --build need the version (X.Y)",
-                   "codebox: no Debian suite here ships Python 2.7 (bullseye 3.9, bookworm 3.11, trixie 3.13)"]
+                   "codebox: no Debian suite here ships Python 2.7 (bullseye 3.9, bookworm 3.11, trixie 3.13) and this "
+                   "machine has no build of it under pyenv, uv or /usr/local"]
     with pytest.raises(EnvError, match=r"python_images: '3\.9' is not X\.Y=IMAGE"):
         registered_images(["3.9"])
 

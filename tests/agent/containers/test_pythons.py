@@ -12,13 +12,22 @@ from agent.debian import codename, host_mirror
 
 def test_a_version_nobody_provides_names_every_link_tried() -> None:
     with pytest.raises(PythonUnavailable) as caught:
-        PythonImages().provide("2.7")  # nothing registered, no registry: no engine is asked
+        PythonImages(host=True).provide("2.7")  # nothing registered, no registry: no engine is asked
     message = str(caught.value)
     assert message.startswith("no Python 2.7 here: tried registered image for 2.7 (none); Debian suite with 2.7 "
-                              "(none ships it; bullseye 3.9, bookworm 3.11, trixie 3.13); registry python:2.7-slim "
-                              "(not opted in: --python-pull yes)")
+                              "(none ships it; bullseye 3.9, bookworm 3.11, trixie 3.13); host Python 2.7 (none "
+                              "under pyenv, uv or /usr/local); registry python:2.7-slim (not opted in: "
+                              "--python-pull yes)")
     assert "codebox image python 2.7 --image NAME" in message and "\n" not in message
     assert caught.value.usage
+
+
+def test_the_host_link_can_be_turned_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CODEBOX_HOST_PYTHONS", "0")
+    chain = PythonImages()
+    assert chain.host_pythons() == {} and chain.available() == {"3.9", "3.11", "3.13"}
+    with pytest.raises(PythonUnavailable, match=r"host Python 2\.7 \(off: CODEBOX_HOST_PYTHONS=0\)"):
+        chain.provide("2.7")
 
 
 def test_codebox_s_own_image_of_each_suite() -> None:

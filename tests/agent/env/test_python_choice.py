@@ -124,12 +124,18 @@ def test_the_flags_take_the_first_alternative_a_link_here_has(monkeypatch: pytes
     import argparse
 
     from agent.cli.python_flags import PythonFlags
+    from agent.containers.host_pythons import HostPython
 
+    monkeypatch.setenv("CODEBOX_HOST_PYTHONS", "0")  # this machine's pyenv would have 3.10
     flags = PythonFlags(argparse.Namespace(python=None, python_images=[], python_pull="no"), lambda _: None)
     dated = want(None, None, ">=3.6", "2021-10-14T04:34:02Z")
     assert flags._here(dated) == "3.9"  # bullseye's, out by then; not bookworm's 3.11 of a year later
     assert flags._here(want(None, ("3.10", "a spec"), None, None)) == "3.10"  # provide() stands 3.11 in
     flags.images.pull = True  # a registry may have the exact one
+    assert flags._here(dated) == "3.10"
+    flags.images.pull = False
+    flags.images.host = True
+    flags.images._found = {"3.10": HostPython("3.10", "3.10.13", Path("/opt/py"), "pyenv")}  # found: the exact one
     assert flags._here(dated) == "3.10"
 
 

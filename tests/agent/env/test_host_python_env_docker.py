@@ -1,0 +1,66 @@
+"""The host's own CPython (pyenv's 3.11.7 on every machine of this kind) copied into a sandbox image, offline: the
+chain takes it when no suite ships the minor, an environment is built on it, and a real pytest runs in it."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from agent.containers import image
+from agent.containers.host_pythons import find_host_pythons
+from agent.containers.pythons import PythonImages
+from agent.containers.sandbox import Sandbox
+from agent.defaults import DEFAULT_IMAGE
+from agent.env.install.ensure import EnvRequest, ensure_env
+from agent.env.resolve.resolve import IndexConfig
+from agent.sandboxes.config import SandboxConfig
+from tests.agent.env.projects import write
+from tests.e2e.installed_wheels import pytest_wheelhouse
+from tests.engine import docker, remove_image
+
+pytestmark = pytest.mark.docker
+MINOR = "3.11"  # the one pyenv build every machine of this kind has (bookworm ships it too: taken out below)
+PROJECT = {
+    "pyproject.toml": '[project]\nname = "calc"\nversion = "1"\ndependencies = ["pytest"]\n',
+    "calc.py": "def add(a, b):\n    return a + b\n",
+    "test_calc.py": "import ssl, sqlite3, sys\nfrom calc import add\n\n\n"
+                    "def test_add():\n    assert add(1, 2) == 3\n\n\n"
+                    "def test_where():\n"
+                    "    print('ran on', sys.version.split()[0], sys.base_prefix, ssl.OPENSSL_VERSION)\n",
+}
+
+
+def test_a_host_pyenv_python_is_copied_in_and_runs_a_real_pytest(tmp_path: Path) -> None:
+    host = find_host_pythons().get(MINOR)
+    if host is None:
+        if os.environ.get("CI"):
+            pytest.fail(f"this machine kind has pyenv {MINOR}, this one has none under pyenv, uv or /usr/local")
+        pytest.skip(f"no host build of Python {MINOR} here (pyenv, uv, /usr/local)")
+    assert PythonImages(host=True).provide(MINOR).image == DEFAULT_IMAGE  # bookworm's 3.11 still comes first
+
+    logged: list[str] = []
+    provided = PythonImages(host=True, suites={}, log=logged.append).provide(MINOR)  # as for 3.10: no suite has it
+    assert (provided.minor, provided.link) == (MINOR, f"{host.describe()}, copied in")
+    assert provided.image.startswith(f"codebox-sandbox:py{MINOR}-host-")
+    labels = image.image_labels(provided.image)
+    assert labels is not None and labels["codebox.python.source"] == str(host.prefix)
+    assert labels["codebox.python.version"] == host.version and image.stale(labels) is None
+    again = PythonImages(host=True, suites={}, log=logged.append).provide(MINOR)
+    assert again.image == provided.image  # reused by its tag
+
+    repo = write(tmp_path / "repo", PROJECT)
+    index = IndexConfig(find_links=[str(pytest_wheelhouse(tmp_path / "wheels"))], no_index=True)
+    info = ensure_env(EnvRequest(repo=repo, base_image=provided.image, index=index, python=MINOR))
+    try:
+        assert info.built and info.python == host.version
+        with Sandbox(repo, SandboxConfig(image=info.run_image), task_id="host-python") as box:
+            found = box.call("search", {"query": "def add"})
+            tests = box.call("run_test", {"argv": ["python3", "-m", "pytest", "-q", "-s", "test_calc.py"],
+                                          "timeout_s": 120})
+        assert found.ok and "calc.py" in found.output
+        assert tests.ok and "2 passed" in tests.output, tests.output
+        assert f"ran on {host.version} /usr/local OpenSSL" in tests.output, tests.output
+    finally:
+        remove_image(docker(), info.image)
