@@ -123,18 +123,21 @@ def _scratch() -> str:
 
 def write_context(host: HostPython, dest: Path) -> Path:
     """The build context at ``dest``: the Dockerfile and the prefix's files under root/ (root-owned, set-id bits
-    off; a symlink to a file in its own folder stays a link, any other is copied as the file it names)."""
+    off; a symlink to a copied file of its own folder stays a link, any other is copied as the file it names)."""
     folders: set[str] = set()
+    files = list(host.files())
+    copied = {inside for inside, _ in files}
     with tarfile.open(dest, "w") as tar:
         data = DOCKERFILE.encode()
         info = tarfile.TarInfo("Dockerfile")
         info.size, info.mode = len(data), 0o644
         tar.addfile(info, _Bytes(data))
-        for inside, path in host.files():
+        for inside, path in files:
             name = f"root/{inside}"
             _folders(tar, name.rsplit("/", 1)[0], folders)
-            if path.is_symlink() and "/" not in os.readlink(path):
-                _link(tar, name, os.readlink(path))
+            target = os.readlink(path) if path.is_symlink() else ""
+            if target and "/" not in target and f"{inside.rsplit('/', 1)[0]}/{target}" in copied:
+                _link(tar, name, target)
                 continue
             real = path.resolve()
             if not real.is_file():

@@ -84,3 +84,24 @@ def test_the_version_from_the_headers_and_the_switch(tmp_path: Path) -> None:
     assert patchlevel(tmp_path / "p", "3.7") is None
     assert enabled({}) and enabled({"CODEBOX_HOST_PYTHONS": "1"})
     assert not enabled({"CODEBOX_HOST_PYTHONS": "0"}) and not enabled({"CODEBOX_HOST_PYTHONS": "off"})
+
+
+def test_the_build_context_holds_the_prefix_under_usr_local_root_owned(tmp_path: Path) -> None:
+    import tarfile
+
+    from agent.containers.host_python_image import DOCKERFILE, write_context
+
+    root = prefix(tmp_path / "p", "3.12", version="3.12.1")
+    (root / "bin" / "python3.12").chmod(0o4755)  # a set-uid bit is not carried into the image
+    (root / "lib" / "python3.12" / "gone.py").symlink_to("missing.py")  # names nothing copied: left out
+    host = HostPython("3.12", "3.12.1", root, "pyenv")
+    with tarfile.open(write_context(host, tmp_path / "context.tar")) as tar:
+        members = {m.name: m for m in tar.getmembers()}
+        assert tar.extractfile("Dockerfile").read().decode() == DOCKERFILE  # type: ignore[union-attr]
+    binary = members["root/usr/local/bin/python3.12"]
+    assert binary.isfile() and binary.mode == 0o755 and (binary.uid, binary.gid) == (0, 0)
+    links = {members[f"root/usr/local/bin/{alias}"].linkname for alias in ("python3", "python")}
+    assert links == {"python3.12"}
+    assert members["root/usr/local/lib/libpython3.12.so"].linkname == "libpython3.12.so.1.0"
+    assert members["root/usr/local/lib/python3.12/site-packages"].isdir()
+    assert not any("site-packages/pip" in n or "/test/" in n or "gone.py" in n for n in members)
