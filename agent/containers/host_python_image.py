@@ -99,6 +99,16 @@ def image_tag(host: HostPython, base_id: str) -> str:
     return f"{REPOSITORY}:py{host.minor}-host-{key[:12]}"
 
 
+def built_image(host: HostPython) -> str | None:
+    """A tag of an image already made from ``host``'s files as they stand (by its label; nothing is built)."""
+    try:
+        found = connect_engine(ImageError).images(filters={"label": [f"{LABEL_FILES}={host.stamp()}"]})
+    except EngineError:
+        return None
+    tags = sorted(tag for entry in found for tag in entry.get("RepoTags") or [] if tag.startswith(f"{REPOSITORY}:"))
+    return tags[0] if tags else None
+
+
 def ensure_host_sandbox(host: HostPython, log: Log) -> str:
     """The tag of ``host``'s sandbox image, built now (once) unless it is there; ImageError naming why not."""
     base = base_image(log)

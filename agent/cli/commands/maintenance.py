@@ -64,7 +64,7 @@ def cmd_image(args: argparse.Namespace) -> int:
 def cmd_image_python(args: argparse.Namespace) -> int:
     """`codebox image python [X.Y] [--image NAME | --forget | --build]`: where each Python comes from."""
     from agent.cli.python_flags import register, registered_images
-    from agent.containers.host_python_image import ensure_host_sandbox
+    from agent.containers.host_python_image import built_image, ensure_host_sandbox
     from agent.containers.image import ImageError, image_exists
     from agent.containers.pythons import SUITES, PythonImages, ensure_suite_sandbox, sandbox_tag
     from agent.python_versions import key, minor_of
@@ -104,7 +104,9 @@ def cmd_image_python(args: argparse.Namespace) -> int:
             tag = sandbox_tag(version)
             links.append(f"Debian {SUITES[version]} ({tag}, {'built' if image_exists(tag) else 'built on first use'})")
         if version in hosts:
-            links.append(f"{hosts[version].describe()} ({hosts[version].prefix}, copied in on first use)")
+            built = built_image(hosts[version])
+            links.append(f"{hosts[version].describe()} ({hosts[version].prefix}, "
+                         f"{f'copied into {built}' if built else 'copied in on first use'})")
         print(printable(f"{version}: {' > '.join(links)}"))
     return EXIT_OK
 

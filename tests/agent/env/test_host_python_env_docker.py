@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from agent.cli.parser import main
 from agent.containers import image
 from agent.containers.host_pythons import find_host_pythons
 from agent.containers.pythons import PythonImages
@@ -32,7 +33,8 @@ PROJECT = {
 }
 
 
-def test_a_host_pyenv_python_is_copied_in_and_runs_a_real_pytest(tmp_path: Path) -> None:
+def test_a_host_pyenv_python_is_copied_in_and_runs_a_real_pytest(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
     host = find_host_pythons().get(MINOR)
     if host is None:
         if os.environ.get("CI"):
@@ -49,6 +51,10 @@ def test_a_host_pyenv_python_is_copied_in_and_runs_a_real_pytest(tmp_path: Path)
     assert labels["codebox.python.version"] == host.version and image.stale(labels) is None
     again = PythonImages(host=True, suites={}, log=logged.append).provide(MINOR)
     assert again.image == provided.image  # reused by its tag
+    capsys.readouterr()
+    assert main(["image", "python", MINOR]) == 0
+    assert capsys.readouterr().out == (f"{MINOR}: Debian bookworm ({DEFAULT_IMAGE}, built) > {host.describe()} "
+                                       f"({host.prefix}, copied into {provided.image})\n")
 
     repo = write(tmp_path / "repo", PROJECT)
     index = IndexConfig(find_links=[str(pytest_wheelhouse(tmp_path / "wheels"))], no_index=True)
