@@ -112,8 +112,22 @@ class LocksCandidate(BuildState):
         # setuptools of its day imports the stdlib distutils that Python 3.12 (and Debian's 3.11 without
         # python3-distutils) lacks; setuptools 60+ carries its own.
         build_lock = self.resolve(asked, f"build requirements of {pin.filename}", dated=False)
-        built = build_wheel(self.client, self._tools_image(), self.target, pin, path, build_lock,
-                            self.request.limits, self.deadline, self.cancel, self.log)
+        try:
+            built = build_wheel(self.client, self._tools_image(), self.target, pin, path, build_lock,
+                                self.request.limits, self.deadline, self.cancel, self.log)
+        except (EnvCancelled, DeadlinePassed):
+            raise
+        except EnvError as today:  # today's failing, those of the task's date (PyYAML 5.4.1's setup.py under Cython 3)
+            if self.exclude_newer is None:
+                raise
+            try:
+                build_lock = self.resolve(asked, f"build requirements of {pin.filename}", dated=True)
+                built = build_wheel(self.client, self._tools_image(), self.target, pin, path, build_lock,
+                                    self.request.limits, self.deadline, self.cancel, self.log)
+            except (EnvCancelled, DeadlinePassed):
+                raise
+            except EnvError:
+                raise today from None  # the first build's log says more than a date's missing setuptools
         return SdistMeta(requires_dist=checked_requires(built.requires_dist, pin), build_requires=build_requires,
                          wheel=built.pin)
 
