@@ -52,7 +52,7 @@ def main() -> int:
             print(f"{minor}: no host build")
             continue
         files = list(host.files())
-        size = sum(path.stat().st_size for _, path in files if path.is_file())
+        size = sum(path.stat().st_size for _, path in files if path.is_file() and not path.is_symlink())
         print(f"{minor}: {host.describe()}: {len(files)} files, {size / 1e6:.1f} MB; "
               f"key {ms(host.stamp, args.n):.1f} ms median")
         if args.cold:

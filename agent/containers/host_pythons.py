@@ -13,7 +13,8 @@ parts a test run never needs (the stdlib's own ``test`` package, idlelib, tkinte
 libraries are not in the image, turtledemo, lib2to3's tests, ``config-X.Y-*``: the static libpython for
 embedding) and with an empty site-packages (the host's installs are the host's business; a task's packages come
 from its environment), the shared libpython and the headers (a C extension of the project builds against them).
-``__pycache__`` stays: the sandbox's root is read-only, so without it every start would compile the stdlib again.
+``__pycache__`` stays (the sandbox's root is read-only: without it every start would compile the stdlib again),
+but for its ``.opt-1``/``.opt-2`` files, which only ``python -O`` reads.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ USR_LOCAL = Path("/usr/local")
 # Left out of the standard library, by path relative to lib/pythonX.Y (see the module's docstring).
 _SKIPPED_TOP = {"test", "idlelib", "tkinter", "turtledemo", "site-packages"}
 _SKIPPED_PARTS = {"lib2to3/tests", "unittest/test", "ctypes/test", "distutils/tests", "sqlite3/test"}
+_OPTIMIZED = (".opt-1.pyc", ".opt-2.pyc")  # bytecode for ``python -O`` only: a fifth of a 3.12's copy
 _VERSION_FOLDER = re.compile(r"^(\d+)\.(\d+)\.(\d+)$")
 _UV_FOLDER = re.compile(r"^cpython-(\d+)\.(\d+)\.(\d+)-linux-[a-z0-9_]+-gnu$")
 _PY_VERSION = re.compile(rb'^#define PY_VERSION\s+"([0-9][0-9A-Za-z.+]*)"', re.MULTILINE)
@@ -82,7 +84,7 @@ class HostPython:
                 keep.append(name)
             dirs[:] = keep
             for name in sorted(names):
-                if relative == "lib-dynload" and name.startswith("_tkinter"):
+                if (relative == "lib-dynload" and name.startswith("_tkinter")) or name.endswith(_OPTIMIZED):
                     continue
                 yield (f"{inside}/{name}" if relative == "." else f"{inside}/{relative}/{name}"), Path(folder) / name
 

@@ -12,7 +12,8 @@ def prefix(root: Path, minor: str, version: str | None = None, shared: bool = Tr
     (root / "bin").mkdir(parents=True, exist_ok=True)
     (root / "bin" / f"python{minor}").write_text("")
     stdlib = root / "lib" / f"python{minor}"
-    for name in ("os.py", "json/__init__.py", "json/__pycache__/__init__.cpython.pyc", "lib-dynload/_ssl.so",
+    for name in ("os.py", "json/__init__.py", "json/__pycache__/__init__.cpython.pyc",
+                 "json/__pycache__/__init__.cpython.opt-1.pyc", "lib-dynload/_ssl.so",
                  "lib-dynload/_tkinter.so", "test/test_os.py", "idlelib/idle.py", "tkinter/__init__.py",
                  "site-packages/pip/__init__.py", "lib2to3/tests/t.py", "lib2to3/main.py",
                  f"config-{minor}-x86_64-linux-gnu/libpython{minor}.a"):
