@@ -112,7 +112,10 @@ def built_image(host: HostPython) -> str | None:
 def ensure_host_sandbox(host: HostPython, log: Log) -> str:
     """The tag of ``host``'s sandbox image, built now (once) unless it is there; ImageError naming why not."""
     base = base_image(log)
-    attrs = connect_engine(ImageError).inspect_image(base)
+    try:
+        attrs = connect_engine(ImageError).inspect_image(base)
+    except EngineError as exc:
+        raise ImageError(f"Docker could not look up the base image {base}: {exc}") from None
     tag = image_tag(host, str(attrs.get("Id", "")))
     if image.image_labels(tag) is not None:
         return tag
@@ -121,7 +124,10 @@ def ensure_host_sandbox(host: HostPython, log: Log) -> str:
             return tag
         log(f"copying {host.describe()} ({host.prefix}) into {tag}, offline (once; reused after)")
         with tempfile.TemporaryDirectory(prefix="codebox-host-python-", dir=_scratch()) as tmp:
-            context = write_context(host, Path(tmp) / "context.tar")
+            try:
+                context = write_context(host, Path(tmp) / "context.tar")
+            except OSError as exc:  # a file of the prefix unreadable, the scratch disk full
+                raise ImageError(f"{host.describe()} could not be copied: {exc}") from None
             _build(host, base, tag, context, log)
     return tag
 
@@ -211,7 +217,7 @@ def _build(host: HostPython, base: str, tag: str, context: Path, log: Log) -> No
                 if "error" in chunk:
                     raise EngineError(str(chunk.get("errorDetail", {}).get("message") or chunk["error"]).strip())
     except EngineError as exc:
-        missing = next((line.split(_MISSING, 1)[1].strip() for line in said if _MISSING in line), None)
+        missing = next((line[len(_MISSING):].strip() for line in said if line.startswith(_MISSING)), None)
         if missing:
             raise ImageError(f"{host.describe()} copied in lacks {missing}") from None
         loader = next((line.strip() for line in said if "error while loading shared libraries" in line), None)

@@ -4,6 +4,7 @@ chain takes it when no suite ships the minor, an environment is built on it, and
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -70,3 +71,27 @@ def test_a_host_pyenv_python_is_copied_in_and_runs_a_real_pytest(tmp_path: Path,
         assert f"ran on {host.version} /usr/local OpenSSL" in tests.output, tests.output
     finally:
         remove_image(docker(), info.image)
+
+
+def test_a_copy_that_cannot_import_ssl_is_refused_in_one_line_naming_it(tmp_path: Path) -> None:
+    """A pyenv build made without libssl-dev has no _ssl: the image's check names the module and no tag is made."""
+    from agent.containers.host_python_image import ImageError, base_image, ensure_host_sandbox, image_tag
+    from agent.containers.host_pythons import HostPython
+
+    host = find_host_pythons().get(MINOR)
+    if host is None:
+        if os.environ.get("CI"):
+            pytest.fail(f"this machine kind has pyenv {MINOR}, this one has none under pyenv, uv or /usr/local")
+        pytest.skip(f"no host build of Python {MINOR} here (pyenv, uv, /usr/local)")
+    shutil.copytree(host.prefix, tmp_path / "p", symlinks=True,  # links to the host's files: copied as those files
+                    copy_function=lambda src, dst: os.symlink(os.path.realpath(src), dst))
+    for path in (tmp_path / "p" / "lib" / f"python{MINOR}" / "lib-dynload").glob("_ssl.*"):
+        path.unlink()
+    broken = HostPython(MINOR, host.version, tmp_path / "p", "pyenv")
+    with pytest.raises(ImageError) as caught:
+        ensure_host_sandbox(broken, lambda _: None)
+    message = str(caught.value)
+    assert message.startswith(f"host pyenv {host.version} copied in lacks ssl (ModuleNotFoundError: No module named "
+                              "'_ssl')") and "\n" not in message, message
+    base_id = docker().inspect_image(base_image(lambda _: None))["Id"]
+    assert image.image_labels(image_tag(broken, base_id)) is None  # docker tags a build only when it succeeded
