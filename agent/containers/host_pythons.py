@@ -1,6 +1,7 @@
 """The host's own CPython builds, found without running them: pyenv's (``$PYENV_ROOT`` or ~/.pyenv), uv's
 (``$UV_PYTHON_INSTALL_DIR``, else ``$XDG_DATA_HOME/uv/python`` or ~/.local/share/uv/python) and /usr/local's
-(``/usr/local/bin/pythonX.Y``), in that order of preference; for each minor the first found, newest patch first.
+(``/usr/local/bin/pythonX.Y``), in that order of preference; for each minor the first found, newest patch first;
+none older than 3.7 (``OLDEST``: codebox's own build steps in an environment's box need it).
 
 Only a self-contained prefix is taken: ``bin/pythonX.Y`` and its standard library ``lib/pythonX.Y`` (with
 ``os.py``) side by side; a shared ``libpythonX.Y*.so*`` beside them goes along. Nothing found here is run on
@@ -29,6 +30,9 @@ from pathlib import Path
 from agent import python_versions as versions
 
 FORMAT = "host-python-1"
+# The oldest minor taken: codebox's own steps in an environment's build box (agent/env/install/inside) run on the
+# image's Python and use ``from __future__ import annotations`` (3.7). A 3.6 build is left to the stand-in (3.9).
+OLDEST = "3.7"
 PREFIX = "usr/local"  # in the image: /usr/local/bin comes first on Debian's PATH; /usr/local/lib is in ld.so.conf
 SWITCH = "CODEBOX_HOST_PYTHONS"
 USR_LOCAL = Path("/usr/local")
@@ -108,12 +112,13 @@ def enabled(environ: Mapping[str, str] | None = None) -> bool:
 
 def find_host_pythons(environ: Mapping[str, str] | None = None, home: Path | None = None,
                       usr_local: Path = USR_LOCAL) -> dict[str, HostPython]:
-    """X.Y -> the host's build of it that the chain would copy (pyenv > uv > /usr/local; newest patch first)."""
+    """X.Y -> the host's build of it that the chain would copy (pyenv > uv > /usr/local; newest patch first), for
+    the minors from OLDEST on."""
     environ = os.environ if environ is None else environ
     home = home or Path.home()
     found: dict[str, HostPython] = {}
     for candidate in [*_pyenv(environ, home), *_uv(environ, home), *_usr_local(usr_local)]:
-        if candidate.minor not in found:
+        if candidate.minor not in found and versions.key(candidate.minor) >= versions.key(OLDEST):
             found[candidate.minor] = candidate
     return found
 

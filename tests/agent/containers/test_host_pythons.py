@@ -41,6 +41,7 @@ def test_pyenv_comes_before_uv_and_usr_local_and_its_newest_patch_first(tmp_path
     prefix(uv / "cpython-3.12.1-linux-x86_64-musl", "3.12")  # not glibc's
     prefix(local, "3.9", version="3.9.2")
     prefix(local, "3.8")  # no patchlevel.h: its minor names it
+    prefix(pyenv / "versions" / "3.6.15", "3.6")  # older than codebox's build steps run on: 3.9 stands in
     found = find_host_pythons({"PYENV_ROOT": str(pyenv), "UV_PYTHON_INSTALL_DIR": str(uv)}, home=tmp_path,
                               usr_local=local)
     assert {m: (p.kind, p.version, p.prefix) for m, p in found.items()} == {
