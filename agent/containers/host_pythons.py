@@ -105,9 +105,11 @@ class HostPython:
 
 
 def enabled(environ: Mapping[str, str] | None = None) -> bool:
-    """Whether the host's Pythons are a link of the chain (``CODEBOX_HOST_PYTHONS=0`` turns it off)."""
+    """Whether the host's Pythons are a link of the chain: only when asked (``CODEBOX_HOST_PYTHONS=1``). The copy
+    carries no pytest (a task's environment brings one), so a task that builds no environment (nothing declared,
+    ``--env none``) would find none where a suite's image has Debian's; until the copy carries one, it is opt-in."""
     value = (os.environ if environ is None else environ).get(SWITCH, "").strip().lower()
-    return value not in ("0", "no", "false", "off")
+    return value in ("1", "yes", "true", "on")
 
 
 def find_host_pythons(environ: Mapping[str, str] | None = None, home: Path | None = None,

@@ -8,7 +8,7 @@
 3. the host's own CPython build of that minor (pyenv's, uv's or /usr/local's: host_pythons.py) copied into an
    image on the host's Debian suite, offline (host_python_image.py); after a suite that ships the minor (Debian's
    build is the known-good one), before a registry (no packet leaves the machine for what it has already), and
-   off with ``CODEBOX_HOST_PYTHONS=0``;
+   only when asked: ``CODEBOX_HOST_PYTHONS=1`` (the copy has no pytest of its own: host_pythons.enabled);
 4. only when the user opts in (``--python-pull yes``, as `codebox image build --pull`), ``python:X.Y-slim``
    from a registry, as it is.
 
@@ -71,7 +71,7 @@ class PythonImages:
     pull: bool = False
     log: Log = _quiet
     host: bool = field(default_factory=host_pythons.enabled)
-    """Whether the host's own CPython builds are a link (CODEBOX_HOST_PYTHONS=0: not)."""
+    """Whether the host's own CPython builds are a link (CODEBOX_HOST_PYTHONS=1: they are)."""
     suites: dict[str, str] = field(default_factory=lambda: dict(SUITES))
     _done: dict[str, Provided] = field(default_factory=dict)
     _found: dict[str, HostPython] | None = None
@@ -136,7 +136,7 @@ class PythonImages:
 
     def _host(self, minor: str, tried: list[str]) -> Provided | None:
         if not self.host:
-            tried.append(f"host Python {minor} (off: {host_pythons.SWITCH}=0)")
+            tried.append(f"host Python {minor} (off: {host_pythons.SWITCH}=1 turns it on)")
             return None
         found = self.host_pythons().get(minor)
         if found is None:

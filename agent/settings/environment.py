@@ -34,8 +34,8 @@ OTHER_VARIABLES: dict[str, str] = {
     "CODEBOX_SUITE": "build_base.sh: the Debian suite of the offline base image",
     "CODEBOX_RUST_TOOLCHAIN": "rustup or debian: the Rust toolchain of a crate's environment (default: the host's "
                               "rustup toolchain when there is one, else Debian's)",
-    "CODEBOX_HOST_PYTHONS": "0: the host's own CPython builds (pyenv, uv, /usr/local) are not copied into a sandbox "
-                            "image when no Debian suite ships the Python a task wants",
+    "CODEBOX_HOST_PYTHONS": "1: the host's own CPython builds (pyenv, uv, /usr/local) are copied into a sandbox "
+                            "image when no Debian suite ships the Python a task wants (off by default)",
     "CODEBOX_RUNNER_BASE_IMAGE": "compose.yaml: the runner image's base",
     "CODEBOX_RUNNER_IMAGE": "compose.yaml: the runner image's name (default codebox-runner:latest)",
     "CODEBOX_TASKS": "compose.yaml: the batch's task file",

@@ -22,11 +22,11 @@ def test_a_version_nobody_provides_names_every_link_tried() -> None:
     assert caught.value.usage
 
 
-def test_the_host_link_can_be_turned_off(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("CODEBOX_HOST_PYTHONS", "0")
+def test_the_host_link_is_off_unless_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CODEBOX_HOST_PYTHONS", raising=False)  # off unless asked
     chain = PythonImages()
     assert chain.host_pythons() == {} and chain.available() == {"3.9", "3.11", "3.13"}
-    with pytest.raises(PythonUnavailable, match=r"host Python 2\.7 \(off: CODEBOX_HOST_PYTHONS=0\)"):
+    with pytest.raises(PythonUnavailable, match=r"host Python 2\.7 \(off: CODEBOX_HOST_PYTHONS=1 turns it on\)"):
         chain.provide("2.7")
 
 

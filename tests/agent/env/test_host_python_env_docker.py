@@ -34,8 +34,9 @@ PROJECT = {
 }
 
 
-def test_a_host_pyenv_python_is_copied_in_and_runs_a_real_pytest(tmp_path: Path,
-                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_host_pyenv_python_is_copied_in_and_runs_a_real_pytest(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CODEBOX_HOST_PYTHONS", "1")  # the link is opt-in
     host = find_host_pythons().get(MINOR)
     if host is None:
         if os.environ.get("CI"):
