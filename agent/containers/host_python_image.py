@@ -28,6 +28,7 @@ from agent import __version__
 from agent.containers import image
 from agent.containers.engine_api import EngineError, connect_engine
 from agent.containers.host_pythons import PREFIX, HostPython
+from agent.containers.tar_folders import add_folders
 from agent.debian import codename
 
 Log = Callable[[str], None]
@@ -150,7 +151,7 @@ def write_context(host: HostPython, dest: Path) -> Path:
         tar.addfile(info, _Bytes(data))
         for inside, path in files:
             name = f"root/{inside}"
-            _folders(tar, name.rsplit("/", 1)[0], folders)
+            add_folders(tar, name.rsplit("/", 1)[0], folders)
             target = os.readlink(path) if path.is_symlink() else ""
             if target and "/" not in target and f"{inside.rsplit('/', 1)[0]}/{target}" in copied:
                 _link(tar, name, target)
@@ -165,7 +166,7 @@ def write_context(host: HostPython, dest: Path) -> Path:
             with real.open("rb") as source:
                 tar.addfile(info, source)
         site = f"root/{PREFIX}/lib/python{host.minor}/site-packages"  # empty: the host's installs stay there
-        _folders(tar, site, folders)
+        add_folders(tar, site, folders)
         for alias in ("python3", "python"):
             _link(tar, f"root/{PREFIX}/bin/{alias}", f"python{host.minor}")
     return dest
@@ -174,17 +175,6 @@ def write_context(host: HostPython, dest: Path) -> Path:
 def _link(tar: tarfile.TarFile, name: str, target: str) -> None:
     info = tarfile.TarInfo(name)
     info.type, info.linkname, info.mode = tarfile.SYMTYPE, target, 0o777
-    tar.addfile(info)
-
-
-def _folders(tar: tarfile.TarFile, name: str, made: set[str]) -> None:
-    if not name or name in made:
-        return
-    if "/" in name:
-        _folders(tar, name.rsplit("/", 1)[0], made)
-    made.add(name)
-    info = tarfile.TarInfo(name)
-    info.type, info.mode, info.mtime = tarfile.DIRTYPE, 0o755, 0
     tar.addfile(info)
 
 

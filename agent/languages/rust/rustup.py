@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from agent.containers.tar_folders import add_folders
 from agent.containers.toolchain import SOURCE_LABEL
 from agent.env.cancel import NEVER, Cancel, check
 from agent.env.errors import EnvError
@@ -157,7 +158,7 @@ def write_layer(toolchain: HostToolchain, dest: Path, cancel: Cancel = NEVER) ->
         for inside, path in toolchain.files():
             check(cancel)
             parent = inside.rsplit("/", 1)[0]
-            _folders(tar, parent, folders)
+            add_folders(tar, parent, folders)
             real = path.resolve()  # a symlinked library (libLLVM.so.N -> ...) goes in as the file it names
             if not real.is_file():
                 continue
@@ -169,17 +170,6 @@ def write_layer(toolchain: HostToolchain, dest: Path, cancel: Cancel = NEVER) ->
             with real.open("rb") as source:
                 tar.addfile(info, _Hashing(source, digest))
     return dest, digest.hexdigest()
-
-
-def _folders(tar: tarfile.TarFile, name: str, made: set[str]) -> None:
-    if not name or name in made:
-        return
-    if "/" in name:
-        _folders(tar, name.rsplit("/", 1)[0], made)
-    made.add(name)
-    info = tarfile.TarInfo(name)
-    info.type, info.mode, info.mtime = tarfile.DIRTYPE, 0o755, 0
-    tar.addfile(info)
 
 
 class _Hashing:
